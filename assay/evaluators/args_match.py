@@ -1,0 +1,135 @@
+"""Tool-argument matchers shared by the trajectory and tool-use evaluators.
+
+A matcher is ``(output_args, reference_args) -> bool`` and is always called in that order
+(openevals 0.2.2 semantics; agentevals and potato swap the order in subset mode, see
+docs/semantics.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from assay.exceptions import ConfigError
+
+ArgsMode = Literal["exact", "ignore", "subset", "superset"]
+ARGS_MODES: tuple[str, ...] = ("exact", "ignore", "subset", "superset")
+Matcher = Callable[[dict[str, Any], dict[str, Any]], bool]
+
+_MISSING = object()
+
+
+def _exact(out: dict[str, Any], ref: dict[str, Any]) -> bool:
+    return out == ref
+
+
+def _ignore(out: dict[str, Any], ref: dict[str, Any]) -> bool:
+    return True
+
+
+def _subset(out: dict[str, Any], ref: dict[str, Any]) -> bool:
+    """Every key/value of the output args is present and equal in the reference args."""
+    for k, v in out.items():
+        if k not in ref or ref[k] != v:
+            return False
+    return True
+
+
+def _superset(out: dict[str, Any], ref: dict[str, Any]) -> bool:
+    """Every key/value of the reference args is present and equal in the output args."""
+    for k, v in ref.items():
+        if k not in out or out[k] != v:
+            return False
+    return True
+
+
+MATCHERS: dict[str, Matcher] = {"exact": _exact, "ignore": _ignore, "subset": _subset, "superset": _superset}
+
+
+def _resolve(args: Any, steps: list[str]) -> Any:
+    cur = args
+    for step in steps:
+        if isinstance(cur, dict):
+            cur = cur.get(step, _MISSING)
+        elif isinstance(cur, list) and step.lstrip("-").isdigit() and -len(cur) <= int(step) < len(cur):
+            cur = cur[int(step)]
+        else:
+            return _MISSING
+        if cur is _MISSING:
+            return _MISSING
+    return cur
+
+
+def field_path_matcher(paths: list[str]) -> Matcher:
+    """Compare only the given dotted paths (list indices allowed: ``items.0.id``).
+
+    A path missing on both sides matches; missing on one side only (even if the other side holds
+    ``null``) does not.
+    """
+    split = [p.split(".") for p in paths]
+
+    def match(out: dict[str, Any], ref: dict[str, Any]) -> bool:
+        for steps in split:
+            a = _resolve(out, steps)
+            b = _resolve(ref, steps)
+            if a is _MISSING and b is _MISSING:
+                continue
+            if a is _MISSING or b is _MISSING or a != b:
+                return False
+        return True
+
+    return match
+
+
+def import_callable(target: str) -> Callable[..., Any]:
+    """Import ``"module:function"``; ConfigError when it is not there or not callable."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"expected 'module:function', got {target!r}")
+    try:
+        obj = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot import {target!r}: {exc}") from exc
+    if not callable(obj):
+        raise ConfigError(f"{target!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def build_override(tool: str, spec: Any) -> Matcher | None:
+    """Turn one ``tool_args_match_overrides`` entry into a matcher (None = use the default mode).
+
+    Accepted: a mode string, a list of field paths, a callable, or ``{"callable": "module:fn"}``
+    (the run-file spelling of a callable). An unknown mode string is a ConfigError (openevals
+    silently treats it as ``ignore``).
+    """
+    if isinstance(spec, str):
+        if spec not in MATCHERS:
+            raise ConfigError(
+                f"tool_args_match_overrides[{tool!r}]: unknown mode {spec!r} "
+                f"(expected one of {', '.join(ARGS_MODES)}, a list of field paths, or a callable)"
+            )
+        return MATCHERS[spec]
+    if isinstance(spec, list | tuple):
+        if not spec:
+            return None
+        if not all(isinstance(p, str) and p for p in spec):
+            raise ConfigError(f"tool_args_match_overrides[{tool!r}]: field paths must be non-empty strings")
+        return field_path_matcher(list(spec))
+    if isinstance(spec, Mapping) and set(spec) == {"callable"} and isinstance(spec["callable"], str):
+        fn = import_callable(spec["callable"])
+        return lambda out, ref: bool(fn(out, ref))
+    if callable(spec):
+        return lambda out, ref: bool(spec(out, ref))
+    raise ConfigError(f"tool_args_match_overrides[{tool!r}]: invalid override {spec!r}")
+
+
+def build_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Matcher]:
+    table: dict[str, Matcher] = {}
+    for tool, spec in (overrides or {}).items():
+        m = build_override(tool, spec)
+        if m is not None:
+            table[tool] = m
+    return table

@@ -1,0 +1,215 @@
+"""The evaluator contract.
+
+Every evaluator:
+
+* has a registry ``name``, a one-line ``description`` and a pydantic ``Params`` model (frozen,
+  ``extra="forbid"``) that validates its parameters when it is built;
+* scores canonical traces: ``score_trace(trace) -> list[Result]`` (the pipeline's hot path, no
+  per-record validation), or ``ascore_trace`` for evaluators that call out (judges);
+* offers the library face users know from openevals/agentevals/potato:
+  ``evaluate(outputs=..., reference_outputs=..., inputs=...)``, accepting every shape the
+  normalizers accept.
+
+>>> from assay.evaluators import TrajectoryMatch
+>>> ev = TrajectoryMatch(mode="strict")
+>>> call = {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}
+>>> ev.evaluate(outputs=[call], reference_outputs=[call]).score
+1.0
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generic, TypeVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from assay.exceptions import ConfigError
+from assay.records import Result
+from assay.traces.model import Trace
+from assay.traces.normalize import trace_from_args
+
+
+class EvaluatorParams(BaseModel):
+    """Parameters every evaluator accepts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    key: str | None = None
+    """Result key (defaults to the evaluator's own key)."""
+    threshold: float | None = None
+    """Score at or above which a result counts as a pass in the summary (default 0.5)."""
+
+
+P = TypeVar("P", bound=EvaluatorParams)
+
+
+def format_validation_error(evaluator: str, exc: ValidationError) -> str:
+    """One line per problem, naming the evaluator and the bad key."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(params)"
+        given = err.get("input")
+        shown = "" if err["type"] == "missing" else f" (got {given!r})"
+        lines.append(f"evaluator {evaluator!r}: params.{loc}: {err['msg']}{shown}")
+    return "\n".join(lines)
+
+
+class BaseEvaluator(ABC, Generic[P]):
+    """Common machinery: params validation, key, the library ``evaluate_all`` face."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    Params: ClassVar[type[EvaluatorParams]] = EvaluatorParams
+    is_async: ClassVar[bool] = False
+    #: Example params shown by ``assay evaluators show``.
+    example: ClassVar[dict[str, Any]] = {}
+
+    params: P
+
+    def __init__(self, params: P | dict[str, Any] | None = None, /, **kwargs: Any) -> None:
+        if isinstance(params, EvaluatorParams):
+            if kwargs:
+                params = params.model_copy(update=kwargs)  # type: ignore[assignment]
+            self.params = params  # type: ignore[assignment]
+        else:
+            merged = {**(params or {}), **kwargs}
+            try:
+                self.params = self.Params(**merged)  # type: ignore[assignment]
+            except ValidationError as exc:
+                raise ConfigError(format_validation_error(self.name or type(self).__name__, exc)) from exc
+        self.key: str = self.params.key or self.default_key()
+        self.threshold: float = 0.5 if self.params.threshold is None else self.params.threshold
+        self.setup()
+
+    def default_key(self) -> str:
+        return self.name
+
+    def setup(self) -> None:
+        """Build-time work (compile patterns, validate schemas); raise ConfigError on bad params."""
+
+    @abstractmethod
+    def score_trace(self, trace: Trace) -> list[Result]:
+        """Score one canonical trace (sync)."""
+
+    async def ascore_trace(self, trace: Trace) -> list[Result]:
+        """Score one canonical trace (async). Deterministic evaluators just call the sync path."""
+        return self.score_trace(trace)
+
+    async def aclose(self) -> None:
+        """Release resources (HTTP sessions, subprocess pools)."""
+
+    def result_keys(self) -> list[str]:
+        """Keys this evaluator's results use (for summaries); may be a prefix for dynamic keys."""
+        return [self.key]
+
+    def evaluate_all(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> list[Result]:
+        """Library face: every result this evaluator produces for one example."""
+        trace = trace_from_args(
+            outputs,
+            reference_outputs,
+            inputs,
+            context=kwargs.pop("context", None),
+            scenario=kwargs.pop("scenario", None),
+        )
+        if kwargs:
+            trace.scenario = {**(trace.scenario or {}), **kwargs}
+        if self.is_async:
+            return anyio.run(self.ascore_trace, trace)
+        return self.score_trace(trace)
+
+    async def aevaluate_all(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> list[Result]:
+        trace = trace_from_args(
+            outputs,
+            reference_outputs,
+            inputs,
+            context=kwargs.pop("context", None),
+            scenario=kwargs.pop("scenario", None),
+        )
+        if kwargs:
+            trace.scenario = {**(trace.scenario or {}), **kwargs}
+        return await self.ascore_trace(trace)
+
+
+class Evaluator(BaseEvaluator[P]):
+    """An evaluator that produces exactly one Result per trace."""
+
+    @abstractmethod
+    def score(self, trace: Trace) -> Result:
+        """Score one canonical trace."""
+
+    def score_trace(self, trace: Trace) -> list[Result]:
+        return [self.score(trace)]
+
+    def evaluate(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> Result:
+        """Score one example given in any shape the normalizers accept."""
+        return self.evaluate_all(outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs)[0]
+
+    async def aevaluate(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> Result:
+        results = await self.aevaluate_all(
+            outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs
+        )
+        return results[0]
+
+    __call__ = evaluate
+
+
+class MultiEvaluator(BaseEvaluator[P]):
+    """An evaluator that produces several Results per trace (e.g. one per JSON key)."""
+
+    def evaluate(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> list[Result]:
+        return self.evaluate_all(outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs)
+
+    __call__ = evaluate
+
+
+class AsyncEvaluator(Evaluator[P]):
+    """A single-result evaluator whose real implementation is async (LLM judges)."""
+
+    is_async: ClassVar[bool] = True
+
+    @abstractmethod
+    async def ascore(self, trace: Trace) -> Result:
+        """Score one canonical trace."""
+
+    async def ascore_trace(self, trace: Trace) -> list[Result]:
+        return [await self.ascore(trace)]
+
+    def score(self, trace: Trace) -> Result:
+        return anyio.run(self.ascore, trace)

@@ -1,0 +1,134 @@
+"""The data that flows through a run: envelopes in, result rows and failures out.
+
+These are plain slotted dataclasses, not pydantic models: they are created once per record on
+the hot path, and validation happens where data enters (normalizers, config), not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True, frozen=True)
+class Position:
+    """Where a record came from: a file and line, a topic/partition/offset, or an S3 key and line."""
+
+    source: str
+    line: int | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.partition is not None:
+            return {"topic": self.source, "partition": self.partition, "offset": self.offset}
+        return {"file": self.source, "line": self.line}
+
+    def __str__(self) -> str:
+        if self.partition is not None:
+            return f"{self.source}[{self.partition}]@{self.offset}"
+        return f"{self.source}:{self.line}" if self.line is not None else self.source
+
+
+@dataclass(slots=True)
+class Envelope:
+    """Raw payload bytes of one record with its position (and an optional key)."""
+
+    payload: bytes
+    position: Position
+    key: bytes | None = None
+
+
+@dataclass(slots=True)
+class Result:
+    """One evaluator outcome.
+
+    ``score`` is a float in [0, 1] (1.0/0.0 for pass/fail) or None when the evaluator could not
+    score; ``value`` keeps the raw outcome (bool, label, count); ``error`` is set when scoring
+    failed (a judge that exhausted its retries, an evaluator exception): such a result is never a
+    score.
+
+    >>> Result("exact_match", 1.0, True).passed
+    True
+    """
+
+    key: str
+    score: float | None = None
+    value: Any = None
+    comment: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        """True/False for a scored result (score >= 0.5 by default), None when not scored."""
+        if self.score is None:
+            return None
+        return self.score >= 0.5
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "key": self.key,
+            "score": self.score,
+            "value": self.value,
+            "comment": self.comment,
+            "metadata": self.metadata,
+        }
+        if self.error is not None:
+            d["error"] = self.error
+        return d
+
+    @classmethod
+    def from_error(cls, key: str, error: BaseException | str, **metadata: Any) -> Result:
+        msg = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        return cls(key=key, score=None, value=None, comment=f"error: {msg}", metadata=metadata, error=msg)
+
+
+@dataclass(slots=True)
+class TraceResult:
+    """One output row per trace."""
+
+    trace_id: str
+    run_id: str
+    position: Position
+    results: dict[str, Result]
+    warnings: list[str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "trace_id": self.trace_id,
+            "run_id": self.run_id,
+            "position": self.position.to_dict(),
+            "results": {k: r.to_dict() for k, r in self.results.items()},
+        }
+        if self.warnings:
+            d["warnings"] = self.warnings
+        return d
+
+
+@dataclass(slots=True)
+class Failure:
+    """A record that could not be parsed, normalized or evaluated: it goes to the dead-letter sink.
+
+    ``severity`` is ``"error"`` for a record that was not scored and ``"warning"`` for a record
+    that was scored but had a defect worth reporting (e.g. tool arguments that are not JSON).
+    """
+
+    payload: bytes
+    position: Position
+    stage: str
+    error_type: str
+    message: str
+    severity: str = "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        raw = self.payload.decode("utf-8", errors="replace")
+        d: dict[str, Any] = {
+            "raw": raw,
+            **self.position.to_dict(),
+            "stage": self.stage,
+            "error_type": self.error_type,
+            "error": self.message,
+            "severity": self.severity,
+        }
+        return d

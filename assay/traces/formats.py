@@ -1,0 +1,56 @@
+"""The table of trace formats: name -> lazy ``"module:attr"``, in auto-detection order.
+
+Third-party formats register through the entry-point group ``assay.formats`` (appended to the
+detection order, before the plain-value fallback).
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+
+from assay.exceptions import ConfigError
+from assay.traces.base import TraceFormat
+
+#: Built-in formats in detection order. The most specific detectors come first; ``openai`` is
+#: the common case and cheap; ``value`` (a plain output with no trajectory) is the fallback.
+BUILTIN_FORMATS: dict[str, str] = {
+    "openai": "assay.traces.openai_format:FORMAT",
+    "value": "assay.traces.openai_format:VALUE_FORMAT",
+}
+
+#: Formats whose detectors must run before ``openai`` (they also carry a ``messages`` list).
+EARLY_FORMATS: tuple[str, ...] = ()
+
+
+@cache
+def load_format(name: str) -> TraceFormat:
+    """The TraceFormat registered under ``name``."""
+    table = all_format_names()
+    if name not in table:
+        raise ConfigError(f"unknown trace format {name!r}; known formats: {', '.join(sorted(table))}")
+    target = table[name]
+    module_name, _, attr = target.partition(":")
+    fmt = getattr(importlib.import_module(module_name), attr)
+    if not isinstance(fmt, TraceFormat):
+        raise ConfigError(f"trace format {name!r} ({target}) is not a TraceFormat")
+    return fmt
+
+
+@cache
+def all_format_names() -> dict[str, str]:
+    table = dict(BUILTIN_FORMATS)
+    for ep in entry_points(group="assay.formats"):
+        table.setdefault(ep.name, ep.value)
+    return table
+
+
+@cache
+def detection_order() -> tuple[TraceFormat, ...]:
+    """Formats in the order auto-detection tries them."""
+    names = list(all_format_names())
+    names.remove("value")
+    early = [n for n in EARLY_FORMATS if n in names]
+    rest = [n for n in names if n not in early]
+    return tuple(load_format(n) for n in [*early, *rest, "value"])

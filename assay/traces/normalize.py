@@ -1,0 +1,188 @@
+"""Record → canonical Trace: pick the record's fields, detect the format, normalize.
+
+A record (one JSON value per line) holds the agent's outputs (a trajectory in any known format,
+or a plain value) and optionally inputs, a reference, context, scenario fields, metadata and usage.
+Where each lives is configurable with dotted paths (:class:`NormalizeOptions`); by default the
+common names are tried (``outputs``/``trajectory``; ``reference_outputs``/``reference``/``expected``…),
+and a record without an outputs field is itself the trajectory (``{"messages": [...]}``, an OTel
+export, a LangSmith run tree, …).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from assay.exceptions import NormalizationError
+from assay.traces.base import TraceFormat, get_path
+from assay.traces.formats import detection_order, load_format
+from assay.traces.model import Trace
+
+ID_KEYS = ("id", "trace_id", "run_id", "uuid", "session_id")
+INPUT_KEYS = ("inputs", "input", "question", "query", "prompt")
+OUTPUT_KEYS = ("outputs", "trajectory", "actual")
+REFERENCE_KEYS = (
+    "reference_outputs",
+    "reference",
+    "expected",
+    "expected_output",
+    "expected_outputs",
+    "reference_trajectory",
+    "expected_trajectory",
+    "reference_messages",
+)
+CONTEXT_KEYS = ("context", "contexts", "retrieved_context", "retrieval_context", "documents")
+USAGE_KEYS = ("usage", "metrics", "token_usage")
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizeOptions:
+    """Where a record keeps each part (dotted paths; None = try the usual names) and its format."""
+
+    format: str = "auto"
+    reference_format: str = "auto"
+    id: str | None = None
+    inputs: str | None = None
+    outputs: str | None = None
+    reference: str | None = None
+    context: str | None = None
+    scenario: str | None = None
+    metadata: str | None = None
+    usage: str | None = None
+
+
+DEFAULT_OPTIONS = NormalizeOptions()
+
+
+def detect_format(value: Any) -> TraceFormat:
+    """The first format whose detector accepts ``value``."""
+    for fmt in detection_order():
+        if fmt.detect(value):
+            return fmt
+    raise NormalizationError(f"no known trace format matches this {type(value).__name__}")
+
+
+def to_trace(value: Any, format: str = "auto") -> Trace:
+    """Normalize one outputs (or reference) value into a Trace.
+
+    >>> to_trace([{"role": "assistant", "content": "hi"}]).final_output
+    'hi'
+    """
+    if isinstance(value, Trace):
+        return value
+    fmt = detect_format(value) if format == "auto" else load_format(format)
+    trace = fmt.normalize(value)
+    if trace.format is None:
+        trace.format = fmt.name
+    return trace
+
+
+def _first(record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    for k in keys:
+        if k in record:
+            return k, record[k]
+    return None, None
+
+
+def _pick(record: dict[str, Any], path: str | None, keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    if path is not None:
+        return path, get_path(record, path)
+    return _first(record, keys)
+
+
+def normalize_record(record: Any, options: NormalizeOptions = DEFAULT_OPTIONS) -> Trace:
+    """Normalize one parsed record into a Trace (raises NormalizationError on a bad shape)."""
+    if type(record) is list:
+        return to_trace(record, options.format)
+    if type(record) is not dict:
+        raise NormalizationError(
+            f"record is a JSON {type(record).__name__}, expected an object or a list of messages"
+        )
+    out_key, outputs = _pick(record, options.outputs, OUTPUT_KEYS)
+    if out_key is None:
+        outputs = record
+    elif outputs is None and options.outputs is not None:
+        raise NormalizationError(f"record has no value at outputs path {options.outputs!r}")
+    if outputs is record and options.format == "auto":
+        fmt = _trajectory_format(record)
+        if fmt is None:
+            keys = ", ".join(list(record)[:8]) or "none"
+            raise NormalizationError(f"record has no outputs or trajectory (keys: {keys})")
+        trace = fmt.normalize(record)
+        if trace.format is None:
+            trace.format = fmt.name
+    else:
+        trace = to_trace(outputs, options.format)
+
+    if options.id is not None:
+        tid = get_path(record, options.id)
+    else:
+        tid = next((record[k] for k in ID_KEYS if k in record), None)
+    if tid is not None:
+        trace.id = str(tid)
+
+    in_key, inputs = _pick(record, options.inputs, INPUT_KEYS)
+    if in_key is not None and trace.input is None and inputs is not outputs:
+        trace.input = inputs
+
+    ref_key, ref = _pick(record, options.reference, REFERENCE_KEYS)
+    if ref_key is not None and ref is not None:
+        try:
+            trace.reference = to_trace(ref, options.reference_format)
+        except NormalizationError as exc:
+            raise NormalizationError(f"reference ({ref_key}): {exc}") from exc
+
+    ctx_key, ctx = _pick(record, options.context, CONTEXT_KEYS)
+    if ctx_key is not None and ctx is not None:
+        trace.context = ctx
+    elif trace.context is None and isinstance(trace.input, dict):
+        trace.context = next((trace.input[k] for k in CONTEXT_KEYS if k in trace.input), None)
+
+    if options.scenario is not None:
+        scenario = get_path(record, options.scenario)
+    else:
+        scenario = record.get("scenario")
+        if not isinstance(scenario, dict):
+            scenario = record
+    trace.scenario = scenario if isinstance(scenario, dict) else None
+
+    md = get_path(record, options.metadata) if options.metadata else record.get("metadata")
+    if isinstance(md, dict):
+        trace.metadata = {**trace.metadata, **md} if trace.metadata else md
+
+    _, usage = _pick(record, options.usage, USAGE_KEYS)
+    if isinstance(usage, dict):
+        trace.usage = usage
+    return trace
+
+
+def _trajectory_format(record: dict[str, Any]) -> TraceFormat | None:
+    """A record with no outputs field must itself be a known trajectory format."""
+    for fmt in detection_order():
+        if fmt.name != "value" and fmt.detect(record):
+            return fmt
+    return None
+
+
+def trace_from_args(
+    outputs: Any = None,
+    reference_outputs: Any = None,
+    inputs: Any = None,
+    *,
+    context: Any = None,
+    scenario: dict[str, Any] | None = None,
+    format: str = "auto",
+) -> Trace:
+    """The Trace an evaluator's ``evaluate(outputs=..., reference_outputs=..., inputs=...)`` scores."""
+    trace = to_trace(outputs, format)
+    if reference_outputs is not None:
+        trace.reference = to_trace(reference_outputs, format)
+    if inputs is not None:
+        trace.input = inputs
+    if context is not None:
+        trace.context = context
+    elif trace.context is None and isinstance(inputs, dict):
+        trace.context = next((inputs[k] for k in CONTEXT_KEYS if k in inputs), None)
+    if scenario is not None:
+        trace.scenario = scenario
+    return trace

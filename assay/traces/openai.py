@@ -1,0 +1,120 @@
+"""OpenAI chat-completions messages (and LangChain-style / canonical tool calls) → canonical messages.
+
+Accepted per message: ``role`` system/developer/user/assistant/tool/function (plus the LangChain
+aliases human/ai), ``content`` as a string, None or a list of content blocks, ``tool_calls`` whose
+entries are OpenAI style (``{"id", "type": "function", "function": {"name", "arguments"}}`` with
+JSON-string or dict arguments) or LangChain/canonical style (``{"id", "name", "args"}``), and the
+legacy ``function_call``. Arguments that do not parse are kept (``{"_raw": text}``) and flagged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from assay.exceptions import NormalizationError
+from assay.traces.model import Message, ToolCall
+
+ROLE_ALIASES: dict[str, str] = {
+    "system": "system",
+    "developer": "developer",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+
+
+def parse_args(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Parse tool-call arguments into a dict; never raises.
+
+    Returns ``(args, error)``: a dict is used as is; None or ``""`` give ``{}``; a JSON object
+    string gives that object; other JSON gives ``{"_value": parsed}``; text that is not JSON gives
+    ``{"_raw": text}``. ``error`` describes the defect, or is None.
+    """
+    if type(raw) is dict:
+        return raw, None
+    if raw is None or raw == "":
+        return {}, None
+    if isinstance(raw, str | bytes):
+        try:
+            parsed = _loads(raw)
+        except _JSONDecodeError as exc:
+            text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+            return {"_raw": text}, f"tool arguments are not valid JSON ({exc})"
+        if type(parsed) is dict:
+            return parsed, None
+        return {"_value": parsed}, f"tool arguments are JSON but not an object ({type(parsed).__name__})"
+    if isinstance(raw, dict):
+        return dict(raw), None
+    return {"_value": raw}, f"tool arguments are not an object ({type(raw).__name__})"
+
+
+def parse_tool_call(tc: Any, where: str) -> ToolCall:
+    """One OpenAI- or LangChain-style tool call dict → ToolCall."""
+    if type(tc) is not dict:
+        raise NormalizationError(f"{where}: tool call is not an object")
+    fn = tc.get("function")
+    if fn is not None:
+        if type(fn) is not dict:
+            raise NormalizationError(f"{where}: 'function' is not an object")
+        name = fn.get("name")
+        raw = fn.get("arguments")
+    else:
+        name = tc.get("name")
+        raw = tc["args"] if "args" in tc else tc.get("arguments", tc.get("input"))
+    if not isinstance(name, str) or not name:
+        raise NormalizationError(f"{where}: tool call has no name")
+    args, err = parse_args(raw)
+    return ToolCall(name=name, args=args, id=tc.get("id"), args_error=err)
+
+
+def parse_message(msg: Any, index: int) -> Message:
+    """One OpenAI chat message dict → Message. Raises NormalizationError on a bad shape."""
+    if type(msg) is not dict:
+        raise NormalizationError(f"message {index}: expected an object, got {type(msg).__name__}")
+    role_raw = msg.get("role")
+    if role_raw is None:
+        role_raw = msg.get("type")  # LangChain serialized messages use "type"
+    role = ROLE_ALIASES.get(role_raw) if isinstance(role_raw, str) else None
+    if role is None:
+        raise NormalizationError(f"message {index}: unknown role {role_raw!r}")
+    content = msg.get("content")
+    if content is None:
+        content = ""
+    calls: list[ToolCall] | None = None
+    raw_calls = msg.get("tool_calls")
+    if raw_calls:
+        if type(raw_calls) is not list:
+            raise NormalizationError(f"message {index}: 'tool_calls' is not a list")
+        calls = [parse_tool_call(tc, f"message {index} tool call {j}") for j, tc in enumerate(raw_calls)]
+    fc = msg.get("function_call")
+    if fc and role == "assistant":
+        call = parse_tool_call(fc, f"message {index} function_call")
+        calls = [*calls, call] if calls else [call]
+    tool_call_id = msg.get("tool_call_id")
+    name = msg.get("name")
+    if role_raw == "function" and tool_call_id is None and isinstance(name, str):
+        tool_call_id = name
+    return Message(role, content, calls, tool_call_id, name if isinstance(name, str) else None)
+
+
+def parse_messages(messages: Any) -> list[Message]:
+    """A list of OpenAI chat message dicts → canonical messages."""
+    if type(messages) is not list:
+        raise NormalizationError(f"'messages' must be a list, got {type(messages).__name__}")
+    return [parse_message(m, i) for i, m in enumerate(messages)]
+
+
+def is_openai_message(value: Any) -> bool:
+    """Whether a dict looks like one OpenAI/LangChain chat message."""
+    if type(value) is not dict:
+        return False
+    role = value.get("role", value.get("type"))
+    return isinstance(role, str) and role in ROLE_ALIASES

@@ -1,0 +1,84 @@
+"""The OpenAI chat format (also the canonical form assay writes) and the plain-value fallback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.exceptions import NormalizationError
+from assay.traces.base import TraceFormat
+from assay.traces.model import Trace, final_assistant_text
+from assay.traces.openai import is_openai_message, parse_messages
+
+_BLOCK_TYPES_NOT_OPENAI = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def _messages_of(value: Any) -> Any:
+    if type(value) is list:
+        return value
+    if type(value) is dict:
+        return value.get("messages")
+    return None
+
+
+def detect(value: Any) -> bool:
+    msgs = _messages_of(value)
+    if type(msgs) is not list:
+        return False
+    if not msgs:
+        return type(value) is dict
+    first = msgs[0]
+    if not is_openai_message(first) or "sender" in first:
+        return False
+    for m in msgs:
+        content = m.get("content") if type(m) is dict else None
+        if type(content) is list:
+            for block in content:
+                if type(block) is dict and block.get("type") in _BLOCK_TYPES_NOT_OPENAI:
+                    return False
+    return True
+
+
+def normalize(value: Any) -> Trace:
+    msgs = _messages_of(value)
+    if msgs is None:
+        raise NormalizationError("no 'messages' list")
+    messages = parse_messages(msgs)
+    trace = Trace(messages=messages, format="openai")
+    if type(value) is dict:
+        if "final_output" in value:
+            trace.final_output = value["final_output"]
+            trace.format = "canonical"
+        usage = value.get("usage")
+        if isinstance(usage, dict):
+            trace.usage = usage
+        if isinstance(value.get("metadata"), dict):
+            trace.metadata = dict(value["metadata"])
+    if trace.final_output is None:
+        trace.final_output = final_assistant_text(messages)
+    return trace
+
+
+FORMAT = TraceFormat(
+    name="openai",
+    description="OpenAI chat-completions messages (tool_calls, legacy function_call); also assay's canonical form",
+    detect=detect,
+    normalize=normalize,
+)
+
+
+def detect_value(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool) or (
+        type(value) is dict and "messages" not in value
+    )
+
+
+def normalize_value(value: Any) -> Trace:
+    return Trace(final_output=value, format="value")
+
+
+VALUE_FORMAT = TraceFormat(
+    name="value",
+    description="a plain output value (string, number or JSON object) with no trajectory",
+    detect=detect_value,
+    normalize=normalize_value,
+)
