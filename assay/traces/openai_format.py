@@ -7,7 +7,7 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.base import TraceFormat
 from assay.traces.model import Trace, final_assistant_text
-from assay.traces.openai import is_openai_message, parse_messages
+from assay.traces.openai import parse_messages
 
 _BLOCK_TYPES_NOT_OPENAI = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
@@ -27,7 +27,7 @@ def detect(value: Any) -> bool:
     if not msgs:
         return type(value) is dict
     first = msgs[0]
-    if not is_openai_message(first) or "sender" in first:
+    if type(first) is not dict or "sender" in first or not isinstance(first.get("role", first.get("type")), str):
         return False
     for m in msgs:
         content = m.get("content") if type(m) is dict else None
@@ -67,8 +67,12 @@ FORMAT = TraceFormat(
 
 
 def detect_value(value: Any) -> bool:
-    return value is None or isinstance(value, str | int | float | bool) or (
-        type(value) is dict and "messages" not in value
+    return (
+        value is None
+        or isinstance(value, str | int | float | bool)
+        or (type(value) is dict and "messages" not in value)
+        # a JSON list that is not a message list (e.g. structured output items for json_match)
+        or (type(value) is list and not (value and type(value[0]) is dict and "role" in value[0]))
     )
 
 

@@ -1,0 +1,259 @@
+"""The ``assay`` command line: run, score, validate, evaluators, normalize, report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import orjson
+import typer
+
+from assay.config import RunConfig, build_config, load_run_file, parse_evaluator_spec
+from assay.exceptions import AssayError, ConfigError
+
+app = typer.Typer(
+    name="assay",
+    help="Batch-score corpora of LLM and agent traces.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+evaluators_app = typer.Typer(help="List evaluators and show their parameters.", no_args_is_help=True)
+app.add_typer(evaluators_app, name="evaluators")
+
+
+def _fail(exc: AssayError) -> None:
+    typer.echo(f"assay: error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _parse_shard(shard: str | None) -> tuple[int, int] | None:
+    if shard is None:
+        return None
+    i, sep, n = shard.partition("/")
+    if not sep or not i.isdigit() or not n.isdigit() or int(n) < 1 or int(i) >= int(n):
+        raise ConfigError(f"--shard: expected i/N with 0 <= i < N, got {shard!r}")
+    return int(i), int(n)
+
+
+def _run_config(
+    config: RunConfig,
+    origin: str,
+    *,
+    fresh: bool,
+    workers: int,
+    shard: str | None,
+    dry_run: bool,
+    no_cache: bool,
+    quiet: bool,
+) -> None:
+    from assay.pipeline.progress import Progress
+    from assay.pipeline.run import execute
+    from assay.pipeline.shard import execute_sharded
+
+    try:
+        if dry_run:
+            from assay.pipeline.dry_run import dry_run as do_dry_run
+
+            report = anyio.run(do_dry_run, config, origin)
+            _print_dry_run(report)
+            raise typer.Exit(0)
+        shard_t = _parse_shard(shard)
+        if workers > 1 and shard_t is not None:
+            raise ConfigError("--workers and --shard cannot be combined")
+        if workers > 1:
+            result = execute_sharded(config, origin=origin, workers=workers, fresh=fresh, use_cache=not no_cache)
+        else:
+            with Progress(enabled=not quiet) as progress:
+                result = anyio.run(
+                    lambda: execute(
+                        config,
+                        origin=origin,
+                        fresh=fresh,
+                        shard=shard_t,
+                        use_cache=not no_cache,
+                        progress=progress,
+                        handle_signals=True,
+                    )
+                )
+    except AssayError as exc:
+        _fail(exc)
+        return
+    if not quiet:
+        from assay.report import print_summary
+
+        print_summary(result.summary)
+    for msg in result.messages:
+        typer.echo(f"assay: {msg}", err=True)
+    raise typer.Exit(result.exit_code)
+
+
+def _print_dry_run(report: dict[str, Any]) -> None:
+    from assay.report import print_dry_run
+
+    print_dry_run(report)
+
+
+@app.command()
+def run(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
+    ds: Annotated[str | None, typer.Option("--ds", help="Logical date YYYY-MM-DD for {{ ds }} templating.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier stopped run.")] = False,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes on disjoint shards.")] = 1,
+    shard: Annotated[str | None, typer.Option("--shard", help="Run one shard i/N (e.g. for Airflow mapping).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate judge calls, tokens and cost; spend nothing.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the judge cache.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary table.")] = False,
+) -> None:
+    """Run the job described by a run file."""
+    try:
+        config = load_run_file(run_file, ds=ds, sets=set_)
+    except AssayError as exc:
+        _fail(exc)
+        return
+    _run_config(config, str(run_file), fresh=fresh, workers=workers, shard=shard, dry_run=dry_run,
+                no_cache=no_cache, quiet=quiet)
+
+
+@app.command()
+def score(
+    inputs: Annotated[list[str], typer.Argument(help="Input files, directories, globs, or - for stdin.")],
+    evaluator: Annotated[
+        list[str], typer.Option("--evaluator", "-e", help="name[:key=value,...], e.g. trajectory_match:mode=strict.")
+    ],
+    output: Annotated[str, typer.Option("--output", "-o", help="Output file (.jsonl[.gz|.zst]) or directory/.")],
+    dead_letter: Annotated[str | None, typer.Option("--dead-letter", help="Dead-letter file or directory.")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="Trace format (default: auto-detect).")] = "auto",
+    judge: Annotated[
+        list[str] | None, typer.Option("--judge", help="NAME=provider:model@base_url (api key from OPENAI_API_KEY etc.).")
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 256,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes on disjoint shards.")] = 1,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override any run-file key: a.b.c=value.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Score files ad hoc, without a run file."""
+    try:
+        data: dict[str, Any] = {
+            "source": {"path": inputs},
+            "evaluators": [parse_evaluator_spec(e) for e in evaluator],
+            "sink": {"path": output},
+            "normalize": {"format": format},
+            "limits": {"batch_size": batch_size},
+        }
+        if dead_letter:
+            data["dead_letter"] = {"path": dead_letter}
+        if judge:
+            data["judges"] = dict(_parse_judge(j) for j in judge)
+        config = build_config(data, origin="assay score", sets=set_)
+    except AssayError as exc:
+        _fail(exc)
+        return
+    _run_config(config, "assay score", fresh=True, workers=workers, shard=None, dry_run=False,
+                no_cache=no_cache, quiet=quiet)
+
+
+def _parse_judge(text: str) -> tuple[str, dict[str, Any]]:
+    name, eq, rest = text.partition("=")
+    provider, colon, rest = rest.partition(":")
+    model, _, base_url = rest.partition("@")
+    if not eq or not colon or not model:
+        raise ConfigError(f"--judge {text!r}: expected NAME=provider:model[@base_url]")
+    cfg: dict[str, Any] = {"provider": provider, "model": model}
+    if base_url:
+        cfg["base_url"] = base_url
+    return name, cfg
+
+
+@app.command()
+def validate(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
+    ds: Annotated[str | None, typer.Option("--ds")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set")] = None,
+) -> None:
+    """Check a run file: schema, evaluator params, judges. Exit 2 with file, key and reason on error."""
+    from assay.pipeline.run import build_evaluators
+
+    try:
+        config = load_run_file(run_file, ds=ds, sets=set_)
+        evaluators = build_evaluators(config, str(run_file))
+        if config.judges:
+            from assay.judges.pool import JudgePool
+
+            JudgePool.from_config(config.judges, state_dir=Path(config.state_dir))
+    except AssayError as exc:
+        _fail(exc)
+        return
+    typer.echo(f"{run_file}: ok ({len(evaluators)} evaluators: {', '.join(e.key for e in evaluators)})")
+
+
+@evaluators_app.command("list")
+def evaluators_list() -> None:
+    """Every registered evaluator with a one-line description."""
+    from assay.registry import list_evaluators
+    from assay.report import print_evaluator_list
+
+    print_evaluator_list(list_evaluators())
+
+
+@evaluators_app.command("show")
+def evaluators_show(name: Annotated[str, typer.Argument(help="Evaluator name.")]) -> None:
+    """Parameters, defaults and an example run-file snippet of one evaluator."""
+    from assay.registry import get_evaluator_class
+    from assay.report import print_evaluator
+
+    try:
+        cls = get_evaluator_class(name)
+    except AssayError as exc:
+        _fail(exc)
+        return
+    print_evaluator(name, cls)
+
+
+@app.command()
+def normalize(
+    file: Annotated[str, typer.Argument(help="Input file (or - for stdin).")],
+    format: Annotated[str, typer.Option("--format", "-f", help="Trace format (default: auto-detect).")] = "auto",
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Records to show (0 = all).")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print canonical traces as JSON lines.")] = False,
+) -> None:
+    """Show how assay reads a file: detected format, messages, tool calls, final output."""
+    from assay.report import iter_normalized, print_normalized
+
+    try:
+        for item in iter_normalized(file, format=format, limit=limit):
+            if as_json:
+                sys.stdout.write(orjson.dumps(item, default=str).decode() + "\n")
+            else:
+                print_normalized(item)
+    except AssayError as exc:
+        _fail(exc)
+
+
+@app.command()
+def report(
+    results: Annotated[Path, typer.Argument(help="A results directory or its _SUMMARY.json.")],
+) -> None:
+    """Print the summary table of a finished run."""
+    from assay.report import print_summary
+
+    path = results / "_SUMMARY.json" if results.is_dir() else results
+    try:
+        summary = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        typer.echo(f"assay: error: cannot read {path}: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    print_summary(summary)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+"""Run orchestration: config → evaluators, connectors, judges → pipeline(s) → summary and exit code.
+
+Exit codes: 0 ok; 1 infrastructure failure; 2 bad config or usage; 3 a quality gate failed;
+4 dead letters above the allowed threshold; 5 budget exhausted (resumable); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import platform
+import signal
+import socket
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from assay.config import RunConfig
+from assay.connectors.file import FileSource, JsonlSink, is_directory_target
+from assay.evaluators.base import BaseEvaluator
+from assay.exceptions import ConfigError
+from assay.pipeline.checkpoint import Ledger
+from assay.pipeline.progress import Progress
+from assay.pipeline.runner import Pipeline, RunOptions
+from assay.pipeline.summary import RunStats
+from assay.registry import build_evaluator
+from assay.stages.evaluate import EvaluateStage
+
+EXIT_OK = 0
+EXIT_INFRA = 1
+EXIT_CONFIG = 2
+EXIT_GATE = 3
+EXIT_DEAD_LETTERS = 4
+EXIT_BUDGET = 5
+EXIT_INTERRUPTED = 130
+
+
+def build_evaluators(config: RunConfig, origin: str = "run file") -> list[BaseEvaluator[Any]]:
+    """Build every evaluator of the run file; errors name the evaluator's index and name."""
+    evaluators: list[BaseEvaluator[Any]] = []
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(config.evaluators):
+        try:
+            ev = build_evaluator(spec.name, spec.params)
+        except ConfigError as exc:
+            raise ConfigError(f"{origin}: evaluators[{i}] ({spec.name}): {exc}") from exc
+        if ev.key in seen:
+            raise ConfigError(
+                f"{origin}: evaluators[{i}] ({spec.name}) writes result key {ev.key!r} like evaluators[{seen[ev.key]}];"
+                " give one of them params.key"
+            )
+        seen[ev.key] = i
+        evaluators.append(ev)
+    return evaluators
+
+
+@dataclass
+class Layout:
+    """Where a run writes its rows, dead letters, summary and success marker."""
+
+    sink_path: str
+    dead_letter_path: str
+    summary_path: Path
+    success_path: Path | None
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> Layout:
+        sink = config.sink.path
+        if is_directory_target(sink):
+            out_dir = Path(sink)
+            dead = config.dead_letter.path if config.dead_letter else str(out_dir / "_dead_letter" / "")
+            return cls(sink, dead, out_dir / "_SUMMARY.json", out_dir / "_SUCCESS")
+        p = Path(sink)
+        stem = p.name.split(".")[0]
+        dead = config.dead_letter.path if config.dead_letter else str(p.with_name(f"{stem}.dead_letter.jsonl"))
+        return cls(sink, dead, p.parent / "_SUMMARY.json", None)
+
+
+@dataclass
+class RunReport:
+    exit_code: int
+    summary: dict[str, Any]
+    status: str
+    messages: list[str] = field(default_factory=list)
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str))
+    os.replace(tmp, path)
+
+
+def evaluate_gates(config: RunConfig, stats: RunStats) -> list[str]:
+    failures = []
+    for key, gate in config.gates.items():
+        ks = stats.keys.get(key)
+        if ks is None:
+            failures.append(f"gate {key}: no results with this key")
+            continue
+        if gate.min_mean is not None and (ks.mean is None or ks.mean < gate.min_mean):
+            failures.append(f"gate {key}: mean {ks.mean} < min_mean {gate.min_mean}")
+        if gate.min_pass_rate is not None and (ks.pass_rate is None or ks.pass_rate < gate.min_pass_rate):
+            failures.append(f"gate {key}: pass rate {ks.pass_rate} < min_pass_rate {gate.min_pass_rate}")
+    return failures
+
+
+@contextlib.asynccontextmanager
+async def _judge_pool(config: RunConfig, *, use_cache: bool) -> AsyncIterator[Any]:
+    """Open the run's judge pool when the run file declares judges (judges are optional)."""
+    if not config.judges:
+        yield None
+        return
+    from assay.judges.pool import JudgePool, use_pool
+
+    pool = JudgePool.from_config(
+        config.judges,
+        state_dir=Path(config.state_dir),
+        use_cache=use_cache,
+        budget_usd=config.limits.budget_usd,
+    )
+    async with pool:
+        with use_pool(pool):
+            yield pool
+
+
+async def _watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            pipeline.stop("interrupted")
+            with anyio.move_on_after(grace_s):
+                await anyio.sleep_forever()
+            cancel.cancel()
+            return
+
+
+async def execute(
+    config: RunConfig,
+    *,
+    origin: str = "run file",
+    fresh: bool = False,
+    shard: tuple[int, int] | None = None,
+    use_cache: bool = True,
+    progress: Progress | None = None,
+    handle_signals: bool = False,
+) -> RunReport:
+    """Run one process's share of a run and write its summary."""
+    started_at = dt.datetime.now(dt.UTC)
+    layout = Layout.from_config(config)
+    run_id = config.run_id or RunOptions().run_id
+    ledger = Ledger.for_run(config.state_dir, layout.sink_path + (f"#{shard[0]}/{shard[1]}" if shard else ""))
+    if fresh:
+        ledger.remove()
+    resuming = ledger.load()
+    async with _judge_pool(config, use_cache=use_cache) as pool:
+        evaluators = build_evaluators(config, origin)
+        stats = RunStats(thresholds={ev.key: ev.threshold for ev in evaluators})
+        if resuming and isinstance(ledger.extra.get("stats"), dict):
+            stats.merge(RunStats.from_dict(ledger.extra["stats"]))
+        source = FileSource(
+            config.source.paths,
+            batch_size=config.limits.batch_size,
+            input_format=config.source.input_format,
+            shard=shard,
+            skip=ledger.is_done if resuming else None,
+        )
+        shard_no = shard[0] if shard else 0
+        sink = JsonlSink(
+            layout.sink_path,
+            compression=config.sink.compression,
+            max_rows_per_part=config.sink.max_rows_per_part,
+            shard=shard_no,
+            append=resuming,
+        )
+        dead = JsonlSink(layout.dead_letter_path, prefix="dead", shard=shard_no, append=resuming)
+        done_positions: list[Any] = []
+        options = RunOptions(
+            batch_size=config.limits.batch_size,
+            buffer=config.limits.buffer,
+            workers=config.limits.workers,
+            normalize=config.normalize.to_options(),
+            run_id=run_id,
+        )
+        pipeline = Pipeline(
+            source,
+            EvaluateStage(evaluators),
+            sink,
+            dead,
+            options,
+            stats=stats,
+            on_progress=progress.update if progress else None,
+            on_durable=done_positions.extend,
+        )
+        try:
+            async with source, sink, dead, anyio.create_task_group() as tg:
+                if handle_signals:
+                    tg.start_soon(_watch_signals, pipeline, config.limits.grace_period_s, tg.cancel_scope)
+                outcome = await pipeline.run()
+                tg.cancel_scope.cancel()
+        finally:
+            for ev in evaluators:
+                with anyio.CancelScope(shield=True):
+                    await ev.aclose()
+        judge_stats = pool.stats() if pool is not None else {}
+    status = pipeline.status
+    if status == "ok":
+        ledger.remove()
+    else:
+        ledger.add(done_positions)
+        ledger.extra["stats"] = stats.to_dict()
+        ledger.save()
+    summary = build_summary(config, stats, status, outcome.wall_s, run_id, started_at, layout, judge_stats)
+    return finish(config, summary, stats, status, layout, write=True)
+
+
+def build_summary(
+    config: RunConfig,
+    stats: RunStats,
+    status: str,
+    wall_s: float,
+    run_id: str,
+    started_at: dt.datetime,
+    layout: Layout,
+    judge_stats: dict[str, Any],
+) -> dict[str, Any]:
+    data = stats.to_dict()
+    counts = data["counts"]
+    judges_total = {
+        "requests": sum(int(j.get("requests", 0)) for j in judge_stats.values()),
+        "rate_limited_429": sum(int(j.get("429s", j.get("rate_limited", 0))) for j in judge_stats.values()),
+        "retries": sum(int(j.get("retries", 0)) for j in judge_stats.values()),
+        "errors": sum(int(j.get("errors", 0)) for j in judge_stats.values()),
+        "input_tokens": sum(int(j.get("input_tokens", 0)) for j in judge_stats.values()),
+        "output_tokens": sum(int(j.get("output_tokens", 0)) for j in judge_stats.values()),
+        "cost_usd": round(sum(float(j.get("cost_usd", 0.0)) for j in judge_stats.values()), 8),
+    }
+    return {
+        "run_id": run_id,
+        "status": status,
+        "started_at": started_at.isoformat(),
+        "finished_at": dt.datetime.now(dt.UTC).isoformat(),
+        "wall_time_s": round(wall_s, 3),
+        "records_per_s": round(counts["read"] / wall_s, 1) if wall_s > 0 else None,
+        "counts": counts,
+        "evaluators": data["evaluators"],
+        "judges": judge_stats,
+        "totals": judges_total,
+        "outputs": {"results": layout.sink_path, "dead_letter": layout.dead_letter_path},
+        "source": config.source.paths,
+        "host": {"hostname": socket.gethostname(), "python": platform.python_version()},
+    }
+
+
+def finish(
+    config: RunConfig, summary: dict[str, Any], stats: RunStats, status: str, layout: Layout, *, write: bool
+) -> RunReport:
+    messages: list[str] = []
+    if status == "budget":
+        code = EXIT_BUDGET
+        messages.append("budget reached: the run stopped cleanly; run the same command again to resume")
+    elif status == "interrupted":
+        code = EXIT_INTERRUPTED
+        messages.append("interrupted: written rows are durable; run the same command again to resume")
+    else:
+        code = EXIT_OK
+        lim = config.limits
+        dl = stats.counts["dead_letters"]
+        if lim.max_dead_letters is not None and dl > lim.max_dead_letters:
+            code = EXIT_DEAD_LETTERS
+            messages.append(f"{dl} dead letters > max_dead_letters {lim.max_dead_letters}")
+        elif lim.max_dead_letter_ratio is not None and stats.dead_letter_ratio() > lim.max_dead_letter_ratio:
+            code = EXIT_DEAD_LETTERS
+            messages.append(
+                f"dead-letter ratio {stats.dead_letter_ratio():.4f} > max_dead_letter_ratio {lim.max_dead_letter_ratio}"
+            )
+        gate_failures = evaluate_gates(config, stats)
+        if gate_failures and code == EXIT_OK:
+            code = EXIT_GATE
+        messages.extend(gate_failures)
+    summary["exit_code"] = code
+    summary["messages"] = messages
+    if write:
+        _write_json_atomic(layout.summary_path, summary)
+        if layout.success_path is not None and status == "ok":
+            layout.success_path.touch()
+    return RunReport(code, summary, status, messages)
+
+
+def merge_summaries(parts: Sequence[dict[str, Any]]) -> RunStats:
+    total = RunStats()
+    for p in parts:
+        total.merge(RunStats.from_dict(p))
+    return total

@@ -1,0 +1,212 @@
+"""The engine: one task group owns every stage; bounded streams between stages are the backpressure.
+
+::
+
+    source ──batches of envelopes──▶ workers (parse, normalize, evaluate) ──processed batches──▶ sink
+             (buffer: limits.buffer)                                        (buffer: limits.buffer)
+
+Closing the send side ends a stream; each worker owns a clone. A failing stage cancels the run and
+the error surfaces. A budget stop or a signal stops the source; in-flight batches drain, sinks are
+flushed (shielded), and the run reports what is durable.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+
+from assay.connectors.base import Sink, Source
+from assay.pipeline.summary import RunStats
+from assay.records import Envelope, Failure, Position, Result
+from assay.stages.evaluate import EvaluateStage, PartialBatch
+from assay.stages.normalize import parse_envelope, tool_argument_warnings
+from assay.traces.model import Trace
+from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions
+
+_dumps = orjson.dumps
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    return str(obj)
+
+
+@dataclass(slots=True)
+class RunOptions:
+    """Engine knobs (from the run file's ``limits`` section)."""
+
+    batch_size: int = 256
+    buffer: int = 4
+    workers: int | None = None
+    """Concurrent evaluate workers (batches in flight); default 1 without async evaluators, else 8."""
+    normalize: NormalizeOptions = DEFAULT_OPTIONS
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+@dataclass(slots=True)
+class Processed:
+    rows: list[bytes]
+    failures: list[Failure]
+    results: list[dict[str, Result]]
+    positions: list[Position]
+    read: int
+    abandoned: int = 0
+    warnings: int = 0
+
+
+@dataclass
+class RunOutcome:
+    stats: RunStats
+    status: str  # ok | budget | interrupted
+    wall_s: float
+    run_id: str
+
+
+class Pipeline:
+    """Source → normalize → evaluate → sink for one process (one shard)."""
+
+    def __init__(
+        self,
+        source: Source,
+        evaluate: EvaluateStage,
+        sink: Sink,
+        dead_letter: Sink,
+        options: RunOptions | None = None,
+        *,
+        stats: RunStats | None = None,
+        on_progress: Callable[[RunStats], None] | None = None,
+        on_durable: Callable[[Sequence[Position]], Any] | None = None,
+    ) -> None:
+        self.source = source
+        self.evaluate = evaluate
+        self.sink = sink
+        self.dead_letter = dead_letter
+        self.options = options or RunOptions()
+        self.stats = stats or RunStats()
+        self.on_progress = on_progress
+        self.on_durable = on_durable
+        self.status = "ok"
+
+    def stop(self, status: str) -> None:
+        """Stop reading; in-flight batches drain. ``status``: budget | interrupted."""
+        if self.status == "ok":
+            self.status = status
+        self.source.stop()
+
+    async def run(self) -> RunOutcome:
+        started = time.perf_counter()
+        opts = self.options
+        workers = opts.workers or (8 if self.evaluate.has_async else 1)
+        raw_send, raw_recv = anyio.create_memory_object_stream[list[Envelope]](opts.buffer)
+        out_send, out_recv = anyio.create_memory_object_stream[Processed](opts.buffer)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._pump, raw_send)
+            async with raw_recv, out_send:
+                for _ in range(workers):
+                    tg.start_soon(self._worker, raw_recv.clone(), out_send.clone())
+            tg.start_soon(self._sink_loop, out_recv)
+        return RunOutcome(self.stats, self.status, time.perf_counter() - started, opts.run_id)
+
+    async def _pump(self, send: ObjectSendStream[list[Envelope]]) -> None:
+        async with send:
+            async for batch in self.source.batches():
+                await send.send(batch)
+                if self.status != "ok":
+                    break
+
+    async def _worker(self, recv: ObjectReceiveStream[list[Envelope]], send: ObjectSendStream[Processed]) -> None:
+        async with recv, send:
+            async for batch in recv:
+                if self.status == "budget":
+                    continue  # drain without spending: these positions stay unprocessed (resumable)
+                await send.send(await self._process(batch))
+
+    async def _process(self, batch: list[Envelope]) -> Processed:
+        options = self.options.normalize
+        run_id = self.options.run_id
+        traces: list[Trace] = []
+        envs: list[Envelope] = []
+        failures: list[Failure] = []
+        for env in batch:
+            t = parse_envelope(env, options)
+            if type(t) is Trace:
+                traces.append(t)
+                envs.append(env)
+            else:
+                failures.append(t)  # type: ignore[arg-type]
+        try:
+            results, done = await self.evaluate.process(traces)
+        except PartialBatch as partial:
+            results, done = partial.results, partial.done
+            self.stop("budget")
+        rows: list[bytes] = []
+        kept: list[dict[str, Result]] = []
+        positions: list[Position] = [f.position for f in failures]
+        abandoned = 0
+        warnings = 0
+        for trace, env, res, ok in zip(traces, envs, results, done, strict=True):
+            if not ok:
+                abandoned += 1
+                continue
+            row: dict[str, Any] = {
+                "trace_id": trace.id,
+                "run_id": run_id,
+                "position": env.position.to_dict(),
+                "results": res,
+            }
+            warn = tool_argument_warnings(trace)
+            if warn:
+                row["warnings"] = warn
+                warnings += 1
+                failures.append(
+                    Failure(env.payload, env.position, "normalize", "InvalidToolArguments",
+                            f"{env.position}: {'; '.join(warn)} (record scored with the raw arguments)",
+                            severity="warning")
+                )
+            rows.append(_dumps(row, default=_default))
+            kept.append(res)
+            positions.append(env.position)
+        return Processed(rows, failures, kept, positions, len(batch), abandoned, warnings)
+
+    async def _sink_loop(self, recv: ObjectReceiveStream[Processed]) -> None:
+        stats = self.stats
+        counts = stats.counts
+        async with recv:
+            async for p in recv:
+                if p.rows:
+                    await self.sink.write_batch(p.rows)
+                if p.failures:
+                    await self.dead_letter.write_batch([_dumps(f.to_dict(), default=_default) for f in p.failures])
+                counts["read"] += p.read
+                counts["scored"] += len(p.rows)
+                counts["abandoned"] += p.abandoned
+                counts["warnings"] += p.warnings
+                for f in p.failures:
+                    if f.severity == "error":
+                        counts["dead_letters"] += 1
+                        if f.stage == "parse":
+                            counts["parse_errors"] += 1
+                        elif f.stage == "normalize":
+                            counts["normalize_errors"] += 1
+                for res in p.results:
+                    stats.add_results(res)
+                if self.on_durable is not None:
+                    self.on_durable(p.positions)
+                if self.on_progress is not None:
+                    self.on_progress(stats)
+            # sources that could not split part of their input into records
+            for pos, msg in self.source.read_errors:
+                f = Failure(b"", pos, "read", "ReadError", msg)
+                await self.dead_letter.write_batch([_dumps(f.to_dict())])
+                counts["dead_letters"] += 1
+            self.source.read_errors.clear()

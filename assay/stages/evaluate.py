@@ -1,0 +1,94 @@
+"""Evaluate stage: run every evaluator on a batch of traces.
+
+Deterministic evaluators run inline on the batch (the hot path); evaluators with a batched path
+(``score_traces``, e.g. embeddings) get the whole batch at once; async evaluators (judges, code
+checkers) run as concurrent tasks, one per trace, inside a task group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from assay.evaluators.base import BaseEvaluator
+from assay.exceptions import BudgetExceeded
+from assay.records import Result
+from assay.traces.model import Trace
+
+
+class EvaluateStage:
+    """Runs a fixed set of evaluators; one instance is shared by every worker of a run."""
+
+    def __init__(self, evaluators: Sequence[BaseEvaluator[Any]]) -> None:
+        self.evaluators = list(evaluators)
+        self.batched = [e for e in evaluators if not e.is_async and hasattr(e, "score_traces")]
+        self.inline = [e for e in evaluators if not e.is_async and e not in self.batched]
+        self.async_ = [e for e in evaluators if e.is_async]
+
+    @property
+    def has_async(self) -> bool:
+        return bool(self.async_)
+
+    def _inline(self, traces: Sequence[Trace]) -> list[dict[str, Result]]:
+        out: list[dict[str, Result]] = []
+        inline = self.inline
+        for trace in traces:
+            results: dict[str, Result] = {}
+            for ev in inline:
+                try:
+                    for r in ev.score_trace(trace):
+                        results[r.key] = r
+                except Exception as exc:  # an evaluator bug must not stop the run: it's an error result
+                    results[ev.key] = Result.from_error(ev.key, exc)
+            out.append(results)
+        for ev in self.batched:
+            try:
+                per_trace = ev.score_traces(list(traces))  # type: ignore[attr-defined]
+            except Exception as exc:
+                per_trace = [[Result.from_error(ev.key, exc)] for _ in traces]
+            for results, rs in zip(out, per_trace, strict=True):
+                for r in rs:
+                    results[r.key] = r
+        return out
+
+    async def process(self, traces: Sequence[Trace]) -> tuple[list[dict[str, Result]], list[bool]]:
+        """Results per trace, and per trace whether it completed (False: abandoned for the budget)."""
+        results = self._inline(traces)
+        done = [True] * len(traces)
+        if not self.async_ or not traces:
+            return results, done
+        budget_hit = False
+
+        async def one(i: int, trace: Trace) -> None:
+            nonlocal budget_hit
+            for ev in self.async_:
+                try:
+                    for r in await ev.ascore_trace(trace):
+                        results[i][r.key] = r
+                except BudgetExceeded:
+                    budget_hit = True
+                    done[i] = False
+                    return
+                except Exception as exc:
+                    results[i][ev.key] = Result.from_error(ev.key, exc)
+
+        async with anyio.create_task_group() as tg:
+            for i, trace in enumerate(traces):
+                tg.start_soon(one, i, trace)
+        if budget_hit:
+            raise _PartialBatch(results, done)
+        return results, done
+
+
+class _PartialBatch(Exception):  # noqa: N818 - internal control flow
+    """Some traces of the batch were abandoned because the budget was reached."""
+
+    def __init__(self, results: list[dict[str, Result]], done: list[bool]) -> None:
+        super().__init__("budget reached")
+        self.results = results
+        self.done = done
+
+
+PartialBatch = _PartialBatch

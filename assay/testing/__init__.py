@@ -1,0 +1,82 @@
+"""Test doubles users can reuse in their own tests: an in-memory source and sink, and (in
+``assay.testing.judge_server``) a stand-in LLM judge server speaking the OpenAI, Anthropic and
+Ollama wire formats.
+
+>>> import anyio
+>>> async def demo():
+...     sink = ListSink()
+...     async with ListSource([b'{"a": 1}', b'{"a": 2}'], batch_size=1) as src, sink:
+...         async for batch in src.batches():
+...             await sink.write_batch([e.payload for e in batch])
+...     return sink.records()
+>>> anyio.run(demo)
+[{'a': 1}, {'a': 2}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from assay.connectors.base import Sink, Source
+from assay.records import Envelope, Position
+
+
+class ListSource(Source):
+    """Yields the given payloads (bytes, str, or JSON-serialisable values) as envelopes in batches."""
+
+    def __init__(self, items: Iterable[Any], *, batch_size: int = 256, name: str = "<list>") -> None:
+        super().__init__()
+        self.items = list(items)
+        self.batch_size = batch_size
+        self.name = name
+        self.acked: list[Position] = []
+        self._stopped = False
+
+    def _payload(self, item: Any) -> bytes:
+        if isinstance(item, bytes):
+            return item
+        if isinstance(item, str):
+            return item.encode()
+        return orjson.dumps(item)
+
+    async def batches(self) -> AsyncIterator[list[Envelope]]:
+        batch: list[Envelope] = []
+        for i, item in enumerate(self.items, 1):
+            if self._stopped:
+                return
+            batch.append(Envelope(self._payload(item), Position(self.name, i)))
+            if len(batch) >= self.batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    async def ack(self, positions: Sequence[Position]) -> None:
+        self.acked.extend(positions)
+
+    def stop(self) -> None:
+        self._stopped = True
+
+
+class ListSink(Sink):
+    """Collects written rows in memory."""
+
+    def __init__(self) -> None:
+        self.rows: list[bytes] = []
+        self.closed = False
+
+    async def write_batch(self, rows: Sequence[bytes]) -> None:
+        self.rows.extend(rows)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    def records(self) -> list[Any]:
+        """The rows parsed back from JSON."""
+        return [orjson.loads(r) for r in self.rows]
+
+
+__all__ = ["ListSink", "ListSource"]
