@@ -16,12 +16,23 @@ from assay.traces.base import TraceFormat
 #: Built-in formats in detection order. The most specific detectors come first; ``openai`` is
 #: the common case and cheap; ``value`` (a plain output with no trajectory) is the fallback.
 BUILTIN_FORMATS: dict[str, str] = {
+    "claude_code": "assay.traces.claude_code:FORMAT",
+    "openai_responses": "assay.traces.openai_responses:FORMAT",
+    "anthropic": "assay.traces.anthropic:FORMAT",
+    "langchain": "assay.traces.langchain:FORMAT",
+    "langfuse": "assay.traces.langfuse:FORMAT",
     "openai": "assay.traces.openai_format:FORMAT",
+    "otel": "assay.traces.otel:FORMAT",
+    "langsmith": "assay.traces.langsmith:FORMAT",
+    "potato": "assay.traces.potato:FORMAT",
     "value": "assay.traces.openai_format:VALUE_FORMAT",
 }
 
-#: Formats whose detectors must run before ``openai`` (they also carry a ``messages`` list).
-EARLY_FORMATS: tuple[str, ...] = ()
+#: Formats whose detectors must run before ``openai``: their values also look like message
+#: lists to it (Claude Code rows, LangChain dicts and Langfuse observations have a ``type``,
+#: Responses items and Anthropic messages a ``role``). Each rejects an OpenAI message list
+#: cheaply: a look at the first item, or (anthropic, openai_responses) one pass over the items.
+EARLY_FORMATS: tuple[str, ...] = ("claude_code", "openai_responses", "anthropic", "langchain", "langfuse")
 
 
 @cache
