@@ -94,7 +94,9 @@ def _strict_messages(out: list[Message], ref: list[Message], match: CallMatcher)
                 return f"message {i}: {len(ac)} tool calls vs {len(bc)} in the reference"
             miss = cover(bc, ac, match, covering_is_output=False)
             if miss is not None:
-                return f"message {i}: agent call {describe_call(ac[miss])} has no match in the reference message"
+                return (
+                    f"message {i}: agent call {describe_call(ac[miss])} has no match in the reference message"
+                )
     return None
 
 
@@ -129,6 +131,15 @@ def _subsequence(out: list[ToolCall], ref: list[ToolCall], match: CallMatcher) -
     if j == len(ref):
         return None
     return f"reference call {j} {describe_call(ref[j])} does not appear in order after the earlier matches"
+
+
+def _not_a_trajectory(trace: Trace) -> bool:
+    """A non-empty list that no trajectory format accepted (e.g. messages without a role).
+
+    Normalization keeps such a list as a plain value with no messages; scoring it as an empty
+    trajectory would be a silent wrong answer (openevals raises on it).
+    """
+    return trace.format == "value" and type(trace.final_output) is list and bool(trace.final_output)
 
 
 class TrajectoryMatchParams(EvaluatorParams):
@@ -184,6 +195,9 @@ class TrajectoryMatch(Evaluator[TrajectoryMatchParams]):
         ref_trace = trace.reference
         if ref_trace is None:
             return Result(self.key, None, None, "no reference trajectory to compare with")
+        for side, t in (("outputs", trace), ("reference_outputs", ref_trace)):
+            if _not_a_trajectory(t):
+                return Result.from_error(self.key, f"{side} is a list but not a list of chat messages")
         mode = self.params.mode
         out_calls = trace.tool_calls()
         ref_calls = ref_trace.tool_calls()
@@ -201,7 +215,10 @@ class TrajectoryMatch(Evaluator[TrajectoryMatchParams]):
         else:
             why = _subsequence(out_calls, ref_calls, self._match)
         ok = why is None
-        summary = f"{self._label} match {'pass' if ok else 'fail'}: {len(out_calls)} agent tool call(s) vs {len(ref_calls)} reference"
+        summary = (
+            f"{self._label} match {'pass' if ok else 'fail'}: "
+            f"{len(out_calls)} agent tool call(s) vs {len(ref_calls)} reference"
+        )
         return Result(
             self.key,
             1.0 if ok else 0.0,
