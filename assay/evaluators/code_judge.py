@@ -1,0 +1,151 @@
+"""Code judge: an LLM grades the code in the agent's answer, with or without reference code.
+
+The code is extracted first (``code_extraction``):
+
+* ``none`` — the whole final answer is the code;
+* ``markdown_code_blocks`` — every fenced block whose opening fence starts a line (language tag
+  of word characters only) and whose closing fence stands alone on its line; blocks tagged as
+  shell or data (``bash``, ``sh``, ``shell``, ``zsh``, ``fish``, ``console``, ``terminal``,
+  ``json``; case-sensitive, as in openevals) are skipped; the blocks are joined with a newline;
+* ``"module:function"`` — your extractor, called with the final output, returning the code
+  (or None/"" when there is none).
+
+When no code is found the judge is not called: the result is a fail (score 0.0, value False)
+with ``metadata["code_extraction_failed"] = True``, as in openevals.
+
+>>> extract_markdown_code("Here:\\n```python\\nprint(1)\\n```\\n```bash\\nls\\n```")
+'print(1)'
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from assay.evaluators.llm_judge import CompiledPrompt, LLMJudge, LLMJudgeParams
+from assay.exceptions import ConfigError, EvaluatorError
+from assay.judges.base import JudgeRequest
+from assay.records import Result
+from assay.traces.model import Trace, content_text
+
+SKIPPED_LANGUAGES = frozenset({"bash", "sh", "shell", "zsh", "fish", "console", "terminal", "json"})
+_OPEN = re.compile(r"^```(\w*)\s*$")
+_CLOSE = re.compile(r"^```\s*$")
+
+
+def extract_markdown_code(text: str) -> str | None:
+    """The code of the fenced blocks in ``text`` (shell/JSON blocks skipped), or None."""
+    blocks: list[str] = []
+    lang: str | None = None
+    body: list[str] = []
+    for line in text.splitlines():
+        if lang is None:
+            m = _OPEN.match(line)
+            if m:
+                lang, body = m.group(1), []
+        elif _CLOSE.match(line):
+            if lang not in SKIPPED_LANGUAGES:
+                blocks.append("\n".join(body))
+            lang = None
+        else:
+            body.append(line)
+    return "\n".join(blocks) if blocks else None
+
+
+def output_text(value: Any) -> str:
+    """The text code is extracted from: a string, a message's ``content``, the last of ``messages``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if "content" in value:
+            return content_text(value["content"])
+        msgs = value.get("messages")
+        if isinstance(msgs, list) and msgs:
+            last = msgs[-1]
+            return content_text(last.get("content") if isinstance(last, dict) else last)
+    if value is None:
+        return ""
+    raise EvaluatorError(f"cannot extract code from a {type(value).__name__} output")
+
+
+class CodeJudgeParams(LLMJudgeParams):
+    prompt: str = ""
+    """A template or prebuilt prompt name; empty: ``code_correctness``, or
+    ``code_correctness_with_reference`` when the record has reference code."""
+    code_extraction: str = "none"
+    """none | markdown_code_blocks | "module:function" (your extractor: output → code)."""
+
+
+class CodeJudge(LLMJudge):
+    """LLM judge of code correctness, after extracting the code from the answer."""
+
+    name: ClassVar[str] = "code_judge"
+    description: ClassVar[str] = (
+        "LLM judge of code correctness (with or without reference code), after extracting the code "
+        "from markdown blocks or with your extractor."
+    )
+    Params = CodeJudgeParams
+    example: ClassVar[dict[str, Any]] = {"judge": "gpt4o_mini", "code_extraction": "markdown_code_blocks"}
+    fallback_key: ClassVar[str] = "code_correctness"
+
+    params: CodeJudgeParams
+
+    def default_key(self) -> str:
+        return self.params.feedback_key or self.fallback_key
+
+    def setup(self) -> None:
+        super().setup()
+        if not self.params.prompt:
+            self._free = self.compile("code_correctness")
+            self._with_ref = self.compile("code_correctness_with_reference")
+        self._extract = self._extractor(self.params.code_extraction)
+
+    def _extractor(self, how: str) -> Callable[[Any], str | None]:
+        if how == "none":
+            return output_text
+        if how == "markdown_code_blocks":
+            return lambda value: extract_markdown_code(output_text(value))
+        module_name, sep, attr = how.partition(":")
+        if not sep or not module_name or not attr:
+            raise ConfigError(
+                f"evaluator {self.name!r}: params.code_extraction: expected none, markdown_code_blocks "
+                f"or 'module:function' (got {how!r})"
+            )
+        try:
+            fn = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(
+                f"evaluator {self.name!r}: params.code_extraction: cannot load {how!r}: {exc}"
+            ) from exc
+        if not callable(fn):
+            raise ConfigError(f"evaluator {self.name!r}: params.code_extraction: {how!r} is not callable")
+        return fn  # type: ignore[no-any-return]
+
+    def prompt_for(self, trace: Trace) -> CompiledPrompt:
+        if self.params.prompt:
+            return self._main
+        return self._with_ref if trace.reference is not None else self._free
+
+    def code_of(self, trace: Trace) -> str | None:
+        try:
+            code = self._extract(trace.final_output)
+        except EvaluatorError:
+            raise
+        except Exception as exc:  # a user extractor failing is that record's error, not the run's
+            raise EvaluatorError(f"code extractor failed: {type(exc).__name__}: {exc}") from exc
+        return code if isinstance(code, str) and code.strip() else None
+
+    def outputs_text(self, trace: Trace, compiled: CompiledPrompt) -> str | None:
+        return self.code_of(trace)
+
+    def prepare(self, trace: Trace) -> tuple[JudgeRequest, CompiledPrompt] | Result:
+        if self.code_of(trace) is None:
+            return Result(
+                self.key, 0.0, False, "no code found in the output", {"code_extraction_failed": True}
+            )
+        return super().prepare(trace)
+
+
+__all__ = ["CodeJudge", "CodeJudgeParams", "extract_markdown_code"]
