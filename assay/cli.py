@@ -43,7 +43,7 @@ def _run_config(
     origin: str,
     *,
     fresh: bool,
-    workers: int,
+    workers: str,
     shard: str | None,
     dry_run: bool,
     no_cache: bool,
@@ -61,10 +61,9 @@ def _run_config(
             _print_dry_run(report)
             raise typer.Exit(0)
         shard_t = _parse_shard(shard)
-        if workers > 1 and shard_t is not None:
-            raise ConfigError("--workers and --shard cannot be combined")
-        if workers > 1:
-            result = execute_sharded(config, origin=origin, workers=workers, fresh=fresh, use_cache=not no_cache)
+        n_workers = _parse_workers(workers, config, shard_t)
+        if n_workers > 1:
+            result = execute_sharded(config, origin=origin, workers=n_workers, fresh=fresh, use_cache=not no_cache)
         else:
             with Progress(enabled=not quiet) as progress:
                 result = anyio.run(
@@ -90,6 +89,18 @@ def _run_config(
     raise typer.Exit(result.exit_code)
 
 
+def _parse_workers(workers: str, config: RunConfig, shard: tuple[int, int] | None) -> int:
+    from assay.pipeline.run import auto_workers
+
+    if workers == "auto":
+        return 1 if shard is not None else auto_workers(config)
+    if not workers.isdigit() or int(workers) < 1:
+        raise ConfigError(f"--workers: expected a positive number or 'auto', got {workers!r}")
+    if int(workers) > 1 and shard is not None:
+        raise ConfigError("--workers and --shard cannot be combined")
+    return int(workers)
+
+
 def _print_dry_run(report: dict[str, Any]) -> None:
     from assay.report import print_dry_run
 
@@ -102,7 +113,9 @@ def run(
     ds: Annotated[str | None, typer.Option("--ds", help="Logical date YYYY-MM-DD for {{ ds }} templating.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier stopped run.")] = False,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes on disjoint shards.")] = 1,
+    workers: Annotated[
+        str, typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges).")
+    ] = "auto",
     shard: Annotated[str | None, typer.Option("--shard", help="Run one shard i/N (e.g. for Airflow mapping).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate judge calls, tokens and cost; spend nothing.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the judge cache.")] = False,
@@ -131,7 +144,9 @@ def score(
         list[str] | None, typer.Option("--judge", help="NAME=provider:model@base_url (api key from OPENAI_API_KEY etc.).")
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 256,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes on disjoint shards.")] = 1,
+    workers: Annotated[
+        str, typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges).")
+    ] = "auto",
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override any run-file key: a.b.c=value.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,

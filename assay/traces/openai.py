@@ -56,23 +56,42 @@ def parse_args(raw: Any) -> tuple[dict[str, Any], str | None]:
     return {"_value": raw}, f"tool arguments are not an object ({type(raw).__name__})"
 
 
-def parse_tool_call(tc: Any, where: str) -> ToolCall:
-    """One OpenAI- or LangChain-style tool call dict → ToolCall."""
-    if type(tc) is not dict:
-        raise NormalizationError(f"{where}: tool call is not an object")
-    fn = tc.get("function")
-    if fn is not None:
-        if type(fn) is not dict:
-            raise NormalizationError(f"{where}: 'function' is not an object")
-        name = fn.get("name")
-        raw = fn.get("arguments")
+def parse_tool_call(tc: Any, where: str | tuple[int, int]) -> ToolCall:
+    """One OpenAI- or LangChain-style tool call dict → ToolCall.
+
+    ``where`` names the call in error messages: a text, or (message index, call index).
+    """
+    if type(tc) is dict:
+        fn = tc.get("function")
+        if fn is not None:
+            if type(fn) is dict:
+                name = fn.get("name")
+                raw = fn.get("arguments")
+            else:
+                raise NormalizationError(f"{_where(where)}: 'function' is not an object")
+        else:
+            name = tc.get("name")
+            raw = tc["args"] if "args" in tc else tc.get("arguments", tc.get("input"))
     else:
-        name = tc.get("name")
-        raw = tc["args"] if "args" in tc else tc.get("arguments", tc.get("input"))
-    if not isinstance(name, str) or not name:
-        raise NormalizationError(f"{where}: tool call has no name")
+        raise NormalizationError(f"{_where(where)}: tool call is not an object")
+    if type(name) is not str or not name:
+        raise NormalizationError(f"{_where(where)}: tool call has no name")
+    if type(raw) is str and raw:
+        try:
+            parsed = _loads(raw)
+        except _JSONDecodeError:
+            parsed = _MISSING
+        if type(parsed) is dict:
+            return ToolCall(name, parsed, tc.get("id"))
     args, err = parse_args(raw)
-    return ToolCall(name=name, args=args, id=tc.get("id"), args_error=err)
+    return ToolCall(name, args, tc.get("id"), err)
+
+
+_MISSING = object()
+
+
+def _where(where: str | tuple[int, int]) -> str:
+    return where if isinstance(where, str) else f"message {where[0]} tool call {where[1]}"
 
 
 def parse_message(msg: Any, index: int) -> Message:
@@ -93,7 +112,7 @@ def parse_message(msg: Any, index: int) -> Message:
     if raw_calls:
         if type(raw_calls) is not list:
             raise NormalizationError(f"message {index}: 'tool_calls' is not a list")
-        calls = [parse_tool_call(tc, f"message {index} tool call {j}") for j, tc in enumerate(raw_calls)]
+        calls = [parse_tool_call(tc, (index, j)) for j, tc in enumerate(raw_calls)]
     fc = msg.get("function_call")
     if fc and role == "assistant":
         call = parse_tool_call(fc, f"message {index} function_call")

@@ -7,7 +7,7 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.base import TraceFormat
 from assay.traces.model import Trace, final_assistant_text
-from assay.traces.openai import parse_messages
+from assay.traces.openai import ROLE_ALIASES, parse_messages
 
 _BLOCK_TYPES_NOT_OPENAI = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
@@ -21,21 +21,35 @@ def _messages_of(value: Any) -> Any:
 
 
 def detect(value: Any) -> bool:
+    """OpenAI chat messages: every message is a dict with a known ``role`` (not a Responses item
+    or LangChain ``type``), no ``sender``, and no Anthropic content blocks. Runs first in
+    auto-detection (the common case), so it checks every message but stays cheap."""
     msgs = _messages_of(value)
     if type(msgs) is not list:
         return False
     if not msgs:
         return type(value) is dict
-    first = msgs[0]
-    if type(first) is not dict or "sender" in first or not isinstance(first.get("role", first.get("type")), str):
-        return False
     for m in msgs:
-        content = m.get("content") if type(m) is dict else None
+        if type(m) is not dict or "type" in m or "sender" in m:
+            return False
+        if m.get("role") not in ROLE_ALIASES:
+            return False
+        content = m.get("content")
         if type(content) is list:
             for block in content:
                 if type(block) is dict and block.get("type") in _BLOCK_TYPES_NOT_OPENAI:
                     return False
     return True
+
+
+def detect_loose(value: Any) -> bool:
+    """Any message list whose first item has a string role: parsed as OpenAI (errors then name the
+    bad message, e.g. an unknown role). Runs after every specific format."""
+    msgs = _messages_of(value)
+    if type(msgs) is not list or not msgs:
+        return False
+    first = msgs[0]
+    return type(first) is dict and "sender" not in first and isinstance(first.get("role"), str)
 
 
 def normalize(value: Any) -> Trace:
@@ -62,6 +76,14 @@ FORMAT = TraceFormat(
     name="openai",
     description="OpenAI chat-completions messages (tool_calls, legacy function_call); also assay's canonical form",
     detect=detect,
+    normalize=normalize,
+)
+
+
+OPENAI_LOOSE_FORMAT = TraceFormat(
+    name="openai",
+    description="message lists with roles that no specific format claimed (parsed as OpenAI)",
+    detect=detect_loose,
     normalize=normalize,
 )
 
