@@ -197,6 +197,8 @@ def normalize(value: Any) -> Trace:
             else:
                 merged.append(m)
         messages = merged
+    if not messages:
+        raise NormalizationError(f"claude_code: no user or assistant messages in {len(rows)} row(s)")
     builder = TraceBuilder()
     for i, msg in enumerate(messages):
         add_message(builder, msg, f"session message {i}")

@@ -154,7 +154,7 @@ class _Reader:
 
 
 def _items(value: Any, where: str) -> list[Any]:
-    if isinstance(value, str):
+    if isinstance(value, str) and where.endswith("input"):  # the API's text shorthand
         return [{"role": "user", "content": value}]
     if type(value) is dict and value.get("object") == "response":
         value = value.get("output")

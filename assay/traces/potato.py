@@ -167,6 +167,7 @@ def normalize(value: Any) -> Trace:
     user = next((m.text for m in builder.messages if m.role == "user" and m.text), None)
     return builder.build("potato", id=record.get("id"), input=user or fallback, metadata=metadata)
 
+
 FORMAT = TraceFormat(
     name="potato",
     description="Potato canonical traces: {speaker, text} turns; 'Agent (Action)' turns are tool calls",
