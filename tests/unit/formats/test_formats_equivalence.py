@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import (
+from format_samples import (
     EXPECTED_CALLS,
     EXPECTED_RESULTS,
     FINAL,
@@ -40,7 +40,7 @@ def session_value(name: str) -> object:
 
 
 def test_every_fixture_is_listed() -> None:
-    from conftest import FIXTURES
+    from format_samples import FIXTURES
 
     on_disk = {p.name for p in FIXTURES.iterdir()} - {"potato_from_langsmith.json"}
     assert on_disk == set(FORMAT_OF)

@@ -50,7 +50,7 @@ def test_potato_action_parsing() -> None:
 
 def test_potato_kwargs_converter_output() -> None:
     """potato's LangSmith converter writes ``name(input="...")``: the kwargs are parsed."""
-    from conftest import load_fixture
+    from format_samples import load_fixture
 
     trace = to_trace(load_fixture("potato_from_langsmith.json"))
     assert [(c.name, c.args) for c in trace.tool_calls()] == [
