@@ -95,6 +95,8 @@ class JsonMatch(MultiEvaluator[JsonMatchParams]):
         if p.judge and not p.rubric:
             raise ConfigError(f"evaluator {self.name!r}: params.judge is only used with a rubric")
         self._ignored = frozenset(p.exclude_keys) | frozenset(p.rubric)
+        if p.rubric:  # judge calls: the pipeline must schedule it as an async evaluator
+            self.is_async = True  # type: ignore[misc]
 
     def result_keys(self) -> list[str]:
         agg = self.params.aggregator
@@ -113,6 +115,21 @@ class JsonMatch(MultiEvaluator[JsonMatchParams]):
         return await grade_rubric(
             items,
             resolve(self.params.judge),
+            aggregated=self.params.aggregator is not None,
+            use_reasoning=self.params.use_reasoning,
+        )
+
+    def build_requests(self, trace: Trace) -> list[Any]:
+        """The judge requests the rubric keys of ``trace`` would need (for ``--dry-run``)."""
+        if not self.params.rubric:
+            return []
+        prepared = self._prepare(trace)
+        if isinstance(prepared, list):
+            return []
+        from assay.evaluators.json_rubric import build_rubric_requests
+
+        return build_rubric_requests(
+            prepared[2],
             aggregated=self.params.aggregator is not None,
             use_reasoning=self.params.use_reasoning,
         )

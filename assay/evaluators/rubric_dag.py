@@ -115,7 +115,7 @@ def parse_dag(spec: Any, where: str) -> Dag:
         choices = raw.get("choices")
         if not isinstance(choices, list) or not choices:
             raise fail(f"{at} has no choices")
-        names = tuple(str(c) for c in choices)
+        names = tuple(_choice_name(c) for c in choices)
         if len({c.casefold() for c in names}) != len(names):
             raise fail(f"{at} has duplicate choices")
         raw_branches = raw.get("branches")
@@ -123,8 +123,11 @@ def parse_dag(spec: Any, where: str) -> Dag:
             raise fail(f"{at} has no branches")
         branches: dict[str, str | Leaf] = {}
         for choice, target in raw_branches.items():
-            c = str(choice).lower() if isinstance(choice, bool) else str(choice)  # YAML yes/no → bool
+            c = _choice_name(choice)
             match = next((n for n in names if n.casefold() == c.casefold()), None)
+            if match is None and isinstance(choice, bool):
+                alias = {"true", "on"} if choice else {"false", "off"}
+                match = next((n for n in names if n.casefold() in alias), None)
             if match is None:
                 raise fail(f"{at}: branch {c!r} is not one of its choices {list(names)}")
             branches[match] = _target(target, f"{at}, branch {c!r}", raw_nodes, fail)
@@ -135,6 +138,13 @@ def parse_dag(spec: Any, where: str) -> Dag:
     _check_acyclic(nodes, root, fail)
     key = spec.get("key")
     return Dag(str(key) if key else None, root, nodes)
+
+
+def _choice_name(choice: Any) -> str:
+    """YAML 1.1 reads bare ``yes``/``no`` as booleans; rubric choices mean the words."""
+    if isinstance(choice, bool):
+        return "yes" if choice else "no"
+    return str(choice)
 
 
 def _target(target: Any, at: str, raw_nodes: dict[str, Any], fail: Any) -> str | Leaf:
