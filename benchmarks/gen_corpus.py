@@ -707,8 +707,8 @@ def open_out(path: str) -> Iterator[IO[bytes]]:
         return
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    if p.suffix == ".gz":
-        with gzip.open(p, "wb", compresslevel=5) as f:
+    if p.suffix == ".gz":  # mtime=0 and no file name: byte-identical output for the same options
+        with open(p, "wb") as raw, gzip.GzipFile("", "wb", 5, raw, mtime=0) as f:
             yield f  # type: ignore[misc]
     elif p.suffix == ".zst":
         import zstandard

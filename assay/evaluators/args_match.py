@@ -30,7 +30,7 @@ def _ignore(out: dict[str, Any], ref: dict[str, Any]) -> bool:
 
 def _subset(out: dict[str, Any], ref: dict[str, Any]) -> bool:
     """Every key/value of the output args is present and equal in the reference args."""
-    for k, v in out.items():
+    for k, v in out.items():  # noqa: SIM110 - a plain loop is faster than all() on the hot path
         if k not in ref or ref[k] != v:
             return False
     return True
@@ -38,7 +38,7 @@ def _subset(out: dict[str, Any], ref: dict[str, Any]) -> bool:
 
 def _superset(out: dict[str, Any], ref: dict[str, Any]) -> bool:
     """Every key/value of the reference args is present and equal in the output args."""
-    for k, v in ref.items():
+    for k, v in ref.items():  # noqa: SIM110 - a plain loop is faster than all() on the hot path
         if k not in out or out[k] != v:
             return False
     return True
@@ -87,6 +87,7 @@ def import_callable(target: str) -> Callable[..., Any]:
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(f"expected 'module:function', got {target!r}")
+    obj: Any
     try:
         obj = importlib.import_module(module_name)
         for part in attr.split("."):
@@ -95,7 +96,8 @@ def import_callable(target: str) -> Callable[..., Any]:
         raise ConfigError(f"cannot import {target!r}: {exc}") from exc
     if not callable(obj):
         raise ConfigError(f"{target!r} is not callable")
-    return obj  # type: ignore[no-any-return]
+    fn: Callable[..., Any] = obj
+    return fn
 
 
 def build_override(tool: str, spec: Any) -> Matcher | None:
@@ -126,10 +128,17 @@ def build_override(tool: str, spec: Any) -> Matcher | None:
     raise ConfigError(f"tool_args_match_overrides[{tool!r}]: invalid override {spec!r}")
 
 
-def build_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Matcher]:
+def build_overrides(overrides: Mapping[str, Any] | None, evaluator: str = "") -> dict[str, Matcher]:
+    """Build every override; a ConfigError names the evaluator, the key and the tool."""
     table: dict[str, Matcher] = {}
     for tool, spec in (overrides or {}).items():
-        m = build_override(tool, spec)
+        try:
+            m = build_override(tool, spec)
+        except ConfigError as exc:
+            where = f"evaluator {evaluator!r}: params." if evaluator else ""
+            msg = str(exc)
+            prefix = f"tool_args_match_overrides[{tool!r}]: "
+            raise ConfigError(f"{where}{msg if msg.startswith(prefix) else prefix + msg}") from exc
         if m is not None:
             table[tool] = m
     return table

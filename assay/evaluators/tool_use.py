@@ -43,8 +43,7 @@ class ToolUse(Evaluator[ToolUseParams]):
         calls = trace.tool_calls()
         names = [c.name for c in calls]
         ok = any(
-            c.name == p.expected_tool and (not p.expected_args or self._args(c.args, p.expected_args))
-            for c in calls
+            c.name == p.expected_tool and (not p.expected_args or self._args(c.args, p.expected_args)) for c in calls
         )
         with_args = " with expected args" if p.expected_args else ""
         comment = f"tool {p.expected_tool!r} {'called' if ok else 'not called'}{with_args}"
@@ -67,7 +66,9 @@ class ToolCallAccuracy(Evaluator[ToolCallAccuracyParams]):
     example: ClassVar[dict[str, Any]] = {"args_match_mode": "exact"}
 
     def setup(self) -> None:
-        self._match = CallMatcher(self.params.args_match_mode, build_overrides(self.params.tool_args_match_overrides))
+        self._match = CallMatcher(
+            self.params.args_match_mode, build_overrides(self.params.tool_args_match_overrides, self.name)
+        )
 
     def score(self, trace: Trace) -> Result:
         ref = trace.reference.tool_calls() if trace.reference is not None else []

@@ -188,7 +188,9 @@ class TrajectoryMatch(Evaluator[TrajectoryMatchParams]):
         p = self.params
         if p.tool_args_match_mode not in ARGS_MODES:  # pragma: no cover - pydantic checks first
             raise ConfigError(f"invalid tool_args_match_mode {p.tool_args_match_mode!r}")
-        self._match = CallMatcher(p.tool_args_match_mode, build_overrides(p.tool_args_match_overrides))
+        self._match = CallMatcher(
+            p.tool_args_match_mode, build_overrides(p.tool_args_match_overrides, self.name)
+        )
         self._label = p.mode if p.mode != "strict" or p.strict_scope == "messages" else "strict (tool calls)"
 
     def score(self, trace: Trace) -> Result:
