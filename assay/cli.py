@@ -114,10 +114,13 @@ def run(
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier stopped run.")] = False,
     workers: Annotated[
-        str, typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges).")
+        str,
+        typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges)."),
     ] = "auto",
     shard: Annotated[str | None, typer.Option("--shard", help="Run one shard i/N (e.g. for Airflow mapping).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate judge calls, tokens and cost; spend nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate judge calls, tokens and cost; spend nothing.")
+    ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the judge cache.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary table.")] = False,
 ) -> None:
@@ -127,25 +130,36 @@ def run(
     except AssayError as exc:
         _fail(exc)
         return
-    _run_config(config, str(run_file), fresh=fresh, workers=workers, shard=shard, dry_run=dry_run,
-                no_cache=no_cache, quiet=quiet)
+    _run_config(
+        config,
+        str(run_file),
+        fresh=fresh,
+        workers=workers,
+        shard=shard,
+        dry_run=dry_run,
+        no_cache=no_cache,
+        quiet=quiet,
+    )
 
 
 @app.command()
 def score(
     inputs: Annotated[list[str], typer.Argument(help="Input files, directories, globs, or - for stdin.")],
     evaluator: Annotated[
-        list[str], typer.Option("--evaluator", "-e", help="name[:key=value,...], e.g. trajectory_match:mode=strict.")
+        list[str],
+        typer.Option("--evaluator", "-e", help="name[:key=value,...], e.g. trajectory_match:mode=strict."),
     ],
     output: Annotated[str, typer.Option("--output", "-o", help="Output file (.jsonl[.gz|.zst]) or directory/.")],
     dead_letter: Annotated[str | None, typer.Option("--dead-letter", help="Dead-letter file or directory.")] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="Trace format (default: auto-detect).")] = "auto",
     judge: Annotated[
-        list[str] | None, typer.Option("--judge", help="NAME=provider:model@base_url (api key from OPENAI_API_KEY etc.).")
+        list[str] | None,
+        typer.Option("--judge", help="NAME=provider:model@base_url (api key from OPENAI_API_KEY etc.)."),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 256,
     workers: Annotated[
-        str, typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges).")
+        str,
+        typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges)."),
     ] = "auto",
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override any run-file key: a.b.c=value.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
@@ -168,8 +182,16 @@ def score(
     except AssayError as exc:
         _fail(exc)
         return
-    _run_config(config, "assay score", fresh=True, workers=workers, shard=None, dry_run=False,
-                no_cache=no_cache, quiet=quiet)
+    _run_config(
+        config,
+        "assay score",
+        fresh=True,
+        workers=workers,
+        shard=None,
+        dry_run=False,
+        no_cache=no_cache,
+        quiet=quiet,
+    )
 
 
 def _parse_judge(text: str) -> tuple[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ Relative paths are resolved against the run file's directory.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
@@ -300,7 +301,9 @@ def build_config(
     """Validate a parsed run file (after overrides, interpolation and templating)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{origin}: the run file must be a mapping, got {type(data).__name__}")
-    data = dict(data)
+    data = copy.deepcopy(data)
+    if isinstance(data.get("evaluators"), list):
+        data["evaluators"] = [parse_evaluator_spec(x) if isinstance(x, str) else x for x in data["evaluators"]]
     for item in sets or []:
         key, eq, value = item.partition("=")
         if not eq or not key:

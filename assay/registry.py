@@ -119,9 +119,7 @@ def get_evaluator_class(name: str) -> type[BaseEvaluator[Any]]:
         name = ALIASES[name][0]
     table = _table()
     if name not in table:
-        raise UnknownEvaluatorError(
-            f"unknown evaluator {name!r}; available: {', '.join(evaluator_names())}"
-        )
+        raise UnknownEvaluatorError(f"unknown evaluator {name!r}; available: {', '.join(evaluator_names())}")
     target = table[name]
     cls = _import(target) if isinstance(target, str) else target
     if not (isinstance(cls, type) and issubclass(cls, BaseEvaluator)):

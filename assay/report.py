@@ -165,8 +165,12 @@ def print_dry_run(report: dict[str, Any]) -> None:
         table.add_column(col, justify="left" if col in ("evaluator", "judge") else "right")
     for row in report.get("evaluators", []):
         table.add_row(
-            row["evaluator"], row.get("judge") or "-", f"{row['calls']:,}", f"{row['input_tokens']:,}",
-            f"{row['output_tokens']:,}", f"{row['cost_usd']:.4f}",
+            row["evaluator"],
+            row.get("judge") or "-",
+            f"{row['calls']:,}",
+            f"{row['input_tokens']:,}",
+            f"{row['output_tokens']:,}",
+            f"{row['cost_usd']:.4f}",
         )
     console.print(table)
     console.print(

@@ -35,7 +35,17 @@ from assay.exceptions import ConfigError, ConnectorError
 from assay.records import Envelope, Position
 
 CHUNK = 1 << 20
-INPUT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl.zst", ".ndjson.zst", ".json.zst")
+INPUT_SUFFIXES = (
+    ".jsonl",
+    ".ndjson",
+    ".json",
+    ".jsonl.gz",
+    ".ndjson.gz",
+    ".json.gz",
+    ".jsonl.zst",
+    ".ndjson.zst",
+    ".json.zst",
+)
 
 
 def _has_input_suffix(name: str) -> bool:
@@ -56,7 +66,9 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
             out.extend(matches)
         elif os.path.isdir(p):
             found = sorted(
-                str(f) for f in Path(p).rglob("*") if f.is_file() and _has_input_suffix(f.name) and not f.name.startswith(("_", "."))
+                str(f)
+                for f in Path(p).rglob("*")
+                if f.is_file() and _has_input_suffix(f.name) and not f.name.startswith(("_", "."))
             )
             if not found:
                 raise ConfigError(f"source: directory {p!r} holds no .jsonl/.json(.gz/.zst) files")
@@ -74,13 +86,13 @@ def open_binary(path: str) -> IO[bytes]:
         return sys.stdin.buffer
     try:
         if path.endswith(".gz"):
-            return gzip.open(path, "rb")
+            return gzip.open(path, "rb")  # type: ignore[return-value]
         if path.endswith(".zst"):
             import zstandard
 
             raw = open(path, "rb")  # noqa: SIM115 - closed by the reader
-            return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[no-any-return]
-        return open(path, "rb")  # noqa: SIM115 - closed by the caller
+            return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+        return open(path, "rb")
     except OSError as exc:
         raise ConnectorError(f"cannot open {path!r}: {exc}") from exc
 
@@ -225,7 +237,7 @@ class FileSource(Source):
         for path in self.files:
             f = open_binary(path)
             if path != "-" and not hasattr(f, "peek"):
-                f = io.BufferedReader(f)  # type: ignore[arg-type]
+                f = io.BufferedReader(f)  # type: ignore[type-var]
             source_name = "<stdin>" if path == "-" else path
             try:
                 try:
@@ -427,9 +439,9 @@ class JsonlSink(Sink):
 
     async def aclose(self) -> None:
         with anyio.CancelScope(shield=True):
-            if self._part is None and self.create_empty and not self.parts and self.rows_written == 0:
-                if not (self.append and Path(self.path).exists()):
-                    self._part = _Part(self._next_part_path(), self.compression)
+            fresh_output = not (self.append and os.path.exists(self.path))  # noqa: ASYNC240 - one stat at close
+            if self._part is None and self.create_empty and not self.parts and self.rows_written == 0 and fresh_output:
+                self._part = _Part(self._next_part_path(), self.compression)
             await self.finish_part()
 
     async def abort(self) -> None:

@@ -34,9 +34,7 @@ from assay.traces.normalize import trace_from_args
 class EvaluatorParams(BaseModel):
     """Parameters every evaluator accepts."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, arbitrary_types_allowed=True, use_attribute_docstrings=True
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
     key: str | None = None
     """Result key (defaults to the evaluator's own key)."""
@@ -73,8 +71,8 @@ class BaseEvaluator(ABC, Generic[P]):
     def __init__(self, params: P | dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         if isinstance(params, EvaluatorParams):
             if kwargs:
-                params = params.model_copy(update=kwargs)  # type: ignore[assignment]
-            self.params = params  # type: ignore[assignment]
+                params = params.model_copy(update=kwargs)
+            self.params = params
         else:
             merged = {**(params or {}), **kwargs}
             try:

@@ -22,14 +22,21 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
     evaluators = build_evaluators(config, origin)
     judged = [ev for ev in evaluators if hasattr(ev, "build_requests")]
     rows: dict[str, dict[str, Any]] = {
-        ev.key: {"evaluator": ev.key, "judge": _judge_name(ev), "calls": 0, "input_tokens": 0,
-                 "output_tokens": 0, "cost_usd": 0.0}
+        ev.key: {
+            "evaluator": ev.key,
+            "judge": _judge_name(ev),
+            "calls": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost_usd": 0.0,
+        }
         for ev in judged
     }
     records = dead = 0
     options = config.normalize.to_options()
-    async with FileSource(config.source.paths, batch_size=config.limits.batch_size,
-                          input_format=config.source.input_format) as src:
+    async with FileSource(
+        config.source.paths, batch_size=config.limits.batch_size, input_format=config.source.input_format
+    ) as src:
         async for batch in src.batches():
             for env in batch:
                 t = parse_envelope(env, options)
@@ -39,7 +46,7 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
                 records += 1
                 for ev in judged:
                     row = rows[ev.key]
-                    for req in ev.build_requests(t):  # type: ignore[attr-defined]
+                    for req in ev.build_requests(t):
                         row["calls"] += 1
                         if pool is not None and row["judge"] is not None:
                             est = pool.get(row["judge"]).estimate(req)

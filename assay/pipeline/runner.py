@@ -169,9 +169,14 @@ class Pipeline:
                 row["warnings"] = warn
                 warnings += 1
                 failures.append(
-                    Failure(env.payload, env.position, "normalize", "InvalidToolArguments",
-                            f"{env.position}: {'; '.join(warn)} (record scored with the raw arguments)",
-                            severity="warning")
+                    Failure(
+                        env.payload,
+                        env.position,
+                        "normalize",
+                        "InvalidToolArguments",
+                        f"{env.position}: {'; '.join(warn)} (record scored with the raw arguments)",
+                        severity="warning",
+                    )
                 )
             rows.append(_dumps(row, default=_default))
             kept.append(res)

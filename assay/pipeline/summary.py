@@ -48,8 +48,17 @@ class KeyStats:
 
     def merge(self, other: KeyStats) -> None:
         for name in (
-            "count", "scored", "errors", "unscored", "total", "passed",
-            "input_tokens", "output_tokens", "cost_usd", "judge_calls", "cached_calls",
+            "count",
+            "scored",
+            "errors",
+            "unscored",
+            "total",
+            "passed",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "judge_calls",
+            "cached_calls",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -101,7 +110,16 @@ class KeyStats:
         )
 
 
-COUNT_NAMES = ("read", "scored", "dead_letters", "parse_errors", "normalize_errors", "warnings", "skipped", "abandoned")
+COUNT_NAMES = (
+    "read",
+    "scored",
+    "dead_letters",
+    "parse_errors",
+    "normalize_errors",
+    "warnings",
+    "skipped",
+    "abandoned",
+)
 
 
 @dataclass
@@ -141,7 +159,10 @@ class RunStats:
         return self.counts["dead_letters"] / read if read else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"counts": dict(self.counts), "evaluators": {k: v.to_dict() for k, v in sorted(self.keys.items())}}
+        return {
+            "counts": dict(self.counts),
+            "evaluators": {k: v.to_dict() for k, v in sorted(self.keys.items())},
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunStats:

@@ -45,7 +45,7 @@ class EvaluateStage:
             out.append(results)
         for ev in self.batched:
             try:
-                per_trace = ev.score_traces(list(traces))  # type: ignore[attr-defined]
+                per_trace = ev.score_traces(list(traces))
             except Exception as exc:
                 per_trace = [[Result.from_error(ev.key, exc)] for _ in traces]
             for results, rs in zip(out, per_trace, strict=True):
@@ -82,7 +82,7 @@ class EvaluateStage:
         return results, done
 
 
-class _PartialBatch(Exception):  # noqa: N818 - internal control flow
+class _PartialBatch(Exception):
     """Some traces of the batch were abandoned because the budget was reached."""
 
     def __init__(self, results: list[dict[str, Result]], done: list[bool]) -> None:

@@ -22,9 +22,19 @@ def parse_envelope(env: Envelope, options: NormalizeOptions) -> Trace | Failure:
         trace = normalize_record(record, options)
     except NormalizationError as exc:
         return Failure(env.payload, env.position, "normalize", "NormalizationError", f"{env.position}: {exc}")
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # a shape no normalizer foresaw
+    except (
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        IndexError,
+    ) as exc:  # a shape no normalizer foresaw
         return Failure(
-            env.payload, env.position, "normalize", type(exc).__name__, f"{env.position}: unexpected record shape: {exc}"
+            env.payload,
+            env.position,
+            "normalize",
+            type(exc).__name__,
+            f"{env.position}: unexpected record shape: {exc}",
         )
     if trace.id is None:
         trace.id = str(env.position)

@@ -62,6 +62,14 @@ def detection_order() -> tuple[TraceFormat, ...]:
     """Formats in the order auto-detection tries them."""
     names = list(all_format_names())
     names.remove("value")
+    names.remove("openai")
     early = [n for n in EARLY_FORMATS if n in names]
     rest = [n for n in names if n not in early]
-    return tuple(load_format(n) for n in [*early, *rest, "value"])
+    # ``openai`` first: its strict detector accepts only plain OpenAI message lists (every message
+    # with a known role, no ``type``, no Anthropic blocks), so it cannot steal another format's
+    # records, and the common case costs one detector. The loose variant (any role string, so a
+    # bad role is reported by the parser) runs after every specific format.
+    from assay.traces.openai_format import OPENAI_LOOSE_FORMAT
+
+    specific = (load_format(n) for n in [*early, *rest])
+    return (load_format("openai"), *specific, OPENAI_LOOSE_FORMAT, load_format("value"))

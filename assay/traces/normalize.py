@@ -95,9 +95,7 @@ def normalize_record(record: Any, options: NormalizeOptions = DEFAULT_OPTIONS) -
     if type(record) is list:
         return to_trace(record, options.format)
     if type(record) is not dict:
-        raise NormalizationError(
-            f"record is a JSON {type(record).__name__}, expected an object or a list of messages"
-        )
+        raise NormalizationError(f"record is a JSON {type(record).__name__}, expected an object or a list of messages")
     out_key, outputs = _pick(record, options.outputs, OUTPUT_KEYS)
     if out_key is None:
         outputs = record

@@ -1,0 +1,37 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def tool_call(i: int, name: str, args: Any) -> dict[str, Any]:
+    arguments = args if isinstance(args, str) else json.dumps(args)
+    return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def agent_messages(*calls: tuple[str, dict[str, Any]], final: str = "done") -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "do it"}]
+    for i, (name, args) in enumerate(calls):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [tool_call(i, name, args)]})
+        msgs.append({"role": "tool", "tool_call_id": f"call_{i}", "content": "{}"})
+    msgs.append({"role": "assistant", "content": final})
+    return msgs
+
+
+@pytest.fixture
+def write_jsonl(tmp_path: Path) -> Callable[..., Path]:
+    def write(name: str, rows: list[Any], raw_lines: dict[int, str] | None = None) -> Path:
+        lines = [json.dumps(r) for r in rows]
+        for index, text in sorted((raw_lines or {}).items()):
+            lines.insert(index, text)
+        path = tmp_path / name
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    return write

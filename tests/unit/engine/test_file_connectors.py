@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+import zstandard
+
+from assay.connectors.file import FileSource, JsonlSink, expand_paths
+from assay.exceptions import ConfigError
+
+
+async def _read(paths: list[str], **kw: object) -> tuple[list[tuple[str, int | None, bytes]], FileSource]:
+    out = []
+    async with FileSource(paths, **kw) as src:  # type: ignore[arg-type]
+        async for batch in src.batches():
+            out.extend((e.position.source, e.position.line, e.payload) for e in batch)
+    return out, src
+
+
+def test_jsonl_plain_gz_zst_give_same_records_and_line_numbers(tmp_path: Path) -> None:
+    body = b'{"a": 1}\n\n   \n{"a": 2}\r\n{"a": 3}'  # blank lines skipped, CRLF stripped, no final newline
+    (tmp_path / "x.jsonl").write_bytes(body)
+    (tmp_path / "y.jsonl.gz").write_bytes(gzip.compress(body))
+    (tmp_path / "z.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(body))
+    for name in ("x.jsonl", "y.jsonl.gz", "z.jsonl.zst"):
+        recs, _ = anyio.run(_read, [str(tmp_path / name)])
+        assert [(line, payload) for _, line, payload in recs] == [
+            (1, b'{"a": 1}'),
+            (4, b'{"a": 2}'),
+            (5, b'{"a": 3}'),
+        ]
+
+
+def test_json_array_file_streams_elements_with_lines(tmp_path: Path) -> None:
+    f = tmp_path / "arr.json"
+    f.write_text('[\n  {"a": 1},\n  {"a": [1,\n 2]},\n  "s", 12\n]\n')
+    recs, src = anyio.run(_read, [str(f)])
+    assert [(line, json.loads(p)) for _, line, p in recs] == [
+        (2, {"a": 1}),
+        (3, {"a": [1, 2]}),
+        (5, "s"),
+        (5, 12),
+    ]
+    assert src.read_errors == []
+
+
+def test_json_array_syntax_error_is_a_read_error_not_a_crash(tmp_path: Path) -> None:
+    f = tmp_path / "bad.json"
+    f.write_text('[{"a": 1}, {"a": }]')
+    recs, src = anyio.run(_read, [str(f)])
+    assert [json.loads(p) for _, _, p in recs] == [{"a": 1}]
+    assert len(src.read_errors) == 1 and "bad.json" in src.read_errors[0][1]
+
+
+def test_directories_and_globs_sorted(tmp_path: Path) -> None:
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    for name in ("d/b.jsonl", "d/a.jsonl", "d/sub/c.jsonl.gz", "d/_SUMMARY.json", "d/notes.txt"):
+        (tmp_path / name).write_bytes(b"")
+    assert [Path(p).name for p in expand_paths([str(tmp_path / "d")])] == ["a.jsonl", "b.jsonl", "c.jsonl.gz"]
+    assert [Path(p).name for p in expand_paths([str(tmp_path / "d" / "*.jsonl")])] == ["a.jsonl", "b.jsonl"]
+    with pytest.raises(ConfigError, match="no files match"):
+        expand_paths([str(tmp_path / "nothing*.jsonl")])
+    with pytest.raises(ConfigError, match="no such file"):
+        expand_paths([str(tmp_path / "missing.jsonl")])
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    class FakeStdin:
+        buffer = io.BytesIO(b'{"a": 1}\n{"a": 2}\n')
+
+    monkeypatch.setattr("sys.stdin", FakeStdin())
+    recs, _ = anyio.run(_read, ["-"])
+    assert [(s, line) for s, line, _ in recs] == [("<stdin>", 1), ("<stdin>", 2)]
+
+
+def test_shards_are_disjoint_and_complete(tmp_path: Path) -> None:
+    f = tmp_path / "x.jsonl"
+    f.write_text("".join(f'{{"i": {i}}}\n' for i in range(10)))
+    seen = []
+    for i in range(3):
+        recs, _ = anyio.run(lambda i=i: _read([str(f)], shard=(i, 3)))
+        seen.extend(line for _, line, _ in recs)
+    assert sorted(seen) == list(range(1, 11))
+
+
+def test_batches_bounded_by_batch_size(tmp_path: Path) -> None:
+    f = tmp_path / "x.jsonl"
+    f.write_text("".join("{}\n" for _ in range(10)))
+
+    async def sizes() -> list[int]:
+        async with FileSource([str(f)], batch_size=4) as src:
+            return [len(b) async for b in src.batches()]
+
+    assert anyio.run(sizes) == [4, 4, 2]
+
+
+def test_sink_file_is_atomic_and_compressed(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "res.jsonl.gz"
+
+    async def go() -> None:
+        sink = JsonlSink(str(target))
+        async with sink:
+            await sink.write_batch([b'{"a":1}', b'{"a":2}'])
+            assert not target.exists()  # only the temp file exists until the sink closes
+            assert (target.parent / ".res.jsonl.gz.tmp").exists()
+
+    anyio.run(go)
+    assert gzip.decompress(target.read_bytes()) == b'{"a":1}\n{"a":2}\n'
+    assert not (target.parent / ".res.jsonl.gz.tmp").exists()
+
+
+def test_sink_directory_parts_deterministic_names_and_append(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+
+    async def write(append: bool) -> JsonlSink:
+        sink = JsonlSink(str(out) + "/", max_rows_per_part=2, append=append, compression="zstd")
+        async with sink:
+            await sink.write_batch([b"1", b"2", b"3"])
+        return sink
+
+    sink = anyio.run(write, False)
+    assert [p.name for p in sink.parts] == ["part-00000-00000.jsonl.zst", "part-00000-00001.jsonl.zst"]
+    sink = anyio.run(write, True)  # a resumed run continues the numbering
+    assert [p.name for p in sink.parts] == ["part-00000-00002.jsonl.zst", "part-00000-00003.jsonl.zst"]
+    dctx = zstandard.ZstdDecompressor()
+    with open(out / "part-00000-00000.jsonl.zst", "rb") as f:
+        assert dctx.stream_reader(f).read() == b"1\n2\n"
+
+
+def test_sink_file_append_keeps_earlier_rows(tmp_path: Path) -> None:
+    target = tmp_path / "res.jsonl"
+    target.write_text('{"old":1}\n')
+
+    async def go() -> None:
+        async with JsonlSink(str(target), append=True) as sink:
+            await sink.write_batch([b'{"new":1}'])
+
+    anyio.run(go)
+    assert target.read_text() == '{"old":1}\n{"new":1}\n'

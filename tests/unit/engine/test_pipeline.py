@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from assay.connectors.base import Sink
+from assay.evaluators import TrajectoryMatch
+from assay.evaluators.base import AsyncEvaluator, EvaluatorParams
+from assay.exceptions import BudgetExceeded, ConnectorError
+from assay.pipeline import Pipeline, RunOptions
+from assay.records import Result
+from assay.stages import EvaluateStage
+from assay.testing import ListSink, ListSource
+from assay.traces.model import Trace
+from tests.conftest import agent_messages
+
+GOOD = {
+    "id": "t1",
+    "messages": agent_messages(("search", {"q": "x"})),
+    "reference_outputs": agent_messages(("search", {"q": "x"})),
+}
+
+
+def run(items: list[Any], evaluators: list[Any] | None = None, **opts: Any) -> tuple[Pipeline, ListSink, ListSink]:
+    sink, dead = ListSink(), ListSink()
+    pipe = Pipeline(
+        ListSource(items, batch_size=opts.pop("batch_size", 2)),
+        EvaluateStage(evaluators or [TrajectoryMatch(mode="strict")]),
+        sink,
+        dead,
+        RunOptions(run_id="r1", **opts),
+    )
+    anyio.run(pipe.run)
+    return pipe, sink, dead
+
+
+def test_rows_per_trace_and_dead_letters_with_positions() -> None:
+    items = [
+        GOOD,
+        b"not json",
+        {"messages": [{"role": "wizard", "content": "x"}]},
+        {"nothing": "here"},
+        42,
+        {**GOOD, "id": "t2"},
+    ]
+    pipe, sink, dead = run(items)
+    rows = sink.records()
+    assert [r["trace_id"] for r in rows] == ["t1", "t2"]
+    assert rows[0]["results"]["trajectory_strict_match"]["score"] == 1.0
+    assert rows[0]["position"] == {"file": "<list>", "line": 1}
+    assert rows[0]["run_id"] == "r1"
+    failures = dead.records()
+    assert [(f["line"], f["stage"]) for f in failures] == [
+        (2, "parse"),
+        (3, "normalize"),
+        (4, "normalize"),
+        (5, "normalize"),
+    ]
+    assert "unknown role 'wizard'" in failures[1]["error"]
+    assert failures[0]["raw"] == "not json"
+    c = pipe.stats.counts
+    assert (c["read"], c["scored"], c["dead_letters"], c["parse_errors"], c["normalize_errors"]) == (
+        6,
+        2,
+        4,
+        1,
+        3,
+    )
+
+
+def test_unparsable_tool_arguments_are_scored_and_reported() -> None:
+    rec = {
+        "id": "bad-args",
+        "messages": [
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": "{not json"}}],
+            }
+        ],
+        "reference_outputs": [
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": "{not json"}}],
+            }
+        ],
+    }
+    pipe, sink, dead = run([rec])
+    row = sink.records()[0]
+    assert row["results"]["trajectory_strict_match"]["score"] == 1.0  # identical raw text still matches
+    assert "not valid JSON" in row["warnings"][0]
+    (f,) = dead.records()
+    assert f["severity"] == "warning" and f["error_type"] == "InvalidToolArguments" and f["line"] == 1
+    assert pipe.stats.counts["dead_letters"] == 0 and pipe.stats.counts["warnings"] == 1
+
+
+class Boom(Exception):
+    pass
+
+
+class FailingSink(Sink):
+    async def write_batch(self, rows: Sequence[bytes]) -> None:
+        raise ConnectorError("disk full")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_stage_failure_cancels_run_with_clear_error() -> None:
+    pipe = Pipeline(
+        ListSource([GOOD] * 50, batch_size=1), EvaluateStage([TrajectoryMatch()]), FailingSink(), ListSink()
+    )
+    with pytest.raises(BaseExceptionGroup) as info:
+        anyio.run(pipe.run)
+    assert info.group_contains(ConnectorError, match="disk full")
+
+
+class RaisingEvaluator(TrajectoryMatch):
+    def score(self, trace: Trace) -> Result:
+        raise Boom("evaluator bug")
+
+
+def test_evaluator_exception_becomes_error_result_not_a_score() -> None:
+    pipe, sink, _ = run([GOOD], [RaisingEvaluator(key="boom")])
+    res = sink.records()[0]["results"]["boom"]
+    assert res["score"] is None and "Boom: evaluator bug" in res["error"]
+    assert pipe.stats.keys["boom"].errors == 1
+
+
+class SlowParams(EvaluatorParams):
+    delay: float = 0.05
+    budget_after: int | None = None
+
+
+class SlowJudge(AsyncEvaluator[SlowParams]):
+    name = "slow"
+    Params = SlowParams
+    calls = 0
+    max_in_flight = 0
+    in_flight = 0
+
+    async def ascore(self, trace: Trace) -> Result:
+        cls = type(self)
+        if self.params.budget_after is not None and cls.calls >= self.params.budget_after:
+            raise BudgetExceeded("budget")
+        cls.calls += 1
+        cls.in_flight += 1
+        cls.max_in_flight = max(cls.max_in_flight, cls.in_flight)
+        await anyio.sleep(self.params.delay)
+        cls.in_flight -= 1
+        return Result(self.key, 1.0, True)
+
+
+def test_async_evaluators_run_concurrently() -> None:
+    SlowJudge.calls = SlowJudge.max_in_flight = SlowJudge.in_flight = 0
+    items = [{**GOOD, "id": f"t{i}"} for i in range(40)]
+    _pipe, sink, _ = run(items, [SlowJudge()], batch_size=5, workers=4)
+    assert len(sink.rows) == 40
+    assert SlowJudge.max_in_flight >= 10  # 4 workers x 5 traces per batch
+
+
+def test_budget_stop_abandons_unscored_traces() -> None:
+    SlowJudge.calls = SlowJudge.max_in_flight = SlowJudge.in_flight = 0
+    items = [{**GOOD, "id": f"t{i}"} for i in range(50)]
+    pipe, sink, _ = run(items, [SlowJudge(delay=0.0, budget_after=7)], batch_size=5, workers=1)
+    assert pipe.status == "budget"
+    assert len(sink.rows) == 7
+    assert pipe.stats.counts["abandoned"] >= 3
+    assert all(json.loads(r)["results"]["slow"]["score"] == 1.0 for r in sink.rows)
