@@ -37,7 +37,10 @@ def test_one_call_with_aggregator_no_reasoning(scripted: Any) -> None:
     (r,) = ev.evaluate(outputs={"a": 1, "b": 2}, reference_outputs={"a": 1, "b": 3})
     assert r.key == "json_match:average" and r.score == 0.5
     assert len(judge.requests) == 1
-    assert judge.requests[0].schema["properties"]["a"] == {**judge.requests[0].schema["properties"]["a"], "type": "boolean"}
+    assert judge.requests[0].schema["properties"]["a"] == {
+        **judge.requests[0].schema["properties"]["a"],
+        "type": "boolean",
+    }
 
 
 def test_missing_rubric_verdict_is_error(scripted: Any) -> None:

@@ -92,7 +92,9 @@ TRAJ = [
     {
         "role": "assistant",
         "content": "",
-        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup_order", "arguments": '{"id": 7}'}}],
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "lookup_order", "arguments": '{"id": 7}'}}
+        ],
     },
     {"role": "tool", "tool_call_id": "c1", "content": "order 7: $20"},
     {"role": "assistant", "content": "Refunded $20."},

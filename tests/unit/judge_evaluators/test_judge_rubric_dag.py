@@ -40,7 +40,12 @@ def test_answer_quality_preset_path(scripted: Any) -> None:
     judge = scripted(*choose("yes", "no"))
     ev = RubricDag(preset="answer_quality", judge=judge)
     r = ev.evaluate(inputs="2+2?", outputs="4", reference_outputs="4")
-    assert (r.key, r.score, r.value, r.comment) == ("answer_quality", 0.7, "correct but unsupported", "correct but unsupported")
+    assert (r.key, r.score, r.value, r.comment) == (
+        "answer_quality",
+        0.7,
+        "correct but unsupported",
+        "correct but unsupported",
+    )
     assert [(p["node"], p["choice"]) for p in r.metadata["path"]] == [("answers", "yes"), ("grounded", "no")]
     assert r.metadata["path"][0]["question"].startswith("Does the response directly")
     assert r.metadata["path"][1]["reasoning"] == "because no"
@@ -73,7 +78,13 @@ def test_custom_dag_yaml_style_keys(scripted: Any) -> None:
     dag = {
         "key": "politeness",
         "root": "q",
-        "nodes": {"q": {"question": "Polite?", "choices": ["yes", "no", 3], "branches": {True: {"score": 1}, False: {"score": 0, "label": "rude"}, 3: {"score": 0.5}}}},
+        "nodes": {
+            "q": {
+                "question": "Polite?",
+                "choices": ["yes", "no", 3],
+                "branches": {True: {"score": 1}, False: {"score": 0, "label": "rude"}, 3: {"score": 0.5}},
+            }
+        },
     }
     judge = scripted({"reasoning": "r", "choice": "3"})
     r = RubricDag(dag=dag, judge=judge).evaluate(outputs="hi")
@@ -101,9 +112,15 @@ def _answer_quality() -> dict[str, Any]:
         (lambda d: d["nodes"]["answers"].update(choices=[]), "has no choices"),
         (lambda d: d["nodes"]["answers"].pop("question"), "has no question"),
         (lambda d: d["nodes"]["answers"]["branches"].pop("no"), "choices without a branch: ['no']"),
-        (lambda d: d["nodes"]["answers"]["branches"].update(maybe={"score": 1}), "branch 'maybe' is not one of its choices"),
+        (
+            lambda d: d["nodes"]["answers"]["branches"].update(maybe={"score": 1}),
+            "branch 'maybe' is not one of its choices",
+        ),
         (lambda d: d["nodes"]["answers"]["branches"].update(yes="ghost"), "unknown node 'ghost'"),
-        (lambda d: d["nodes"]["grounded"]["branches"].update(no={"score": 1.5}), "leaf score must be a number in [0, 1]"),
+        (
+            lambda d: d["nodes"]["grounded"]["branches"].update(no={"score": 1.5}),
+            "leaf score must be a number in [0, 1]",
+        ),
         (lambda d: d["nodes"]["grounded"]["branches"].update(no="answers"), "cycle: answers -> grounded -> answers"),
         (lambda d: d["nodes"]["grounded"]["branches"].update(no=42), "must be a node name or a leaf"),
     ],

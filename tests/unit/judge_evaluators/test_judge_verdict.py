@@ -45,7 +45,7 @@ class TestSchema:
 
 class TestSalvage:
     def test_strip_think_blocks(self) -> None:
-        assert strip_thinking("<think>{\"score\": true}</think>answer") == "answer"
+        assert strip_thinking('<think>{"score": true}</think>answer') == "answer"
         assert strip_thinking("ok <thinking>unclosed {") == "ok"
 
     def test_direct_fenced_and_last_object(self) -> None:
