@@ -98,8 +98,7 @@ class AgentAsJudge(JudgeEvaluator[AgentAsJudgeParams]):
     def make_request(self, trace: Trace, reqs: list[str]) -> JudgeRequest:
         values = {
             "task": question_text(trace) or "(not given)",
-            "trajectory": render_trace_output(trace, "trajectory", self.params.max_tool_result_chars)
-            or "(empty)",
+            "trajectory": render_trace_output(trace, "trajectory", self.params.max_tool_result_chars) or "(empty)",
             "requirements": "\n".join(f"{i}. {r}" for i, r in enumerate(reqs, 1)),
         }
         messages: list[dict[str, Any]] = []
@@ -108,7 +107,7 @@ class AgentAsJudge(JudgeEvaluator[AgentAsJudgeParams]):
         messages.append({"role": "user", "content": format_template(self._template, values)})
         return self.request(messages, self.schema())
 
-    def build_requests(self, trace: Trace) -> list[JudgeRequest]:
+    def requests_for(self, trace: Trace) -> list[JudgeRequest]:
         reqs = self.requirements_for(trace)
         return [self.make_request(trace, reqs)] if reqs else []
 
@@ -164,9 +163,7 @@ def match_verdicts(
             raise VerdictParseError(f"verdict {pos} is not an object", raw=raw)
         satisfied = coerce_bool(v.get("satisfied"))
         if satisfied is None:
-            raise VerdictParseError(
-                f"verdict {pos}: satisfied={v.get('satisfied')!r} is not a boolean", raw=raw
-            )
+            raise VerdictParseError(f"verdict {pos}: satisfied={v.get('satisfied')!r} is not a boolean", raw=raw)
         v = {**v, "satisfied": satisfied}
         idx = coerce_number(v.get("id"))
         i = int(idx) - 1 if idx is not None and idx == int(idx) else -1
@@ -187,9 +184,7 @@ def match_verdicts(
     out = []
     for i, (req, v) in enumerate(zip(reqs, slots, strict=True)):
         if v is None:
-            out.append(
-                {"id": i + 1, "requirement": req, "satisfied": False, "evidence": "no verdict from the judge"}
-            )
+            out.append({"id": i + 1, "requirement": req, "satisfied": False, "evidence": "no verdict from the judge"})
         else:
             out.append(
                 {

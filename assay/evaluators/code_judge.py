@@ -116,9 +116,7 @@ class CodeJudge(LLMJudge):
         try:
             fn = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
-            raise ConfigError(
-                f"evaluator {self.name!r}: params.code_extraction: cannot load {how!r}: {exc}"
-            ) from exc
+            raise ConfigError(f"evaluator {self.name!r}: params.code_extraction: cannot load {how!r}: {exc}") from exc
         if not callable(fn):
             raise ConfigError(f"evaluator {self.name!r}: params.code_extraction: {how!r} is not callable")
         return fn  # type: ignore[no-any-return]
@@ -142,9 +140,7 @@ class CodeJudge(LLMJudge):
 
     def prepare(self, trace: Trace) -> tuple[JudgeRequest, CompiledPrompt] | Result:
         if self.code_of(trace) is None:
-            return Result(
-                self.key, 0.0, False, "no code found in the output", {"code_extraction_failed": True}
-            )
+            return Result(self.key, 0.0, False, "no code found in the output", {"code_extraction_failed": True})
         return super().prepare(trace)
 
 

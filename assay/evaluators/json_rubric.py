@@ -44,9 +44,7 @@ def rubric_request(
     values = {
         "rubric": "\n".join(f"Key: {k}, Criteria: {c}" for k, c in criteria.items()),
         "outputs": "\n".join(f"{n}: {as_text(it.output)}" for n, it in zip(names, items, strict=True)),
-        "reference_outputs": "\n".join(
-            f"{n}: {as_text(it.reference)}" for n, it in zip(names, items, strict=True)
-        ),
+        "reference_outputs": "\n".join(f"{n}: {as_text(it.reference)}" for n, it in zip(names, items, strict=True)),
     }
     props: dict[str, Any] = {}
     for n, it in zip(names, items, strict=True):
@@ -81,9 +79,7 @@ def rubric_batches(items: list[RubricItem], *, aggregated: bool) -> list[list[in
     return list(by_key.values())
 
 
-def build_rubric_requests(
-    items: list[RubricItem], *, aggregated: bool, use_reasoning: bool
-) -> list[JudgeRequest]:
+def build_rubric_requests(items: list[RubricItem], *, aggregated: bool, use_reasoning: bool) -> list[JudgeRequest]:
     """The requests ``grade_rubric`` would send (for dry runs)."""
     names = field_names(items)
     return [
@@ -106,16 +102,12 @@ def _read(obj: dict[str, Any], name: str, raw: str) -> Graded:
     return (1.0 if b else 0.0), reasoning
 
 
-async def grade_rubric(
-    items: list[RubricItem], judge: Judge, *, aggregated: bool, use_reasoning: bool
-) -> list[Graded]:
+async def grade_rubric(items: list[RubricItem], judge: Judge, *, aggregated: bool, use_reasoning: bool) -> list[Graded]:
     """Grade every rubric item with ``judge``: one ``(score, comment)`` per item, in order."""
     names = field_names(items)
     graded: list[Graded | None] = [None] * len(items)
     for batch in rubric_batches(items, aggregated=aggregated):
-        request = rubric_request(
-            [items[i] for i in batch], [names[i] for i in batch], use_reasoning=use_reasoning
-        )
+        request = rubric_request([items[i] for i in batch], [names[i] for i in batch], use_reasoning=use_reasoning)
         response = await judge.complete(request)
         obj, _ = response_object(response)
         raw = (response.text or "")[:4000]

@@ -104,14 +104,21 @@ class JudgeEvaluator(AsyncEvaluator[JP]):
         """The judge endpoint, resolved at first use (so building an evaluator needs no network)."""
         return find_judge(self.params.judge, self.name)
 
-    @abstractmethod
     def build_requests(self, trace: Trace) -> list[JudgeRequest]:
         """The requests this evaluator would send for ``trace`` (for ``--dry-run`` estimates).
 
-        Raises EvaluatorError when the trace lacks what the prompt needs (the real run would give
-        an error Result without calling the judge). For multi-step evaluators (rubric_dag) this is
-        the longest possible path, an upper bound.
+        ``[]`` when no call would be made: nothing to score, or a trace the real run turns into an
+        error Result before calling (a missing prompt variable). For multi-step evaluators
+        (rubric_dag) this is the longest possible path, an upper bound.
         """
+        try:
+            return self.requests_for(trace)
+        except EvaluatorError:
+            return []
+
+    @abstractmethod
+    def requests_for(self, trace: Trace) -> list[JudgeRequest]:
+        """The requests for ``trace``; raises EvaluatorError when the trace cannot be judged."""
 
     @abstractmethod
     async def judge_trace(self, trace: Trace, calls: JudgeCalls) -> Result:

@@ -68,9 +68,7 @@ def render_trajectory(messages: Sequence[Message], max_tool_result_chars: int | 
     for m in messages:
         if m.role == "tool":
             who = m.name or (names.get(m.tool_call_id or "") if m.tool_call_id else None)
-            text = _truncate(
-                as_text(m.content) if not isinstance(m.content, str) else m.content, max_tool_result_chars
-            )
+            text = _truncate(as_text(m.content) if not isinstance(m.content, str) else m.content, max_tool_result_chars)
             lines.append(f"[tool {who}] {text}" if who else f"[tool] {text}")
             continue
         parts = [m.text] if m.text else []
@@ -139,9 +137,7 @@ def context_text(context: Any) -> str | None:
         docs = []
         for i, doc in enumerate(context, 1):
             if isinstance(doc, dict):
-                text = next(
-                    (doc[k] for k in ("page_content", "content", "text") if isinstance(doc.get(k), str)), None
-                )
+                text = next((doc[k] for k in ("page_content", "content", "text") if isinstance(doc.get(k), str)), None)
                 doc = text if text is not None else as_text(doc)
             docs.append(f"[{i}] {doc if isinstance(doc, str) else as_text(doc)}")
         return "\n\n".join(docs)
@@ -219,15 +215,11 @@ def attachment_block(item: Any) -> dict[str, Any]:
                 "type": "file",
                 "file": {"filename": item.get("filename") or "attachment.pdf", "file_data": file_data},
             }
-        raise EvaluatorError(
-            f"unsupported attachment mime_type {mime!r} (images, audio and PDF are supported)"
-        )
+        raise EvaluatorError(f"unsupported attachment mime_type {mime!r} (images, audio and PDF are supported)")
     raise EvaluatorError(f"unsupported attachment of type {type(item).__name__}")
 
 
-def user_content(
-    text_before: str, blocks: list[dict[str, Any]], text_after: str = ""
-) -> str | list[dict[str, Any]]:
+def user_content(text_before: str, blocks: list[dict[str, Any]], text_after: str = "") -> str | list[dict[str, Any]]:
     """Plain text, or content blocks when there are attachments."""
     if not blocks:
         return text_before + text_after
@@ -253,9 +245,7 @@ def few_shot_text(examples: Sequence[Mapping[str, Any]]) -> str:
             parts.append(f"<reasoning>{as_text(ex['reasoning'])}</reasoning>")
         if "score" in ex:
             score = ex["score"]
-            parts.append(
-                f"<score>{str(score).lower() if isinstance(score, bool) else as_text(score)}</score>"
-            )
+            parts.append(f"<score>{str(score).lower() if isinstance(score, bool) else as_text(score)}</score>")
         parts.append("</example>")
         rendered.append("\n".join(parts))
     return "Here are some examples of how to grade:\n" + "\n".join(rendered)

@@ -181,9 +181,7 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
                 scores = {str(k): float(v) for k, v in p.choices.items()}
                 bad = [k for k, v in scores.items() if not 0.0 <= v <= 1.0]
                 if bad:
-                    raise ConfigError(
-                        f"evaluator {self.name!r}: params.choices: scores must be in [0, 1] ({bad})"
-                    )
+                    raise ConfigError(f"evaluator {self.name!r}: params.choices: scores must be in [0, 1] ({bad})")
                 return VerdictSpec("choices", p.use_reasoning, tuple(scores), scores)
             return VerdictSpec("choices", p.use_reasoning, tuple(p.choices))
         if p.continuous:
@@ -283,7 +281,7 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
         compiled = self.prompt_for(trace)
         return self.request(self.messages_for(trace, compiled), self.schema_for(compiled)), compiled
 
-    def build_requests(self, trace: Trace) -> list[JudgeRequest]:
+    def requests_for(self, trace: Trace) -> list[JudgeRequest]:
         prepared = self.prepare(trace)
         return [] if isinstance(prepared, Result) else [prepared[0]]
 

@@ -70,12 +70,10 @@ class _RagJudge(JudgeEvaluator[RagParams]):
         messages: list[dict[str, Any]] = []
         if self.params.system:
             messages.append({"role": "system", "content": self.params.system})
-        messages.append(
-            {"role": "user", "content": format_template(load_template(self.template_name), values)}
-        )
+        messages.append({"role": "user", "content": format_template(load_template(self.template_name), values)})
         return self.request(messages, self.schema())
 
-    def build_requests(self, trace: Trace) -> list[JudgeRequest]:
+    def requests_for(self, trace: Trace) -> list[JudgeRequest]:
         values = self.values(trace)
         return [] if isinstance(values, str) else [self.make_request(values)]
 

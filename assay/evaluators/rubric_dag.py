@@ -8,7 +8,7 @@ Format (potato's)::
     nodes:
       answers:
         question: Does the response directly and correctly answer the question?
-        choices: [yes, partially, no]
+        choices: ["yes", "partially", "no"]
         branches:
           yes: grounded                                  # the next node
           partially: {score: 0.5, label: partial answer} # a leaf
@@ -48,9 +48,7 @@ from assay.judges.verdict import extract_json_object, reasoning_property, strip_
 from assay.records import Result
 from assay.traces.model import Trace
 
-_NEGATIONS = frozenset(
-    {"not", "never", "neither", "nor", "none", "isn't", "isnt", "doesn't", "don't", "cannot"}
-)
+_NEGATIONS = frozenset({"not", "never", "neither", "nor", "none", "isn't", "isnt", "doesn't", "don't", "cannot"})
 _WORD = re.compile(r"[\w'&-]+")
 #: A free-text answer longer than this many words is not searched for a choice word.
 SHORT_ANSWER_WORDS = 12
@@ -262,9 +260,7 @@ class RubricDag(JudgeEvaluator[RubricDagParams]):
             parts.append(f"Retrieved context:\n{ctx}")
         if trace.final_output is None and not trace.messages:
             raise EvaluatorError("the trace has no output to evaluate")
-        parts.append(
-            f"Output to evaluate:\n{render_trace_output(trace, 'auto', self.params.max_tool_result_chars)}"
-        )
+        parts.append(f"Output to evaluate:\n{render_trace_output(trace, 'auto', self.params.max_tool_result_chars)}")
         if trace.reference is not None:
             parts.append(f"Reference / expected:\n{render_trace_output(trace.reference, 'auto')}")
         return "\n\n".join(parts)
@@ -294,7 +290,7 @@ class RubricDag(JudgeEvaluator[RubricDagParams]):
         }
         return self.request(messages, schema)
 
-    def build_requests(self, trace: Trace) -> list[JudgeRequest]:
+    def requests_for(self, trace: Trace) -> list[JudgeRequest]:
         context = self.context_for(trace)
         return [self.node_request(node, context) for node in self.dag.longest_path()]
 
@@ -331,9 +327,7 @@ class RubricDag(JudgeEvaluator[RubricDagParams]):
                     raw=response.text[:4000] if response.text else raw,
                 )
                 return self.error_result(perr, calls, path=path, node=node.name)
-            path.append(
-                {"node": node.name, "question": node.question, "choice": choice, "reasoning": reasoning}
-            )
+            path.append({"node": node.name, "question": node.question, "choice": choice, "reasoning": reasoning})
             target = node.branches[choice]
             if isinstance(target, Leaf):
                 comment = target.label or f"score={target.score:g}"

@@ -299,9 +299,7 @@ def validate_score(value: Any, spec: VerdictSpec, raw: str) -> tuple[Any, float 
 def _from_object(obj: dict[str, Any], spec: VerdictSpec, raw: str, salvaged: bool) -> Verdict:
     if spec.score_field not in obj:
         keys = ", ".join(map(str, obj)) or "none"
-        raise VerdictParseError(
-            f"the verdict has no {spec.score_field!r} field (keys: {keys})", raw=_raw(raw)
-        )
+        raise VerdictParseError(f"the verdict has no {spec.score_field!r} field (keys: {keys})", raw=_raw(raw))
     value, score, notes = validate_score(obj[spec.score_field], spec, raw)
     reasoning = obj.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, str):

@@ -217,3 +217,10 @@ def test_judge_required_without_pool() -> None:
     ev = LLMJudge(prompt="conciseness")
     with pytest.raises(ConfigError, match=r"params\.judge is required"):
         ev.evaluate(inputs="q", outputs="a")
+
+
+def test_build_requests_empty_when_no_call_would_be_made() -> None:
+    ev = LLMJudge(prompt="hallucination")
+    assert ev.build_requests(trace_from_args("a", None, "q")) == []  # no {context}: error Result, no call
+    reqs = ev.build_requests(trace_from_args("a", None, "q", context="ctx"))
+    assert len(reqs) == 1 and "ctx" in reqs[0].messages[-1]["content"]
