@@ -4,8 +4,9 @@ They compare the agent's final output (``trace.final_output``) with the referenc
 (``trace.reference.final_output``) or with values given in params. Where openevals and potato
 disagree, the choice and the reason are written in docs/evaluators.md; in short:
 
-* values that are JSON (dicts, lists, numbers, booleans) are compared as JSON, deeply and
-  independently of key order; text is compared as text (stripped by default);
+* values that are JSON (dicts, lists, numbers, booleans) are compared as JSON text with sorted
+  keys (deep, key order ignored); text is compared as text (stripped by default); text equals a
+  number or boolean whose text it is (``"42"`` == ``42``);
 * when the reference is missing the result is not scored (score None), never a silent 0;
 * text of a non-string value is its JSON text (openevals), not a Python repr (potato).
 
@@ -92,11 +93,10 @@ def json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
-def _parse_json_text(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return _MISSING
+def canonical_json(value: Any) -> str:
+    """JSON text with sorted keys: two values are exact-match equal when these texts are equal
+    (openevals): key order never matters, ``1 != 1.0``, ``True != 1``, list order matters."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 _FENCE = re.compile(r"^\s*```[\w+-]*[ \t]*\n(.*?)\n?```\s*$", re.DOTALL)
@@ -120,8 +120,8 @@ class ExactMatchParams(EvaluatorParams):
     normalize_whitespace: bool = False
     """Collapse every run of whitespace inside text into one space."""
     type_strict: bool = False
-    """False: text that parses as JSON equals the same JSON value (``"1"`` == ``1``, ``'{"a":1}'`` ==
-    ``{"a": 1}``). True: a string never equals a non-string (openevals)."""
+    """False: text equals a number or boolean whose text it is (``"1"`` == ``1``, ``"True"`` == ``True``;
+    potato). True: a string never equals a non-string (openevals)."""
 
 
 class ExactMatch(Evaluator[ExactMatchParams]):
@@ -129,8 +129,7 @@ class ExactMatch(Evaluator[ExactMatchParams]):
 
     name: ClassVar[str] = "exact_match"
     description: ClassVar[str] = (
-        "The output equals the reference (text after strip/case options; JSON values deeply, "
-        "key order ignored)."
+        "The output equals the reference (text after strip/case options; JSON values deeply, key order ignored)."
     )
     Params = ExactMatchParams
     example: ClassVar[dict[str, Any]] = {"case_sensitive": False}
@@ -158,26 +157,26 @@ class ExactMatch(Evaluator[ExactMatchParams]):
 
     def equal(self, out: Any, ref: Any) -> bool:
         """Whether two values are equal under this evaluator's params."""
-        if isinstance(out, str) and isinstance(ref, str):
+        out_text, ref_text = isinstance(out, str), isinstance(ref, str)
+        if out_text and ref_text:
             return self._norm_text(out) == self._norm_text(ref)
-        if isinstance(out, str) != isinstance(ref, str) and not self.params.type_strict:
-            text, value = (out, ref) if isinstance(out, str) else (ref, out)
-            if value is None:  # None vs text: only the empty text matches "nothing"
-                return self._norm_text(text) == "" or self._norm_text(text) == "null"
-            parsed = _parse_json_text(text.strip())
-            if parsed is _MISSING:
+        if out_text or ref_text:
+            text, value = (out, ref) if out_text else (ref, out)
+            if self.params.type_strict:
                 return False
-            return json_equal(self._norm_value(parsed), self._norm_value(value))
-        return json_equal(self._norm_value(out), self._norm_value(ref))
+            if value is None:  # no output at all equals the empty text (potato)
+                return self._norm_text(text) == ""
+            if isinstance(value, bool | int | float):  # potato's text of a scalar: 1, 1.0, True
+                return self._norm_text(text) == self._norm_text(str(value))
+            return False  # text never equals an object or a list
+        return canonical_json(self._norm_value(out)) == canonical_json(self._norm_value(ref))
 
     def score(self, trace: Trace) -> Result:
         ref = reference_value(trace)
         if ref is _MISSING:
             return no_reference(self.key)
         ok = self.equal(trace.final_output, ref)
-        return Result(
-            self.key, 1.0 if ok else 0.0, ok, "exact match" if ok else "output differs from reference"
-        )
+        return Result(self.key, 1.0 if ok else 0.0, ok, "exact match" if ok else "output differs from reference")
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,17 +198,13 @@ class Contains(Evaluator[ContainsParams]):
     """The output text contains a substring (or any/all of several); the needle defaults to the reference."""
 
     name: ClassVar[str] = "contains"
-    description: ClassVar[str] = (
-        "The output contains a substring, or any/all of a list (default: the reference text)."
-    )
+    description: ClassVar[str] = "The output contains a substring, or any/all of a list (default: the reference text)."
     Params = ContainsParams
     example: ClassVar[dict[str, Any]] = {"substring": ["refund", "order"], "mode": "all"}
 
     def setup(self) -> None:
         sub = self.params.substring
-        self._needles: list[str] | None = (
-            None if sub is None else [sub] if isinstance(sub, str) else list(sub)
-        )
+        self._needles: list[str] | None = None if sub is None else [sub] if isinstance(sub, str) else list(sub)
 
     def score(self, trace: Trace) -> Result:
         needles = self._needles
@@ -274,9 +269,7 @@ class RegexMatch(Evaluator[RegexMatchParams]):
     """The output text matches a regular expression (compiled once; every match runs under a timeout)."""
 
     name: ClassVar[str] = "regex_match"
-    description: ClassVar[str] = (
-        "The output matches a regular expression (search | match | fullmatch), with a timeout."
-    )
+    description: ClassVar[str] = "The output matches a regular expression (search | match | fullmatch), with a timeout."
     Params = RegexMatchParams
     example: ClassVar[dict[str, Any]] = {"pattern": r"order #\d+", "flags": ["IGNORECASE"]}
 

@@ -22,10 +22,12 @@ from assay.traces.model import Trace
         ("paris", "Paris", False),  # case-sensitive by default
         ({"a": 1, "b": [1, {"x": 2, "y": 3}]}, {"b": [1, {"y": 3, "x": 2}], "a": 1}, True),
         ([1, 2], [2, 1], False),
-        (1, 1.0, True),  # JSON numbers: one number
+        (1, 1.0, False),  # compared as JSON text: "1" vs "1.0" (openevals and potato agree)
         (True, 1, False),  # a boolean is not a number
-        (1, "1", True),  # text that parses as the same JSON value
-        ('{"a": 1}', {"a": 1}, True),
+        (1, "1", True),  # text equals the number whose text it is (potato)
+        (" 42\n", 42, True),
+        ("True", True, True),
+        ('{"a": 1}', {"a": 1}, False),  # text never equals an object (openevals and potato agree)
         ("1.0", "1", False),  # two texts compare as text
         ("yes", 1, False),
     ],
@@ -42,6 +44,7 @@ def test_exact_match_null_reference_value() -> None:
     assert ev.score(Trace(final_output=None, reference=Trace(final_output=None))).score == 1.0
     assert ev.score(Trace(final_output="", reference=Trace(final_output=None))).score == 1.0
     assert ev.score(Trace(final_output="x", reference=Trace(final_output=None))).score == 0.0
+    assert ev.score(Trace(final_output="null", reference=Trace(final_output=None))).score == 0.0
 
 
 def test_exact_match_options() -> None:
