@@ -152,6 +152,9 @@ def score(
     output: Annotated[str, typer.Option("--output", "-o", help="Output file (.jsonl[.gz|.zst]) or directory/.")],
     dead_letter: Annotated[str | None, typer.Option("--dead-letter", help="Dead-letter file or directory.")] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="Trace format (default: auto-detect).")] = "auto",
+    read_mode: Annotated[
+        str, typer.Option("--read-mode", help="records (one trace per line) or sessions (session transcripts).")
+    ] = "records",
     judge: Annotated[
         list[str] | None,
         typer.Option("--judge", help="NAME=provider:model@base_url (api key from OPENAI_API_KEY etc.)."),
@@ -168,7 +171,7 @@ def score(
     """Score files ad hoc, without a run file."""
     try:
         data: dict[str, Any] = {
-            "source": {"path": inputs},
+            "source": {"path": inputs, "read_mode": read_mode},
             "evaluators": [parse_evaluator_spec(e) for e in evaluator],
             "sink": {"path": output},
             "normalize": {"format": format},
@@ -257,12 +260,15 @@ def normalize(
     format: Annotated[str, typer.Option("--format", "-f", help="Trace format (default: auto-detect).")] = "auto",
     limit: Annotated[int, typer.Option("--limit", "-n", help="Records to show (0 = all).")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print canonical traces as JSON lines.")] = False,
+    read_mode: Annotated[str, typer.Option("--read-mode", help="records or sessions.")] = "records",
 ) -> None:
     """Show how assay reads a file: detected format, messages, tool calls, final output."""
     from assay.report import iter_normalized, print_normalized
 
     try:
-        for item in iter_normalized(file, format=format, limit=limit):
+        if read_mode not in ("records", "sessions"):
+            raise ConfigError(f"--read-mode: expected records or sessions, got {read_mode!r}")
+        for item in iter_normalized(file, format=format, limit=limit, read_mode=read_mode):
             if as_json:
                 sys.stdout.write(orjson.dumps(item, default=str).decode() + "\n")
             else:

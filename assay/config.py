@@ -40,6 +40,9 @@ class SourceConfig(_Model):
     """File(s), directories, globs, or ``-`` for stdin. ``.gz`` and ``.zst`` are decompressed."""
     input_format: Literal["auto", "jsonl", "json"] = "auto"
     """``auto``: JSON array for ``.json`` files that start with ``[``, JSON lines otherwise."""
+    read_mode: Literal["records", "sessions"] = "records"
+    """``records``: one trace per line/element. ``sessions``: agent session transcripts (Claude Code,
+    Agent SDK streams) where one trace spans many lines, grouped by session id."""
 
     @property
     def paths(self) -> list[str]:

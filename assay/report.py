@@ -103,7 +103,9 @@ def print_evaluator(name: str, cls: type[BaseEvaluator[Any]]) -> None:
     console.print(snippet, markup=False)
 
 
-def iter_normalized(path: str, *, format: str = "auto", limit: int = 20) -> Iterator[dict[str, Any]]:
+def iter_normalized(
+    path: str, *, format: str = "auto", limit: int = 20, read_mode: str = "records"
+) -> Iterator[dict[str, Any]]:
     """Each record of a file as assay reads it: position, detected format and canonical trace, or the error."""
     import anyio
 
@@ -116,7 +118,7 @@ def iter_normalized(path: str, *, format: str = "auto", limit: int = 20) -> Iter
 
     async def collect() -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        async with FileSource([path], batch_size=64) as src:
+        async with FileSource([path], batch_size=64, read_mode=read_mode) as src:
             async for batch in src.batches():
                 for env in batch:
                     t = parse_envelope(env, options)

@@ -197,8 +197,10 @@ class FileSource(Source):
         input_format: str = "auto",
         shard: tuple[int, int] | None = None,
         skip: Callable[[str, int], bool] | None = None,
+        read_mode: str = "records",
     ) -> None:
         super().__init__()
+        self.read_mode = read_mode
         self.paths = list(paths)
         self.batch_size = batch_size
         self.input_format = input_format
@@ -226,9 +228,36 @@ class FileSource(Source):
             if not peek or peek.lstrip()[:1] == b"[":
                 yield from iter_json_array(f, path)
                 return
-        for i, line in enumerate(iter_lines(f), 1):
-            if line.strip():
-                yield i, line[:-1] if line.endswith(b"\r") else line
+        lines = ((i, line) for i, line in enumerate(iter_lines(f), 1) if line.strip())
+        if self.read_mode == "sessions":
+            yield from self._sessions(path, lines)
+            return
+        for i, line in lines:
+            yield i, line[:-1] if line.endswith(b"\r") else line
+
+    def _sessions(self, path: str, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+        """Agent session transcripts (Claude Code, Agent SDK streams): one record per session,
+        made of many lines; the record's position is the session's first line."""
+        import orjson
+
+        from assay.traces.claude_code import group_session_rows
+
+        first_line: dict[int, int] = {}
+
+        def rows() -> Iterator[Any]:
+            for i, line in lines:
+                try:
+                    row = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    self.read_errors.append((Position(path, i), f"{path}:{i}: invalid JSON in session transcript: {exc}"))
+                    continue
+                first_line[id(row)] = i
+                yield row
+
+        for group in group_session_rows(rows()):
+            line = first_line.get(id(group[0]), 0)
+            yield line, orjson.dumps(group)
+            first_line.clear()
 
     def _iter_envelopes(self) -> Iterator[Envelope]:
         shard = self.shard

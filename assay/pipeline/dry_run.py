@@ -35,7 +35,8 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
     records = dead = 0
     options = config.normalize.to_options()
     async with FileSource(
-        config.source.paths, batch_size=config.limits.batch_size, input_format=config.source.input_format
+        config.source.paths, batch_size=config.limits.batch_size, input_format=config.source.input_format,
+            read_mode=config.source.read_mode
     ) as src:
         async for batch in src.batches():
             for env in batch:

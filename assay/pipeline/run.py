@@ -168,6 +168,7 @@ async def execute(
             config.source.paths,
             batch_size=config.limits.batch_size,
             input_format=config.source.input_format,
+            read_mode=config.source.read_mode,
             shard=shard,
             skip=ledger.is_done if resuming else None,
         )
@@ -267,7 +268,10 @@ def build_summary(
     counts = data["counts"]
     judges_total = {
         "requests": sum(int(j.get("requests", 0)) for j in judge_stats.values()),
-        "rate_limited_429": sum(int(j.get("429s", j.get("rate_limited", 0))) for j in judge_stats.values()),
+        "rate_limited_429": sum(int(j.get("http_429", 0)) for j in judge_stats.values()),
+        "server_errors_5xx": sum(int(j.get("http_5xx", 0)) for j in judge_stats.values()),
+        "timeouts": sum(int(j.get("timeouts", 0)) for j in judge_stats.values()),
+        "cached": sum(int(j.get("cached", 0)) for j in judge_stats.values()),
         "retries": sum(int(j.get("retries", 0)) for j in judge_stats.values()),
         "errors": sum(int(j.get("errors", 0)) for j in judge_stats.values()),
         "input_tokens": sum(int(j.get("input_tokens", 0)) for j in judge_stats.values()),

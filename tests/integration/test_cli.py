@@ -158,3 +158,16 @@ def test_normalize_shows_how_records_are_read(corpus: Path) -> None:
     proc = assay("normalize", str(corpus), "--json", "-n", "1")
     item = json.loads(proc.stdout.splitlines()[0])
     assert item["trace"]["messages"][1]["tool_calls"][0]["args"] == {"q": "q0"}
+
+
+def test_session_transcripts_one_trace_per_session(tmp_path: Path) -> None:
+    fixture = ROOT / "tests" / "fixtures" / "formats" / "claude_code_session.jsonl"
+    out = tmp_path / "o.jsonl"
+    proc = assay("score", str(fixture), "--read-mode", "sessions", "-e", "tool_use:expected_tool=get_forecast",
+                 "-o", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = rows(out)
+    assert row["results"]["tool_use:get_forecast"]["score"] == 1.0
+    assert row["position"]["line"] == 1
+    proc = assay("normalize", str(fixture), "--read-mode", "sessions")
+    assert "format=claude_code" in proc.stdout and "get_weather" in proc.stdout

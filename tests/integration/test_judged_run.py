@@ -1,0 +1,124 @@
+"""A whole judged run as a user runs it: `assay run` against the stand-in judge server over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.testing.judge_server import JudgeServerThread
+from tests.conftest import agent_messages
+
+
+@pytest.fixture
+def corpus(write_jsonl: Any) -> Path:
+    recs = [
+        {"id": f"t{i}", "inputs": f"question {i}", "messages": agent_messages(("search", {"q": i}), final=f"answer {i}"),
+         "reference_outputs": f"answer {i}"}
+        for i in range(40)
+    ]
+    return write_jsonl("corpus.jsonl", recs, raw_lines={3: "{not json"})  # type: ignore[no-any-return]
+
+
+def run_file(tmp_path: Path, url: str, **limits: Any) -> Path:
+    f = tmp_path / "run.yaml"
+    cfg = {
+        "source": {"path": "corpus.jsonl"},
+        "judges": {
+            "standin": {"provider": "openai", "base_url": f"{url}/v1", "model": "judge-1", "timeout": 2,
+                        "max_retries": 4, "rpm": 6000, "max_concurrency": 8,
+                        "input_price_per_mtok": 1.0, "output_price_per_mtok": 2.0},
+        },
+        "evaluators": [
+            {"name": "trajectory_match", "params": {"mode": "superset"}},
+            {"name": "llm_judge", "params": {"prompt": "correctness", "judge": "standin"}},
+        ],
+        "sink": {"path": "out/"},
+        "limits": {"batch_size": 8, **limits},
+    }
+    f.write_text(json.dumps(cfg))
+    return f
+
+
+def assay(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
+
+
+@pytest.fixture
+def server() -> Iterator[JudgeServerThread]:
+    with JudgeServerThread(latency=0.01, seed=3) as s:
+        yield s
+
+
+def test_judged_run_then_cached_rerun(tmp_path: Path, corpus: Path, server: JudgeServerThread) -> None:
+    f = run_file(tmp_path, server.url)
+    proc = assay("run", str(f), "-q")
+    assert proc.returncode == 0, proc.stderr
+    first = rows(tmp_path / "out")
+    assert len(first) == 40
+    assert all(r["results"]["correctness"]["score"] in (0.0, 1.0) for r in first)
+    summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    assert summary["counts"]["dead_letters"] == 1
+    assert summary["totals"]["requests"] == 40
+    assert summary["evaluators"]["correctness"]["input_tokens"] > 0
+    assert summary["evaluators"]["correctness"]["cost_usd"] > 0
+    requests_before = server.stats.requests
+
+    proc = assay("run", str(f), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert server.stats.requests == requests_before  # every verdict came from the cache
+    second = rows(tmp_path / "out")
+
+    def scores(rs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {r["trace_id"]: r["results"]["correctness"]["score"] for r in rs}
+
+    assert scores(first) == scores(second)
+
+
+def test_budget_stop_exits_5_and_resumes(tmp_path: Path, corpus: Path, server: JudgeServerThread) -> None:
+    # each call costs ~1e-4 $ at these prices; a budget of 1e-3 stops the run early
+    f = run_file(tmp_path, server.url, budget_usd=0.001)
+    proc = assay("run", str(f), "-q", "--no-cache")
+    assert proc.returncode == 5, proc.stderr
+    assert "resume" in proc.stderr
+    partial = rows(tmp_path / "out")
+    assert 0 < len(partial) < 40
+    summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    assert summary["status"] == "budget"
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+    proc = assay("run", str(f), "-q", "--set", "limits.budget_usd=100")
+    assert proc.returncode == 0, proc.stderr
+    final = rows(tmp_path / "out")
+    assert sorted(r["trace_id"] for r in final) == sorted(f"t{i}" for i in range(40))  # nothing lost, no duplicates
+    assert (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_flaky_judge_every_trace_gets_a_row(tmp_path: Path, corpus: Path) -> None:
+    with JudgeServerThread(latency=0.005, error_rate=0.2, hang_rate=0.05, seed=11) as s:
+        f = run_file(tmp_path, s.url)
+        proc = assay("run", str(f), "-q", "--no-cache")
+        assert proc.returncode == 0, proc.stderr
+    got = rows(tmp_path / "out")
+    assert len(got) == 40
+    summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    assert summary["totals"]["retries"] >= 1
+    ks = summary["evaluators"]["correctness"]
+    assert ks["scored"] + ks["errors"] == 40
+
+
+def test_dry_run_estimates_without_calling(tmp_path: Path, corpus: Path, server: JudgeServerThread) -> None:
+    f = run_file(tmp_path, server.url)
+    proc = assay("run", str(f), "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert server.stats.requests == 0
+    assert "40" in proc.stdout and "estimated cost" in proc.stdout
