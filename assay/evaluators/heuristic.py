@@ -407,6 +407,12 @@ class JsonSchemaMatch(Evaluator[JsonSchemaMatchParams]):
         "schema": {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}
     }
 
+    def __init__(self, params: Any = None, /, **kwargs: Any) -> None:
+        # potato's spelling: JSONSchemaMatch(schema) with the schema as the positional argument
+        if isinstance(params, dict) and "schema" not in params and "schema" not in kwargs:
+            params = {"schema": params}
+        super().__init__(params, **kwargs)
+
     def setup(self) -> None:
         import jsonschema
 
