@@ -1,5 +1,11 @@
-"""The evaluator catalog. Importing this package imports no ML stack and no HTTP client
-(the embedding model loads on first use; judges import their HTTP client when built)."""
+"""The evaluator catalog. Importing this package imports no ML stack and no HTTP client:
+the trajectory and tool-use evaluators load at once, every other class on first access
+(``from assay.evaluators import ExactMatch`` works as usual)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from assay.evaluators.base import (
     AsyncEvaluator,
@@ -8,39 +14,62 @@ from assay.evaluators.base import (
     EvaluatorParams,
     MultiEvaluator,
 )
-from assay.evaluators.code import MypyCheck, PyrightCheck
-from assay.evaluators.composite import Composite
-from assay.evaluators.custom import PythonEvaluator
-from assay.evaluators.embedding import EmbeddingSimilarity
-from assay.evaluators.heuristic import (
-    Contains,
-    EditDistance,
-    ExactMatch,
-    JsonSchemaMatch,
-    JsonValid,
-    RegexMatch,
-)
-from assay.evaluators.json_match import JsonMatch
-from assay.evaluators.scenario import (
-    ErrorSuggestions,
-    Escalation,
-    InterruptRejection,
-    MaxTurns,
-    PendingConfirmation,
-    ResponseContains,
-    RoutingAccuracy,
-    TaskCompleteSignal,
-    TokenBudget,
-    ToolGraph,
-)
 from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse
 from assay.evaluators.trajectory import TrajectoryMatch
 
+_LAZY: dict[str, str] = {
+    "AgentAsJudge": "assay.evaluators.agent_judge",
+    "AnswerRelevance": "assay.evaluators.rag",
+    "CodeJudge": "assay.evaluators.code_judge",
+    "Composite": "assay.evaluators.composite",
+    "Contains": "assay.evaluators.heuristic",
+    "ContextRelevance": "assay.evaluators.rag",
+    "EditDistance": "assay.evaluators.heuristic",
+    "EmbeddingSimilarity": "assay.evaluators.embedding",
+    "ErrorSuggestions": "assay.evaluators.scenario",
+    "Escalation": "assay.evaluators.scenario",
+    "ExactMatch": "assay.evaluators.heuristic",
+    "Groundedness": "assay.evaluators.rag",
+    "InterruptRejection": "assay.evaluators.scenario",
+    "JsonMatch": "assay.evaluators.json_match",
+    "JsonSchemaMatch": "assay.evaluators.heuristic",
+    "JsonValid": "assay.evaluators.heuristic",
+    "JudgeEvaluator": "assay.evaluators.judge_base",
+    "LLMJudge": "assay.evaluators.llm_judge",
+    "MaxTurns": "assay.evaluators.scenario",
+    "MypyCheck": "assay.evaluators.code",
+    "PendingConfirmation": "assay.evaluators.scenario",
+    "PyrightCheck": "assay.evaluators.code",
+    "PythonEvaluator": "assay.evaluators.custom",
+    "RagTriad": "assay.evaluators.rag",
+    "RegexMatch": "assay.evaluators.heuristic",
+    "ResponseContains": "assay.evaluators.scenario",
+    "RoutingAccuracy": "assay.evaluators.scenario",
+    "RubricDag": "assay.evaluators.rubric_dag",
+    "TaskCompleteSignal": "assay.evaluators.scenario",
+    "TokenBudget": "assay.evaluators.scenario",
+    "ToolGraph": "assay.evaluators.scenario",
+    "TrajectoryJudge": "assay.evaluators.judge_trajectory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 __all__ = [
+    "AgentAsJudge",
+    "AnswerRelevance",
     "AsyncEvaluator",
     "BaseEvaluator",
+    "CodeJudge",
     "Composite",
     "Contains",
+    "ContextRelevance",
     "EditDistance",
     "EmbeddingSimilarity",
     "ErrorSuggestions",
@@ -48,23 +77,29 @@ __all__ = [
     "Evaluator",
     "EvaluatorParams",
     "ExactMatch",
+    "Groundedness",
     "InterruptRejection",
     "JsonMatch",
     "JsonSchemaMatch",
     "JsonValid",
+    "JudgeEvaluator",
+    "LLMJudge",
     "MaxTurns",
     "MultiEvaluator",
     "MypyCheck",
     "PendingConfirmation",
     "PyrightCheck",
     "PythonEvaluator",
+    "RagTriad",
     "RegexMatch",
     "ResponseContains",
     "RoutingAccuracy",
+    "RubricDag",
     "TaskCompleteSignal",
     "TokenBudget",
     "ToolCallAccuracy",
     "ToolGraph",
     "ToolUse",
+    "TrajectoryJudge",
     "TrajectoryMatch",
 ]
