@@ -91,9 +91,7 @@ def test_assay_agrees_with_openevals(cfg: dict[str, Any], refs: Any, cases: list
 
 
 @pytest.mark.parametrize("args", golden_gen.ARGS)
-def test_strict_tool_calls_scope_agrees_with_potato(
-    args: str, refs: Any, cases: list[dict[str, Any]]
-) -> None:
+def test_strict_tool_calls_scope_agrees_with_potato(args: str, refs: Any, cases: list[dict[str, Any]]) -> None:
     cfg = {"id": f"strict/{args}", "mode": "strict", "args": args, "overrides": None}
     ev = golden_test.build(cfg, scope="tool_calls")
     wrong = []
@@ -103,3 +101,18 @@ def test_strict_tool_calls_scope_agrees_with_potato(
         if got != want:
             wrong.append(f"{case['id']} ({case['variant']}): assay {got}, potato {want}")
     assert not wrong, f"{len(wrong)} of {len(cases)} disagree: " + "; ".join(wrong[:8])
+
+
+def test_langchain_message_objects_agree_with_openevals(refs: Any, cases: list[dict[str, Any]]) -> None:
+    messages = pytest.importorskip("langchain_core.messages")
+    wrong = []
+    for case in cases[:40]:
+        outputs = case["outputs"]["messages"] if isinstance(case["outputs"], dict) else case["outputs"]
+        lc_outputs = messages.convert_to_messages(outputs)
+        for cfg in golden_gen.BASE_CONFIGS:
+            want = refs.run("O", cfg, outputs, case["reference"])
+            ev = golden_test.build(cfg)
+            got = golden_test.run(ev, {"outputs": lc_outputs, "reference": case["reference"]})
+            if got != want:
+                wrong.append(f"{case['id']} {cfg['id']}: assay {got}, openevals {want}")
+    assert not wrong, f"{len(wrong)} disagree: " + "; ".join(wrong[:8])
