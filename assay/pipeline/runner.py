@@ -127,8 +127,8 @@ class Pipeline:
     async def _worker(self, recv: ObjectReceiveStream[list[Envelope]], send: ObjectSendStream[Processed]) -> None:
         async with recv, send:
             async for batch in recv:
-                if self.status == "budget":
-                    continue  # drain without spending: these positions stay unprocessed (resumable)
+                if self.status != "ok":
+                    continue  # stopping: drain without work; these positions stay unprocessed (resumable)
                 await send.send(await self._process(batch))
 
     async def _process(self, batch: list[Envelope]) -> Processed:

@@ -18,8 +18,12 @@ from tests.conftest import agent_messages
 @pytest.fixture
 def corpus(write_jsonl: Any) -> Path:
     recs = [
-        {"id": f"t{i}", "inputs": f"question {i}", "messages": agent_messages(("search", {"q": i}), final=f"answer {i}"),
-         "reference_outputs": f"answer {i}"}
+        {
+            "id": f"t{i}",
+            "inputs": f"question {i}",
+            "messages": agent_messages(("search", {"q": i}), final=f"answer {i}"),
+            "reference_outputs": f"answer {i}",
+        }
         for i in range(40)
     ]
     return write_jsonl("corpus.jsonl", recs, raw_lines={3: "{not json"})  # type: ignore[no-any-return]
@@ -30,9 +34,17 @@ def run_file(tmp_path: Path, url: str, **limits: Any) -> Path:
     cfg = {
         "source": {"path": "corpus.jsonl"},
         "judges": {
-            "standin": {"provider": "openai", "base_url": f"{url}/v1", "model": "judge-1", "timeout": 2,
-                        "max_retries": 4, "rpm": 6000, "max_concurrency": 8,
-                        "input_price_per_mtok": 1.0, "output_price_per_mtok": 2.0},
+            "standin": {
+                "provider": "openai",
+                "base_url": f"{url}/v1",
+                "model": "judge-1",
+                "timeout": 2,
+                "max_retries": 4,
+                "rpm": 6000,
+                "max_concurrency": 8,
+                "input_price_per_mtok": 1.0,
+                "output_price_per_mtok": 2.0,
+            },
         },
         "evaluators": [
             {"name": "trajectory_match", "params": {"mode": "superset"}},
@@ -122,3 +134,32 @@ def test_dry_run_estimates_without_calling(tmp_path: Path, corpus: Path, server:
     assert proc.returncode == 0, proc.stderr
     assert server.stats.requests == 0
     assert "40" in proc.stdout and "estimated cost" in proc.stdout
+
+
+def test_sigterm_stops_cleanly_and_rerun_resumes(tmp_path: Path, corpus: Path) -> None:
+    import signal
+    import time
+
+    with JudgeServerThread(latency=0.3, seed=5) as s:
+        f = run_file(tmp_path, s.url, workers=1)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while s.stats.requests < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, err
+        partial = rows(tmp_path / "out")
+        assert 0 < len(partial) < 40
+        summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+        assert summary["status"] == "interrupted"
+
+        proc2 = assay("run", str(f), "-q", "--no-cache")
+        assert proc2.returncode == 0, proc2.stderr
+    final = rows(tmp_path / "out")
+    assert sorted(r["trace_id"] for r in final) == sorted(f"t{i}" for i in range(40))
