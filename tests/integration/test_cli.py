@@ -107,9 +107,8 @@ def test_stdin_and_compressed_output(corpus: Path, tmp_path: Path) -> None:
 
 def test_validate_reports_file_key_and_reason(tmp_path: Path) -> None:
     f = tmp_path / "run.yaml"
-    f.write_text(
-        "source: {path: x.jsonl}\nevaluators:\n  - name: trajectory_match\n    params: {mode: sideways}\nsink: {path: out/}\n"
-    )
+    bad = "  - name: trajectory_match\n    params: {mode: sideways}\n"
+    f.write_text(f"source: {{path: x.jsonl}}\nevaluators:\n{bad}sink: {{path: out/}}\n")
     proc = assay("validate", str(f))
     assert proc.returncode == 2
     assert "run.yaml: evaluators[0] (trajectory_match)" in proc.stderr
