@@ -83,14 +83,15 @@ def describe_params(cls: type[BaseEvaluator[Any]]) -> list[dict[str, Any]]:
 
 
 def print_evaluator(name: str, cls: type[BaseEvaluator[Any]]) -> None:
-    console.print(f"[bold]{name}[/bold] — {cls.description}")
+    console.print(f"[bold]{name}[/bold] — ", end="")
+    console.print(cls.description, markup=False)
     doc = (cls.__doc__ or "").strip()
     if doc:
-        console.print(doc)
+        console.print(doc, markup=False)
     module_doc = (__import__(cls.__module__, fromlist=["_"]).__doc__ or "").strip()
     if module_doc and module_doc != doc:
         console.print()
-        console.print(module_doc)
+        console.print(module_doc, markup=False)
     table = Table(title="params")
     for col in ("name", "type", "default", "description"):
         table.add_column(col)

@@ -24,7 +24,7 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
     rows: dict[str, dict[str, Any]] = {
         ev.key: {
             "evaluator": ev.key,
-            "judge": _judge_name(ev),
+            "judge": _judge_name(ev, config),
             "calls": 0,
             "input_tokens": 0,
             "output_tokens": 0,
@@ -35,8 +35,10 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
     records = dead = 0
     options = config.normalize.to_options()
     async with FileSource(
-        config.source.paths, batch_size=config.limits.batch_size, input_format=config.source.input_format,
-            read_mode=config.source.read_mode
+        config.source.paths,
+        batch_size=config.limits.batch_size,
+        input_format=config.source.input_format,
+        read_mode=config.source.read_mode,
     ) as src:
         async for batch in src.batches():
             for env in batch:
@@ -65,6 +67,8 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
     }
 
 
-def _judge_name(ev: Any) -> str | None:
+def _judge_name(ev: Any, config: RunConfig) -> str | None:
     judge = getattr(ev.params, "judge", None)
+    if judge is None and len(config.judges) == 1:  # an omitted judge means the run's only judge
+        return next(iter(config.judges))
     return judge if isinstance(judge, str) else None
