@@ -1,0 +1,137 @@
+"""The configuration of one judge endpoint (one entry under ``judges:`` in the run file).
+
+>>> cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", rpm=500)
+>>> cfg.resolved_base_url()
+'https://api.openai.com/v1'
+>>> cfg.requests_per_second()
+8.333333333333334
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from assay.exceptions import ConfigError
+
+Provider = Literal["openai", "anthropic", "ollama"]
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+    "ollama": "http://localhost:11434",
+}
+DEFAULT_KEY_ENVS: dict[str, str | None] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "ollama": None,
+}
+DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
+#: Anthropic requires max_tokens; used when the config and the request leave it unset.
+ANTHROPIC_DEFAULT_MAX_TOKENS = 1024
+
+
+class JudgeConfig(BaseModel):
+    """One judge endpoint: where it is, how to authenticate, and how hard it may be driven."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Provider = "openai"
+    """Wire format: ``openai`` (chat completions; also vLLM, LiteLLM, Azure OpenAI and other
+    OpenAI-compatible servers), ``anthropic`` (messages API) or ``ollama`` (native ``/api/chat``)."""
+    model: str = Field(min_length=1)
+    """Model name sent to the provider (for Azure: the deployment's model name)."""
+    base_url: str | None = None
+    """API root. Defaults: ``https://api.openai.com/v1``, ``https://api.anthropic.com/v1``,
+    ``http://localhost:11434``. The path ``/chat/completions``, ``/messages`` or ``/api/chat`` is
+    appended. For Azure use ``https://NAME.openai.azure.com/openai/deployments/DEPLOYMENT``."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (default ``OPENAI_API_KEY`` /
+    ``ANTHROPIC_API_KEY``; none for ollama). The key is read from the environment when the endpoint
+    opens, never logged and redacted from error messages. When this field is set explicitly and the
+    variable is missing, opening the endpoint fails; a missing default variable means no key."""
+    api_key_header: str | None = None
+    """Header carrying the key. Default: ``Authorization: Bearer KEY`` (openai, ollama) or
+    ``x-api-key: KEY`` (anthropic). Any other name (Azure: ``api-key``) sends the bare key."""
+    api_version: str | None = None
+    """openai: sent as the ``api-version`` query parameter (Azure). anthropic: the
+    ``anthropic-version`` header (default ``2023-06-01``). Ignored by ollama."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature; 0 by default so verdicts are as repeatable as the model allows."""
+    seed: int | None = None
+    """Sampling seed (openai and ollama; anthropic has none). Part of the cache key either way."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Cap on output tokens (a request's own ``max_tokens`` wins). Anthropic requires one: 1024
+    when unset."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds one HTTP attempt may take (connect to last byte); a hung request ends here and is
+    retried."""
+    max_retries: int = Field(default=6, ge=0)
+    """Retries after the first attempt, on 429, 5xx, timeouts and connection errors (never on
+    other 4xx). When they are exhausted the call fails with a JudgeError."""
+    max_concurrency: int = Field(default=16, gt=0)
+    """Requests in flight at once (also the size of the connection pool)."""
+    rpm: float | None = Field(default=None, gt=0)
+    """Requests per minute the client may send (paced evenly, no bursts). On 429 the client lowers
+    its own rate below this and climbs back when it stays quiet (see docs/judges.md). None: no
+    request-rate limit until the server answers 429."""
+    tpm: float | None = Field(default=None, gt=0)
+    """Tokens (input + expected output) per minute. Requests are estimated before sending (about
+    4 characters per token) and the estimate is corrected from the usage the provider reports."""
+    adaptive: bool = True
+    """Lower the request rate on 429 and raise it again after quiet periods (AIMD). Off: only the
+    shared pause after a 429 is applied."""
+    input_price_per_mtok: float = Field(default=0.0, ge=0.0)
+    """US dollars per million input tokens (for cost accounting and the run budget)."""
+    output_price_per_mtok: float = Field(default=0.0, ge=0.0)
+    """US dollars per million output tokens."""
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    """Headers added to every request (e.g. an OpenRouter ``HTTP-Referer``, a proxy tenant)."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Fields merged into every request body (e.g. ``{"max_completion_tokens": 512}`` or a vLLM
+    ``guided_decoding_backend``). Part of the cache key."""
+    strict_schema: bool = True
+    """openai: send ``strict: true`` with the JSON schema (structured outputs). Turn off for servers
+    that reject strict schemas."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _strip_slash(cls, v: str | None) -> str | None:
+        return v.rstrip("/") if v else v
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _no_auth_in_headers(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if name.lower() in {"authorization", "x-api-key", "api-key"}:
+                raise ValueError(f"put the key in an environment variable named by api_key_env, not {name!r}")
+        return v
+
+    def resolved_base_url(self) -> str:
+        return self.base_url or DEFAULT_BASE_URLS[self.provider]
+
+    def resolved_key_env(self) -> str | None:
+        return self.api_key_env if self.api_key_env is not None else DEFAULT_KEY_ENVS[self.provider]
+
+    def requests_per_second(self) -> float | None:
+        return None if self.rpm is None else self.rpm / 60.0
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_price_per_mtok + output_tokens * self.output_price_per_mtok) / 1e6
+
+
+def parse_judge_config(name: str, raw: dict[str, Any] | JudgeConfig) -> JudgeConfig:
+    """Validate one ``judges.NAME`` entry; the ConfigError names the judge and the key."""
+    if isinstance(raw, JudgeConfig):
+        return raw
+    if not isinstance(raw, dict):
+        raise ConfigError(f"judges.{name}: expected a mapping, got {type(raw).__name__}")
+    try:
+        return JudgeConfig(**raw)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "(config)"
+            lines.append(f"judges.{name}.{loc}: {err['msg']}")
+        raise ConfigError("\n".join(lines)) from exc

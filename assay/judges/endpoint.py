@@ -1,0 +1,435 @@
+"""One judge endpoint over HTTP: the :class:`~assay.judges.base.Judge` the evaluators call.
+
+``complete(request)`` builds the provider's body, answers from the cache when it can, checks the
+budget, then sends under the endpoint's limits with retries, and accounts tokens, cost, latency
+and every failure kind in :attr:`JudgeEndpoint.stats`.
+
+One aiohttp session per endpoint (connection pool of ``max_concurrency``), created lazily inside
+the running event loop and replaced when the loop changes. Inside ``async with endpoint`` (or a
+:class:`~assay.judges.pool.JudgePool`) the session lives until the block ends; outside one (the
+library's sync ``evaluate()``) it is closed as soon as the last call in flight finishes, so no
+session outlives its loop.
+
+>>> import anyio
+>>> from assay.judges.base import JudgeRequest
+>>> from assay.testing.judge_server import JudgeServer
+>>> schema = {"type": "object", "properties": {"score": {"type": "boolean"}}}
+>>> request = JudgeRequest([{"role": "user", "content": "Is 2+2 4?"}], schema=schema)
+>>> async def demo():
+...     async with JudgeServer() as server:
+...         async with JudgeEndpoint("j", {"base_url": server.url + "/v1", "model": "m"}) as judge:
+...             reply = await judge.complete(request)
+...     return sorted(reply.data)
+>>> anyio.run(demo)
+['score']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+
+from assay.exceptions import ConfigError, JudgeError, JudgeRequestError, JudgeRetryableError
+from assay.judges.base import JudgeRequest, JudgeResponse, JudgeUsage
+from assay.judges.budget import Budget
+from assay.judges.cache import JudgeCache, cache_key
+from assay.judges.config import JudgeConfig, parse_judge_config
+from assay.judges.limits import Limits
+from assay.judges.retry import is_retryable_status, retry_delay, wait_for
+from assay.judges.wire import (
+    WireReply,
+    build_body,
+    endpoint_url,
+    error_message,
+    estimate_input_tokens,
+    parse_reply,
+    request_headers,
+)
+
+if TYPE_CHECKING:
+    import aiohttp
+    from tenacity import RetryCallState
+
+log = logging.getLogger(__name__)
+
+#: Output tokens assumed by estimates: a structured verdict, or a free-text answer.
+EXPECTED_VERDICT_TOKENS = 200
+EXPECTED_TEXT_TOKENS = 400
+_LATENCY_SAMPLES = 20_000
+
+
+@dataclass(slots=True)
+class EndpointStats:
+    """Counters of one endpoint (what ``pool.stats()`` and the run summary report)."""
+
+    calls: int = 0
+    """complete() calls that needed the network (cache misses)."""
+    requests: int = 0
+    """HTTP attempts sent (retries included)."""
+    ok: int = 0
+    errors: int = 0
+    """Calls that failed for good (retries exhausted, or a 4xx)."""
+    http_429: int = 0
+    http_5xx: int = 0
+    http_4xx: int = 0
+    timeouts: int = 0
+    connection_errors: int = 0
+    retries: int = 0
+    cached: int = 0
+    budget_refusals: int = 0
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
+    latencies: deque[float] = field(default_factory=lambda: deque(maxlen=_LATENCY_SAMPLES))
+    """Seconds from send to answer of successful attempts (the most recent 20,000)."""
+
+    def percentile(self, q: float) -> float | None:
+        if not self.latencies:
+            return None
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    def to_dict(self) -> dict[str, Any]:
+        p50, p99 = self.percentile(0.5), self.percentile(0.99)
+        return {
+            "calls": self.calls,
+            "requests": self.requests,
+            "ok": self.ok,
+            "errors": self.errors,
+            "http_429": self.http_429,
+            "http_5xx": self.http_5xx,
+            "http_4xx": self.http_4xx,
+            "timeouts": self.timeouts,
+            "connection_errors": self.connection_errors,
+            "retries": self.retries,
+            "cached": self.cached,
+            "budget_refusals": self.budget_refusals,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cost_usd": round(self.usage.cost_usd, 8),
+            "latency_p50_s": None if p50 is None else round(p50, 4),
+            "latency_p99_s": None if p99 is None else round(p99, 4),
+        }
+
+
+class JudgeEndpoint:
+    """A named judge endpoint (implements :class:`~assay.judges.base.Judge`)."""
+
+    def __init__(
+        self,
+        name: str,
+        config: JudgeConfig | dict[str, Any],
+        *,
+        cache: JudgeCache | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        self.name = name
+        self.config = parse_judge_config(name, config)
+        self.cache = cache
+        self.budget = budget
+        self.stats = EndpointStats()
+        cfg = self.config
+        self.limits = Limits(
+            max_concurrency=cfg.max_concurrency,
+            rps=cfg.requests_per_second(),
+            tpm=cfg.tpm,
+            adaptive=cfg.adaptive,
+        )
+        self._url = endpoint_url(cfg)
+        self._api_key: str | None = None
+        self._key_read = False
+        self._headers: dict[str, str] = {}
+        self._opened = False
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._session_users = 0
+
+    def __repr__(self) -> str:
+        cfg = self.config
+        return (
+            f"JudgeEndpoint(name={self.name!r}, provider={cfg.provider!r}, model={cfg.model!r}, "
+            f"base_url={cfg.resolved_base_url()!r})"
+        )
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> JudgeEndpoint:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Read the API key and keep the HTTP session open until :meth:`aclose`."""
+        self._read_key()
+        self._opened = True
+
+    async def aclose(self) -> None:
+        self._opened = False
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            with anyio.CancelScope(shield=True):
+                await session.close()
+
+    def _read_key(self) -> None:
+        if self._key_read:
+            return
+        env = self.config.resolved_key_env()
+        value = os.environ.get(env) if env else None
+        if env and not value and self.config.api_key_env is not None:
+            raise ConfigError(
+                f"judges.{self.name}.api_key_env: environment variable {env} is not set (or empty)"
+            )
+        self._api_key = value or None
+        self._headers = request_headers(self.config, self._api_key)
+        self._key_read = True
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key blanked out (for error messages)."""
+        if self._api_key and len(self._api_key) >= 4:
+            text = text.replace(self._api_key, "***")
+        return text
+
+    def _new_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        limit = self.config.max_concurrency
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
+            timeout=aiohttp.ClientTimeout(total=self.config.timeout),
+        )
+
+    def _acquire_session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._session_loop is not loop:
+            # A session bound to another (finished) loop cannot be used or awaited here: replace it.
+            self._session = self._new_session()
+            self._session_loop = loop
+            self._session_users = 0
+        self._session_users += 1
+        return self._session
+
+    async def _release_session(self, session: aiohttp.ClientSession) -> None:
+        if session is not self._session:
+            return
+        self._session_users -= 1
+        if not self._opened and self._session_users <= 0:
+            self._session = None
+            with anyio.CancelScope(shield=True):
+                await session.close()
+
+    # --- the Judge protocol --------------------------------------------------------------------
+
+    def estimate(self, request: JudgeRequest) -> JudgeUsage:
+        """Estimated tokens and cost of one request, without calling (``--dry-run``)."""
+        input_tokens = estimate_input_tokens(request)
+        output_tokens = self._expected_output_tokens(request)
+        return JudgeUsage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=self.config.cost(input_tokens, output_tokens),
+            calls=1,
+        )
+
+    def _expected_output_tokens(self, request: JudgeRequest) -> int:
+        cap = request.max_tokens or self.config.max_tokens
+        typical = EXPECTED_VERDICT_TOKENS if request.schema is not None else EXPECTED_TEXT_TOKENS
+        return min(cap, typical) if cap else typical
+
+    async def complete(self, request: JudgeRequest) -> JudgeResponse:
+        """Answer one request: from the cache, or from the provider under limits and retries.
+
+        Raises JudgeRequestError (a 4xx other than 429, or content the provider cannot take),
+        JudgeError (retries exhausted) or BudgetExceeded (the run's budget is spent).
+        """
+        self._read_key()
+        cfg = self.config
+        try:
+            body = build_body(cfg, request)
+        except JudgeRequestError as exc:
+            self.stats.errors += 1
+            raise JudgeRequestError(f"judge {self.name!r}: {exc}") from exc
+        key = None
+        if self.cache is not None:
+            key = cache_key(cfg.provider, cfg.model, body, temperature=cfg.temperature, seed=cfg.seed)
+            hit = await self._cache_get(key)
+            if hit is not None:
+                self.stats.cached += 1
+                self.stats.usage.cached_calls += 1
+                return JudgeResponse(
+                    text=str(hit.get("text", "")),
+                    data=hit.get("data"),
+                    usage=JudgeUsage(cached_calls=1),
+                    model=str(hit.get("model", "")),
+                    cached=True,
+                )
+        estimated = estimate_input_tokens(request) + self._expected_output_tokens(request)
+        reserved = 0.0
+        if self.budget is not None:
+            try:
+                est = self.estimate(request)
+                reserved = self.budget.reserve(self.name, est.cost_usd)
+            except Exception:
+                self.stats.budget_refusals += 1
+                raise
+        self.stats.calls += 1
+        started = time.monotonic()
+        try:
+            reply, latency = await self._send_with_retries(body, estimated)
+        except BaseException:
+            if self.budget is not None:
+                self.budget.release(reserved)
+            self.stats.errors += 1
+            raise
+        usage = JudgeUsage(
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cost_usd=cfg.cost(reply.input_tokens, reply.output_tokens),
+            calls=1,
+        )
+        self.stats.usage.add(usage)
+        if self.budget is not None:
+            self.budget.charge(usage.cost_usd, reserved)
+        if key is not None:
+            await self._cache_put(key, reply)
+        return JudgeResponse(
+            text=reply.text,
+            data=reply.data,
+            usage=usage,
+            model=reply.model or cfg.model,
+            cached=False,
+            latency_s=latency if latency else time.monotonic() - started,
+        )
+
+    async def _cache_get(self, key: str) -> dict[str, Any] | None:
+        assert self.cache is not None
+        try:
+            return await self.cache.get(key)
+        except sqlite3.Error as exc:  # a broken cache must not fail the run: call the judge instead
+            log.warning("judge cache read failed (%s); calling the judge", exc)
+            return None
+
+    async def _cache_put(self, key: str, reply: WireReply) -> None:
+        assert self.cache is not None
+        value = {
+            "text": reply.text,
+            "data": reply.data,
+            "model": reply.model,
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+        }
+        try:
+            await self.cache.put(key, value)
+        except sqlite3.Error as exc:
+            log.warning("judge cache write failed (%s)", exc)
+
+    # --- transport -----------------------------------------------------------------------------
+
+    async def _send_with_retries(self, body: dict[str, Any], estimated: int) -> tuple[WireReply, float]:
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+        payload = orjson.dumps(body)
+        attempts = self.config.max_retries + 1
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts),
+            wait=wait_for,
+            retry=retry_if_exception_type(JudgeRetryableError),
+            sleep=anyio.sleep,
+            before_sleep=self._count_retry,
+            reraise=True,
+        )
+        result: tuple[WireReply, float] | None = None
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    result = await self._attempt(payload, estimated)
+        except JudgeRetryableError as exc:
+            raise JudgeError(
+                f"judge {self.name!r}: gave up after {attempts} attempt(s); last error: {exc}"
+            ) from exc
+        assert result is not None
+        return result
+
+    def _count_retry(self, state: RetryCallState) -> None:
+        self.stats.retries += 1
+
+    async def _attempt(self, payload: bytes, estimated: int) -> tuple[WireReply, float]:
+        import aiohttp
+
+        session = self._acquire_session()
+        try:
+            async with self.limits.slot(estimated) as sent_at:
+                self.stats.requests += 1
+                try:
+                    async with session.post(self._url, data=payload, headers=self._headers) as resp:
+                        raw = await resp.read()
+                        status = resp.status
+                        headers = resp.headers
+                except TimeoutError as exc:
+                    self.stats.timeouts += 1
+                    raise JudgeRetryableError(
+                        f"judge {self.name!r}: no answer within {self.config.timeout}s"
+                    ) from exc
+                except aiohttp.ClientError as exc:
+                    self.stats.connection_errors += 1
+                    raise JudgeRetryableError(
+                        self.redact(f"judge {self.name!r}: connection error: {type(exc).__name__}: {exc}")
+                    ) from exc
+                latency = time.monotonic() - sent_at
+                if status == 429:
+                    self.stats.http_429 += 1
+                    delay = retry_delay(headers)
+                    self.limits.on_rate_limited(sent_at=sent_at, delay=delay)
+                    raise JudgeRetryableError(
+                        self._failure_text(status, raw), status=status, retry_after=delay
+                    )
+        finally:
+            await self._release_session(session)
+        if status >= 400:
+            if status >= 500:
+                self.stats.http_5xx += 1
+            if is_retryable_status(status):
+                raise JudgeRetryableError(self._failure_text(status, raw), status=status)
+            self.stats.http_4xx += 1
+            raise JudgeRequestError(self._failure_text(status, raw))
+        try:
+            reply = parse_reply(self.config.provider, orjson.loads(raw))
+        except orjson.JSONDecodeError as exc:
+            raise JudgeRetryableError(
+                f"judge {self.name!r}: HTTP {status} with a body that is not JSON: {raw[:200]!r}"
+            ) from exc
+        except JudgeRequestError as exc:
+            raise JudgeRequestError(self.redact(f"judge {self.name!r}: {exc}")) from exc
+        self.stats.ok += 1
+        self.stats.latencies.append(latency)
+        self.limits.settle_tokens(estimated, reply.input_tokens + reply.output_tokens)
+        return reply, latency
+
+    def _failure_text(self, status: int, raw: bytes) -> str:
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            payload: Any = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            payload = None
+        return self.redact(f"judge {self.name!r}: HTTP {status}: {error_message(payload, text)}")
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counters, usage, latency percentiles and the current adaptive rate."""
+        cfg = self.config
+        return {
+            "provider": cfg.provider,
+            "model": cfg.model,
+            **self.stats.to_dict(),
+            **self.limits.snapshot(),
+        }

@@ -1,0 +1,182 @@
+"""The run's judge endpoints: one :class:`JudgePool` owns them all, with the shared cache and budget.
+
+Evaluators never hold an endpoint themselves; they name one (``judge: gpt``) and
+:func:`resolve_judge` finds it in the pool made current with :func:`use_pool`. Library users may
+pass a config dict instead (an ad-hoc endpoint, reused for equal configs) or any object that
+implements :class:`~assay.judges.base.Judge`.
+
+>>> import anyio, tempfile, pathlib
+>>> from assay.judges.base import JudgeRequest
+>>> from assay.testing.judge_server import JudgeServer
+>>> async def demo():
+...     async with JudgeServer() as server:
+...         judges = {"local": {"base_url": server.url + "/v1", "model": "m", "rpm": 600}}
+...         state = pathlib.Path(tempfile.mkdtemp())
+...         async with JudgePool.from_config(judges, state_dir=state) as pool, use_pool(pool):
+...             request = JudgeRequest([{"role": "user", "content": "hi"}])
+...             reply = await resolve_judge("local").complete(request)
+...             return reply.cached, pool.stats()["local"]["ok"]
+>>> anyio.run(demo)
+(False, 1)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import orjson
+
+from assay.exceptions import ConfigError
+from assay.judges.base import Judge, JudgeUsage
+from assay.judges.budget import Budget
+from assay.judges.cache import DEFAULT_FILENAME, JudgeCache
+from assay.judges.config import JudgeConfig, parse_judge_config
+from assay.judges.endpoint import JudgeEndpoint
+
+
+class JudgePool:
+    """Every judge endpoint of a run, plus the answer cache and the budget they share.
+
+    ``async with`` opens the cache and the endpoints and closes them at the end; without it the
+    pool still works (sessions then live per call and the cache opens on first use).
+    """
+
+    def __init__(
+        self,
+        endpoints: Mapping[str, JudgeEndpoint],
+        *,
+        cache: JudgeCache | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        self.endpoints = dict(endpoints)
+        self.cache = cache
+        self.budget = budget if budget is not None else Budget()
+        for endpoint in self.endpoints.values():
+            endpoint.cache = cache
+            endpoint.budget = self.budget
+
+    @classmethod
+    def from_config(
+        cls,
+        judges: Mapping[str, dict[str, Any] | JudgeConfig],
+        *,
+        state_dir: Path | str = ".assay",
+        use_cache: bool = True,
+        cache_ttl_s: float | None = None,
+        budget_usd: float | None = None,
+    ) -> JudgePool:
+        """Build the pool of a run file's ``judges:`` section (validated; ConfigError names the judge)."""
+        configs = {name: parse_judge_config(name, raw) for name, raw in judges.items()}
+        cache = JudgeCache(Path(state_dir) / DEFAULT_FILENAME, ttl_s=cache_ttl_s) if use_cache else None
+        endpoints = {name: JudgeEndpoint(name, cfg) for name, cfg in configs.items()}
+        return cls(endpoints, cache=cache, budget=Budget(budget_usd))
+
+    def __repr__(self) -> str:
+        return f"JudgePool({sorted(self.endpoints)}, cache={self.cache!r}, budget={self.budget!r})"
+
+    async def __aenter__(self) -> JudgePool:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        if self.cache is not None:
+            await self.cache.open()
+        for endpoint in self.endpoints.values():
+            await endpoint.open()
+
+    async def aclose(self) -> None:
+        try:
+            for endpoint in self.endpoints.values():
+                await endpoint.aclose()
+        finally:
+            if self.cache is not None:
+                await self.cache.aclose()
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.endpoints)
+
+    def get(self, name: str) -> JudgeEndpoint:
+        """The endpoint named ``name``; ConfigError naming it (and the known ones) otherwise."""
+        try:
+            return self.endpoints[name]
+        except KeyError:
+            known = ", ".join(self.names) or "none are configured"
+            raise ConfigError(f"unknown judge {name!r} (judges: {known})") from None
+
+    @property
+    def spent_usd(self) -> float:
+        return self.budget.spent_usd
+
+    def usage(self) -> JudgeUsage:
+        """Tokens, cost and calls of every endpoint together."""
+        total = JudgeUsage()
+        for endpoint in self.endpoints.values():
+            total.add(endpoint.stats.usage)
+        return total
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per judge: requests, ok, errors, 429s, 5xx, timeouts, retries, cached hits, tokens,
+        cost, p50/p99 latency and the current adaptive rate."""
+        return {name: endpoint.snapshot() for name, endpoint in sorted(self.endpoints.items())}
+
+
+_current_pool: ContextVar[JudgePool | None] = ContextVar("assay_judge_pool", default=None)
+
+
+@contextmanager
+def use_pool(pool: JudgePool) -> Iterator[JudgePool]:
+    """Make ``pool`` the one :func:`resolve_judge` looks names up in (within this context)."""
+    token = _current_pool.set(pool)
+    try:
+        yield pool
+    finally:
+        _current_pool.reset(token)
+
+
+def current_pool() -> JudgePool | None:
+    return _current_pool.get()
+
+
+_adhoc: dict[bytes, JudgeEndpoint] = {}
+_adhoc_lock = threading.Lock()
+
+
+def resolve_judge(spec: str | dict[str, Any] | JudgeConfig | Judge) -> Judge:
+    """The judge an evaluator's ``judge`` parameter refers to.
+
+    * a name: looked up in the current pool (ConfigError when there is none or it is unknown);
+    * a config dict / JudgeConfig: an ad-hoc endpoint (no cache, no budget), built once per
+      distinct config and reused, so repeated ``evaluate()`` calls share limits and statistics;
+    * a Judge object: returned as is.
+    """
+    if isinstance(spec, str):
+        pool = current_pool()
+        if pool is None:
+            raise ConfigError(
+                f"judge {spec!r} is referred to by name, but no judge pool is active "
+                "(declare it under `judges:` in the run file, or pass a config dict as `judge`)"
+            )
+        return pool.get(spec)
+    if isinstance(spec, JudgeConfig | dict):
+        config = parse_judge_config("(inline)", spec)
+        key = orjson.dumps(config.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        with _adhoc_lock:
+            endpoint = _adhoc.get(key)
+            if endpoint is None:
+                endpoint = _adhoc[key] = JudgeEndpoint(f"{config.provider}:{config.model}", config)
+        return endpoint
+    if isinstance(spec, Judge):
+        return spec
+    raise ConfigError(f"judge: expected a judge name, a config mapping or a Judge, got {type(spec).__name__}")

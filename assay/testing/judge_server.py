@@ -1,0 +1,632 @@
+"""A stand-in LLM judge server: a real aiohttp server on loopback speaking the OpenAI
+(``/v1/chat/completions``), Anthropic (``/v1/messages``) and Ollama (``/api/chat``) wire formats.
+
+Verdicts come from a user-supplied ``rule`` (``callable(request_json) -> dict | str | Reply``,
+sync or async), from ``responses`` (canned answers, cycled), or by default from the prompt itself:
+a deterministic verdict that fills the requested JSON schema (booleans and numbers derived from
+a hash of the prompt, ``reasoning`` a short sentence). Dicts come back in the requested
+structured shape (OpenAI and Ollama: JSON in ``message.content``; Anthropic: a ``tool_use`` block
+when a tool is forced); strings come back as plain text (to exercise verdict salvage).
+
+Misbehaviour on demand, deterministic for a given ``seed`` and arrival order: ``latency``
+(seconds, fixed or a ``(low, high)`` range), ``rps`` (a token bucket of ``rps`` requests per
+second holding ``burst``; beyond it 429 with ``Retry-After``, ``retry-after-ms`` and
+``x-ratelimit-reset-requests``; ``limit_kind="window"`` counts accepted requests in a sliding
+one-second window instead), ``error_rate`` (500s) and ``hang_rate`` (requests never
+answered until the server stops). ``stats`` (also ``GET /stats``) counts requests, 200s, 429s,
+500s and hangs.
+
+>>> import anyio, aiohttp
+>>> async def demo():
+...     async with JudgeServer(latency=0.01) as server:
+...         async with aiohttp.ClientSession() as http:
+...             body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+...             async with http.post(server.url + "/v1/chat/completions", json=body) as resp:
+...                 return resp.status, server.stats.ok
+>>> anyio.run(demo)
+(200, 1)
+
+Command line (runs until interrupted)::
+
+    python -m assay.testing.judge_server --port 8787 --latency 0.2-0.6 --rps 5 \\
+        --error-rate 0.05 --hang-rate 0.01 --rule mypkg.rules:grade
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import importlib
+import inspect
+import itertools
+import math
+import random
+import socket
+import threading
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal
+
+import orjson
+from aiohttp import web
+
+Verdict = dict[str, Any] | str
+
+
+@dataclass(slots=True)
+class Reply:
+    """A rule's custom HTTP answer (e.g. a 400 with a provider-style error body)."""
+
+    status: int
+    body: dict[str, Any] | str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Rule = Callable[[dict[str, Any]], "Verdict | Reply | Awaitable[Verdict | Reply]"]
+
+
+@dataclass(slots=True)
+class ServerStats:
+    """What the server saw (reset with ``server.stats.reset()`` or ``DELETE /stats``)."""
+
+    requests: int = 0
+    ok: int = 0
+    rate_limited: int = 0
+    server_errors: int = 0
+    hangs: int = 0
+    client_errors: int = 0
+    by_path: Counter[str] = field(default_factory=Counter)
+    arrivals: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=100_000))
+    """(time.monotonic() at arrival, status answered) of recent requests; 0 for a hang."""
+
+    def reset(self) -> None:
+        self.requests = self.ok = self.rate_limited = self.server_errors = 0
+        self.hangs = self.client_errors = 0
+        self.by_path.clear()
+        self.arrivals.clear()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "ok": self.ok,
+            "rate_limited": self.rate_limited,
+            "server_errors": self.server_errors,
+            "hangs": self.hangs,
+            "client_errors": self.client_errors,
+            "by_path": dict(self.by_path),
+        }
+
+
+class TokenBucket:
+    """``rate`` tokens per second, holding at most ``capacity`` (starts full)."""
+
+    def __init__(self, rate: float, capacity: float) -> None:
+        self.rate = rate
+        self.capacity = capacity
+        self.tokens = capacity
+        self.updated = time.monotonic()
+
+    def take(self) -> float:
+        """0.0 when a token was taken, else the seconds until one is available."""
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
+
+
+class SlidingWindow:
+    """At most ``rate`` accepted requests in any one-second window (a stricter kind of limit)."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.accepted: deque[float] = deque()
+
+    def take(self) -> float:
+        now = time.monotonic()
+        while self.accepted and self.accepted[0] <= now - 1.0:
+            self.accepted.popleft()
+        if len(self.accepted) < self.rate:
+            self.accepted.append(now)
+            return 0.0
+        return max(self.accepted[0] + 1.0 - now, 0.001)
+
+
+class JudgeServer:
+    """The stand-in judge; ``async with JudgeServer(...) as server:`` then use ``server.url``.
+
+    ``server.url`` is the server root: OpenAI clients use ``server.url + "/v1"``, Anthropic clients
+    ``server.url + "/v1"`` and Ollama clients ``server.url``.
+    """
+
+    def __init__(
+        self,
+        *,
+        rule: Rule | None = None,
+        responses: Sequence[Verdict | Reply] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float | tuple[float, float] = 0.0,
+        rps: float | None = None,
+        burst: float | None = None,
+        error_rate: float = 0.0,
+        hang_rate: float = 0.0,
+        seed: int = 0,
+        model: str = "stand-in-judge",
+        api_key: str | None = None,
+        retry_after_ms: bool = True,
+        limit_kind: Literal["bucket", "window"] = "bucket",
+    ) -> None:
+        self.rule = rule
+        self._responses = itertools.cycle(list(responses)) if responses else None
+        self.host = host
+        self.port = port
+        self.latency = latency
+        self.error_rate = error_rate
+        self.hang_rate = hang_rate
+        self.model = model
+        self.api_key = api_key
+        self.retry_after_ms = retry_after_ms
+        self.stats = ServerStats()
+        self._rng = random.Random(seed)
+        self.limit_kind = limit_kind
+        self._bucket: TokenBucket | SlidingWindow | None = None
+        self.set_rate_limit(rps, burst)
+        self._runner: web.AppRunner | None = None
+        self._stopping: asyncio.Event | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def set_rate_limit(self, rps: float | None, burst: float | None = None) -> None:
+        """Change (or remove) the rate limit while running."""
+        if not rps:
+            self._bucket = None
+        elif self.limit_kind == "window":
+            self._bucket = SlidingWindow(rps)
+        else:
+            self._bucket = TokenBucket(rps, burst if burst is not None else max(1.0, rps))
+
+    async def __aenter__(self) -> JudgeServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._stopping = asyncio.Event()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        for path in ("/v1/chat/completions", "/chat/completions"):
+            app.router.add_post(path, self._openai)
+        for path in ("/v1/messages", "/messages"):
+            app.router.add_post(path, self._anthropic)
+        app.router.add_post("/api/chat", self._ollama)
+        app.router.add_get("/stats", self._get_stats)
+        app.router.add_delete("/stats", self._reset_stats)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        await web.SockSite(runner, sock, backlog=1024).start()
+        self._runner = runner
+
+    async def stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()  # wake the hung handlers so shutdown does not wait for them
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    # --- handlers ------------------------------------------------------------------------------
+
+    async def _get_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats.to_dict())
+
+    async def _reset_stats(self, request: web.Request) -> web.Response:
+        self.stats.reset()
+        return web.json_response(self.stats.to_dict())
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "openai")
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "anthropic")
+
+    async def _ollama(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "ollama")
+
+    async def _handle(self, request: web.Request, provider: str) -> web.StreamResponse:
+        arrived = time.monotonic()
+        response = await self._answer(request, provider)
+        self.stats.arrivals.append((arrived, response.status if response.status != 503 else 0))
+        return response
+
+    async def _answer(self, request: web.Request, provider: str) -> web.StreamResponse:
+        self.stats.requests += 1
+        self.stats.by_path[request.path] += 1
+        hang, fail, delay = self._draw()
+        if self._bucket is not None and (wait := self._bucket.take()) > 0:
+            self.stats.rate_limited += 1
+            return self._rate_limited(provider, wait)
+        if hang:
+            self.stats.hangs += 1
+            assert self._stopping is not None
+            await self._stopping.wait()
+            return web.Response(status=503)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if fail:
+            self.stats.server_errors += 1
+            return _error(provider, 500, "server_error", "stand-in judge: injected server error")
+        try:
+            body = await request.json(loads=orjson.loads)
+        except (ValueError, orjson.JSONDecodeError):
+            return self._client_error(provider, 400, "request body is not JSON")
+        problem = self._check(request, provider, body)
+        if problem is not None:
+            return problem
+        verdict = await self._verdict(body, provider)
+        if isinstance(verdict, Reply):
+            if verdict.status >= 400:
+                self.stats.client_errors += verdict.status < 500
+                self.stats.server_errors += verdict.status >= 500
+            else:
+                self.stats.ok += 1
+            if isinstance(verdict.body, str):
+                return web.Response(status=verdict.status, text=verdict.body, headers=verdict.headers)
+            return web.json_response(verdict.body, status=verdict.status, headers=verdict.headers)
+        self.stats.ok += 1
+        return web.json_response(self._format(provider, body, verdict), dumps=_dumps)
+
+    def _draw(self) -> tuple[bool, bool, float]:
+        """Three draws per request, always, so the sequence depends only on the seed and arrival order."""
+        rng = self._rng
+        hang = rng.random() < self.hang_rate
+        fail = rng.random() < self.error_rate
+        if isinstance(self.latency, tuple):
+            delay = rng.uniform(*self.latency)
+        else:
+            rng.random()
+            delay = float(self.latency)
+        return hang, fail, delay
+
+    def _rate_limited(self, provider: str, wait: float) -> web.Response:
+        headers = {
+            "Retry-After": str(max(1, math.ceil(wait))),
+            "x-ratelimit-limit-requests": str(self._bucket.rate if self._bucket else 0),
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": f"{max(1, round(wait * 1000))}ms",
+        }
+        if self.retry_after_ms:
+            headers["retry-after-ms"] = str(max(1, round(wait * 1000)))
+        return _error(provider, 429, "rate_limit_error", "stand-in judge: rate limit exceeded", headers)
+
+    def _client_error(self, provider: str, status: int, message: str) -> web.Response:
+        self.stats.client_errors += 1
+        return _error(provider, status, "invalid_request_error", message)
+
+    def _check(self, request: web.Request, provider: str, body: Any) -> web.Response | None:
+        if self.api_key is not None:
+            given = request.headers.get("x-api-key") or request.headers.get("api-key") or ""
+            auth = request.headers.get("Authorization", "")
+            if auth.startswith("Bearer "):
+                given = given or auth[len("Bearer ") :]
+            if given != self.api_key:
+                return self._client_error(provider, 401, f"Incorrect API key provided: {given}")
+        if not isinstance(body, dict) or not body.get("model"):
+            return self._client_error(provider, 400, "model: field required")
+        if not isinstance(body.get("messages"), list) or not body["messages"]:
+            return self._client_error(provider, 400, "messages: at least one message is required")
+        if provider == "anthropic":
+            if not isinstance(body.get("max_tokens"), int):
+                return self._client_error(provider, 400, "max_tokens: field required")
+            if "anthropic-version" not in request.headers:
+                return self._client_error(provider, 400, "anthropic-version: header is required")
+            if any(m.get("role") == "system" for m in body["messages"]):
+                return self._client_error(provider, 400, "messages: system is a top-level field")
+        if provider == "ollama" and body.get("stream", True):
+            return self._client_error(provider, 400, "stand-in judge: only stream=false is supported")
+        return None
+
+    async def _verdict(self, body: dict[str, Any], provider: str) -> Verdict | Reply:
+        if self.rule is not None:
+            result = self.rule(body)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        if self._responses is not None:
+            return next(self._responses)
+        return default_verdict(prompt_text(body), requested_schema(body, provider))
+
+    def _format(self, provider: str, body: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+        text = verdict if isinstance(verdict, str) else orjson.dumps(verdict).decode()
+        prompt_tokens = len(orjson.dumps(body.get("messages"))) // 4 + 1
+        output_tokens = len(text) // 4 + 1
+        model = str(body.get("model") or self.model)
+        if provider == "anthropic":
+            tool = _forced_tool(body)
+            if isinstance(verdict, dict) and tool is not None:
+                content: list[dict[str, Any]] = [
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_{uuid.uuid4().hex[:20]}",
+                        "name": tool,
+                        "input": verdict,
+                    }
+                ]
+                stop = "tool_use"
+            else:
+                content, stop = [{"type": "text", "text": text}], "end_turn"
+            return {
+                "id": f"msg_{uuid.uuid4().hex[:20]}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": stop,
+                "usage": {"input_tokens": prompt_tokens, "output_tokens": output_tokens},
+            }
+        if provider == "ollama":
+            return {
+                "model": model,
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "message": {"role": "assistant", "content": text},
+                "done": True,
+                "done_reason": "stop",
+                "prompt_eval_count": prompt_tokens,
+                "eval_count": output_tokens,
+            }
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:20]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": output_tokens,
+                "total_tokens": prompt_tokens + output_tokens,
+            },
+        }
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _error(provider: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    if provider == "anthropic":
+        body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+    elif provider == "ollama":
+        body = {"error": message}
+    else:
+        body = {"error": {"message": message, "type": kind, "code": None}}
+    return web.json_response(body, status=status, headers=headers, dumps=_dumps)
+
+
+def _forced_tool(body: dict[str, Any]) -> str | None:
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "tool":
+        return str(choice.get("name"))
+    tools = body.get("tools") or []
+    if isinstance(choice, dict) and choice.get("type") == "any" and tools:
+        return str(tools[0].get("name"))
+    return None
+
+
+def requested_schema(body: dict[str, Any], provider: str) -> dict[str, Any] | None:
+    """The JSON schema the client asked the verdict to follow, if any."""
+    if provider == "anthropic":
+        name = _forced_tool(body)
+        for tool in body.get("tools") or []:
+            if tool.get("name") == name and isinstance(tool.get("input_schema"), dict):
+                return dict(tool["input_schema"])
+        return None
+    if provider == "ollama":
+        fmt = body.get("format")
+        return fmt if isinstance(fmt, dict) else None
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        return schema if isinstance(schema, dict) else None
+    return None
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """Every text of the request (system and messages), joined."""
+    parts: list[str] = []
+    if isinstance(body.get("system"), str):
+        parts.append(body["system"])
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return "\n".join(parts)
+
+
+def default_verdict(prompt: str, schema: dict[str, Any] | None) -> Verdict:
+    """A deterministic verdict for ``prompt``: fills ``schema`` (or a reasoning+score object)."""
+    digest = hashlib.sha256(prompt.encode()).digest()
+    if schema is None:
+        score = digest[0] % 2 == 0
+        return f"The stand-in judge looked at the prompt. Thus, the score should be: {str(score).lower()}."
+    bytes_ = itertools.cycle(digest)
+    value = _fill(schema, "verdict", bytes_, digest.hex()[:8], 0)
+    return value if isinstance(value, dict) else {"score": value}
+
+
+def _fill(schema: dict[str, Any], name: str, rnd: Iterator[int], tag: str, depth: int) -> Any:
+    if schema.get("enum"):
+        return schema["enum"][next(rnd) % len(schema["enum"])]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return _fill(schema[key][0], name, rnd, tag, depth)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        if depth > 6:
+            return {}
+        props = schema.get("properties") or {}
+        return {k: _fill(v, k, rnd, tag, depth + 1) for k, v in props.items() if isinstance(v, dict)}
+    if kind == "array":
+        items: dict[str, Any] = schema["items"] if isinstance(schema.get("items"), dict) else {"type": "string"}
+        count = max(1, int(schema.get("minItems", 1)))
+        return [_fill(items, name, rnd, tag, depth + 1) for _ in range(count)] if depth <= 6 else []
+    if kind == "boolean":
+        return next(rnd) % 2 == 0
+    if kind in ("number", "integer"):
+        low = float(schema.get("minimum", 0.0))
+        high = float(schema.get("maximum", 1.0 if kind == "number" else 10.0))
+        value = low + (high - low) * next(rnd) / 255.0
+        return round(value) if kind == "integer" else round(value, 2)
+    if kind == "null":
+        return None
+    return f"Stand-in {name} for prompt {tag}."
+
+
+class JudgeServerThread:
+    """The same server on a background thread with its own loop (for sync tests and the CLI).
+
+    >>> with JudgeServerThread() as server:
+    ...     server.url.startswith("http://127.0.0.1:")
+    True
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._server: JudgeServer | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def server(self) -> JudgeServer:
+        if self._server is None:
+            raise RuntimeError("the judge server is not running")
+        return self._server
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def stats(self) -> ServerStats:
+        return self.server.stats
+
+    def __enter__(self) -> JudgeServerThread:
+        self.start()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name="assay-judge-server", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout=30)
+        if self._error is not None:
+            raise self._error
+        if self._server is None:
+            raise RuntimeError("the judge server did not start within 30 s")
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with JudgeServer(**self._kwargs) as server:
+            self._server = server
+            self._ready.set()
+            await self._stop.wait()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self._thread = None
+
+
+def _parse_latency(text: str) -> float | tuple[float, float]:
+    if "-" in text.strip("-"):
+        low, high = text.split("-", 1)
+        return float(low), float(high)
+    return float(text)
+
+
+def _load_rule(spec: str) -> Rule:
+    module, _, attr = spec.partition(":")
+    if not attr:
+        raise SystemExit(f"--rule must be module:function, got {spec!r}")
+    rule = getattr(importlib.import_module(module), attr)
+    if not callable(rule):
+        raise SystemExit(f"--rule {spec!r} is not callable")
+    return rule  # type: ignore[no-any-return]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m assay.testing.judge_server", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--rule", help="module:function returning a verdict dict or text for a request")
+    parser.add_argument("--latency", type=_parse_latency, default=0.0, help="seconds, or a range LOW-HIGH")
+    parser.add_argument("--rps", type=float, default=None, help="rate limit (requests per second)")
+    parser.add_argument("--burst", type=float, default=None, help="token bucket size (default: rps)")
+    parser.add_argument("--error-rate", type=float, default=0.0, help="fraction of requests answered 500")
+    parser.add_argument("--hang-rate", type=float, default=0.0, help="fraction of requests never answered")
+    parser.add_argument("--window", action="store_true", help="sliding one-second window instead of a bucket")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--api-key", default=None, help="require this key (Bearer, x-api-key or api-key)")
+    args = parser.parse_args(argv)
+
+    async def serve() -> None:
+        server = JudgeServer(
+            rule=_load_rule(args.rule) if args.rule else None,
+            host=args.host,
+            port=args.port,
+            latency=args.latency,
+            rps=args.rps,
+            burst=args.burst,
+            error_rate=args.error_rate,
+            hang_rate=args.hang_rate,
+            seed=args.seed,
+            api_key=args.api_key,
+            limit_kind="window" if args.window else "bucket",
+        )
+        async with server:
+            print(f"stand-in judge listening on {server.url}", flush=True)
+            print(f"  openai: {server.url}/v1  anthropic: {server.url}/v1  ollama: {server.url}", flush=True)
+            await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
