@@ -39,9 +39,7 @@ CACHE_FORMAT = 1
 DEFAULT_FILENAME = "judge_cache.sqlite"
 
 
-def cache_key(
-    provider: str, model: str, body: dict[str, Any], *, temperature: float, seed: int | None
-) -> str:
+def cache_key(provider: str, model: str, body: dict[str, Any], *, temperature: float, seed: int | None) -> str:
     material = {
         "v": CACHE_FORMAT,
         "provider": provider,
@@ -100,8 +98,7 @@ class JudgeCache:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS judge_cache "
-            "(key TEXT PRIMARY KEY, created REAL NOT NULL, value BLOB NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, created REAL NOT NULL, value BLOB NOT NULL)"
         )
         conn.commit()
         self._conn = conn

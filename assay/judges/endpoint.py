@@ -188,9 +188,7 @@ class JudgeEndpoint:
         env = self.config.resolved_key_env()
         value = os.environ.get(env) if env else None
         if env and not value and self.config.api_key_env is not None:
-            raise ConfigError(
-                f"judges.{self.name}.api_key_env: environment variable {env} is not set (or empty)"
-            )
+            raise ConfigError(f"judges.{self.name}.api_key_env: environment variable {env} is not set (or empty)")
         self._api_key = value or None
         self._headers = request_headers(self.config, self._api_key)
         self._key_read = True
@@ -355,9 +353,7 @@ class JudgeEndpoint:
                 with attempt:
                     result = await self._attempt(payload, estimated)
         except JudgeRetryableError as exc:
-            raise JudgeError(
-                f"judge {self.name!r}: gave up after {attempts} attempt(s); last error: {exc}"
-            ) from exc
+            raise JudgeError(f"judge {self.name!r}: gave up after {attempts} attempt(s); last error: {exc}") from exc
         assert result is not None
         return result
 
@@ -378,9 +374,7 @@ class JudgeEndpoint:
                         headers = resp.headers
                 except TimeoutError as exc:
                     self.stats.timeouts += 1
-                    raise JudgeRetryableError(
-                        f"judge {self.name!r}: no answer within {self.config.timeout}s"
-                    ) from exc
+                    raise JudgeRetryableError(f"judge {self.name!r}: no answer within {self.config.timeout}s") from exc
                 except aiohttp.ClientError as exc:
                     self.stats.connection_errors += 1
                     raise JudgeRetryableError(
@@ -391,9 +385,7 @@ class JudgeEndpoint:
                     self.stats.http_429 += 1
                     delay = retry_delay(headers)
                     self.limits.on_rate_limited(sent_at=sent_at, delay=delay)
-                    raise JudgeRetryableError(
-                        self._failure_text(status, raw), status=status, retry_after=delay
-                    )
+                    raise JudgeRetryableError(self._failure_text(status, raw), status=status, retry_after=delay)
         finally:
             await self._release_session(session)
         if status >= 400:

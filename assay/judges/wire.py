@@ -199,9 +199,7 @@ def _anthropic_body(cfg: JudgeConfig, request: JudgeRequest) -> dict[str, Any]:
         body["system"] = "\n\n".join(system)
     if request.schema is not None:
         name = tool_name(request.schema_name)
-        body["tools"] = [
-            {"name": name, "description": "Record your verdict.", "input_schema": request.schema}
-        ]
+        body["tools"] = [{"name": name, "description": "Record your verdict.", "input_schema": request.schema}]
         body["tool_choice"] = {"type": "tool", "name": name}
     return body
 
@@ -225,9 +223,7 @@ def _anthropic_block(block: Any) -> dict[str, Any]:
         if not data:
             raise JudgeRequestError("anthropic: a file block needs inline file_data (not a file id)")
         parsed = _DATA_URL.match(data)
-        mime, raw = (
-            ("application/pdf", data) if not parsed else (parsed["mime"] or "application/pdf", parsed["data"])
-        )
+        mime, raw = ("application/pdf", data) if not parsed else (parsed["mime"] or "application/pdf", parsed["data"])
         return {"type": "document", "source": {"type": "base64", "media_type": mime, "data": raw}}
     raise JudgeRequestError(f"anthropic does not accept {kind!r} content blocks")
 
@@ -242,8 +238,7 @@ def _anthropic_reply(payload: Any) -> WireReply:
             texts.append(block.get("text") or "")
     usage = payload.get("usage") or {}
     input_tokens = sum(
-        int(usage.get(k) or 0)
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
     text = orjson.dumps(data).decode() if data is not None else "".join(texts)
     return WireReply(
