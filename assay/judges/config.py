@@ -134,4 +134,5 @@ def parse_judge_config(name: str, raw: dict[str, Any] | JudgeConfig) -> JudgeCon
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"]) or "(config)"
             lines.append(f"judges.{name}.{loc}: {err['msg']}")
-        raise ConfigError("\n".join(lines)) from exc
+        # `from None`: pydantic's own message echoes the input, which may hold a secret
+        raise ConfigError("\n".join(lines)) from None

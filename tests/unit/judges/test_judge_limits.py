@@ -1,0 +1,130 @@
+"""The adaptive rate controller and the composed limits."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import anyio
+import pytest
+
+from assay.judges.limits import BETA, PACE_MARGIN, AdaptiveRate, Limits
+
+
+def test_decrease_once_per_episode_and_pause() -> None:
+    ctl = AdaptiveRate(60.0)
+    ctl.on_rate_limited(now=100.0, sent_at=100.0, delay=0.5)
+    first = ctl.rate
+    assert first == pytest.approx(60 * PACE_MARGIN * BETA)
+    assert ctl.blocked_until == 100.5
+    # a 429 for a request sent before the decrease says nothing new about the rate
+    ctl.on_rate_limited(now=100.01, sent_at=99.99, delay=0.5)
+    assert ctl.rate == first
+    assert ctl.blocked_until == pytest.approx(100.51)
+    assert ctl.decreases == 1
+
+
+def test_additive_recovery_stays_below_the_refused_rate_then_probes() -> None:
+    ctl = AdaptiveRate(200.0)
+    ctl.rate = 100.0
+    ctl.on_rate_limited(now=0.0, sent_at=0.0, delay=0.0)
+    refused = ctl.refused_at
+    assert refused == 100.0
+    rates = [ctl.current(float(t)) for t in range(1, 6)]
+    assert rates == sorted(rates)  # climbs
+    assert all(r is not None and r < refused for r in rates)  # quick recovery stops short of the refusal
+    later = ctl.current(40.0)
+    assert later is not None and later > refused  # then the slow probe passes it
+    assert ctl.current(500.0) == pytest.approx(200 * PACE_MARGIN)  # never above the configured ceiling
+
+
+def test_repeated_refusals_converge_geometrically() -> None:
+    """Configured 3x too high: a handful of refusals bring the rate under the real limit."""
+    real = 20.0
+    ctl = AdaptiveRate(3 * real)
+    now = 0.0
+    for _ in range(12):
+        rate = ctl.current(now)
+        assert rate is not None
+        if rate <= real:
+            break
+        ctl.on_rate_limited(now=now, sent_at=now, delay=0.05)
+        now += 0.1
+    assert ctl.rate is not None and ctl.rate <= real
+    assert ctl.decreases <= 8
+
+
+def test_unlimited_until_the_first_429() -> None:
+    ctl = AdaptiveRate(None)
+    assert ctl.current(1.0) is None
+    ctl.on_rate_limited(now=1.0, sent_at=1.0, delay=None)
+    assert ctl.rate is not None and ctl.blocked_until == 2.0  # default pause of one second
+
+
+def test_not_adaptive_only_pauses() -> None:
+    ctl = AdaptiveRate(10.0, adaptive=False)
+    ctl.on_rate_limited(now=0.0, sent_at=0.0, delay=2.0)
+    assert ctl.rate == pytest.approx(10 * PACE_MARGIN)
+    assert ctl.blocked_until == 2.0
+
+
+def test_pacer_spaces_requests_evenly() -> None:
+    limits = Limits(max_concurrency=50, rps=50.0, tpm=None)
+    sent: list[float] = []
+
+    async def one() -> None:
+        async with limits.slot(10) as at:
+            sent.append(at)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(11):
+                tg.start_soon(one)
+
+    anyio.run(main)
+    sent.sort()
+    gaps = [b - a for a, b in itertools.pairwise(sent)]
+    assert min(gaps) >= 1 / (50 * PACE_MARGIN) - 0.003
+    assert sent[-1] - sent[0] == pytest.approx(10 / (50 * PACE_MARGIN), abs=0.05)
+
+
+def test_concurrency_and_shared_pause() -> None:
+    limits = Limits(max_concurrency=2, rps=None, tpm=None)
+    peak = 0
+    starts: list[float] = []
+
+    async def one() -> None:
+        nonlocal peak
+        async with limits.slot(1) as at:
+            starts.append(at)
+            peak = max(peak, limits.in_flight)
+            await anyio.sleep(0.02)
+
+    async def main() -> None:
+        limits.control.blocked_until = time.monotonic() + 0.2  # as if a 429 had just paused everyone
+        began = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for _ in range(6):
+                tg.start_soon(one)
+        assert min(starts) >= began + 0.19
+
+    anyio.run(main)
+    assert peak == 2
+
+
+def test_tokens_per_minute_with_correction() -> None:
+    limits = Limits(max_concurrency=10, rps=None, tpm=6000.0)  # 100 tokens/s, 1000-token burst
+
+    async def main() -> float:
+        began = time.monotonic()
+        for _ in range(2):
+            async with limits.slot(600):
+                pass
+        return time.monotonic() - began
+
+    elapsed = anyio.run(main)
+    assert elapsed == pytest.approx(2.0, abs=0.4)  # 1200 tokens against a 1000 burst at 100/s
+    # the provider said those used 100 each: the 1,200 surplus is credited to the next requests
+    for _ in range(3):
+        limits.settle_tokens(500, 100)
+    assert limits._token_amount(500, 1000.0) == 0.0
