@@ -61,6 +61,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "AgentAsJudge",
     "AnswerRelevance",

@@ -94,7 +94,9 @@ def load_function(target: str | Callable[..., Any], what: str) -> Callable[..., 
 
 
 class CodeCheckParams(EvaluatorParams):
-    cli_args: list[str] | None = None
+    cli_args: list[str] | None = Field(
+        None, validation_alias=AliasChoices("cli_args", "pyright_cli_args", "mypy_cli_args")
+    )
     """Extra command-line arguments (None = the checker's defaults)."""
     code_extraction: Literal["none", "markdown_code_blocks"] = Field(
         "none", validation_alias=AliasChoices("code_extraction", "code_extraction_strategy")
@@ -118,9 +120,7 @@ class CodeCheck(AsyncEvaluator[CodeCheckParams]):
     def setup(self) -> None:
         p = self.params
         if p.code_extractor is not None and p.code_extraction != "none":
-            raise ConfigError(
-                f"evaluator {self.name!r}: params.code_extractor cannot be combined with code_extraction"
-            )
+            raise ConfigError(f"evaluator {self.name!r}: params.code_extractor cannot be combined with code_extraction")
         self._extractor = (
             load_function(p.code_extractor, f"evaluator {self.name!r}: params.code_extractor")
             if p.code_extractor
@@ -150,9 +150,7 @@ class CodeCheck(AsyncEvaluator[CodeCheckParams]):
     async def ascore(self, trace: Trace) -> Result:
         code = self.extract(trace.final_output)
         if code is None:
-            return Result(
-                self.key, 0.0, False, "no code found in the output", {"code_extraction_failed": True}
-            )
+            return Result(self.key, 0.0, False, "no code found in the output", {"code_extraction_failed": True})
         async with code_check_limiter():
             workdir = await anyio.to_thread.run_sync(_prepare_dir, code)
             try:
@@ -173,9 +171,7 @@ class CodeCheck(AsyncEvaluator[CodeCheckParams]):
         errors = self.parse(stdout, proc.returncode)
         if errors is None:
             detail = (stdout or proc.stderr.decode("utf-8", "replace")).strip()[:500]
-            return Result.from_error(
-                self.key, f"{self.name} output not understood (exit {proc.returncode}): {detail}"
-            )
+            return Result.from_error(self.key, f"{self.name} output not understood (exit {proc.returncode}): {detail}")
         ok = not errors
         comment = "no type errors" if ok else "\n".join(errors)
         return Result(self.key, 1.0 if ok else 0.0, ok, comment, {"errors": errors})
@@ -200,9 +196,7 @@ class PyrightCheck(CodeCheck):
     def default_command(self) -> list[str]:
         exe = shutil.which("pyright")
         if exe is None:
-            raise ConfigError(
-                f"evaluator {self.name!r}: the pyright CLI is not installed (pip install 'assay[code]')"
-            )
+            raise ConfigError(f"evaluator {self.name!r}: the pyright CLI is not installed (pip install 'assay[code]')")
         return [exe]
 
     def build_args(self, path: str) -> list[str]:

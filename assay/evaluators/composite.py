@@ -56,9 +56,7 @@ class Composite(Evaluator[CompositeParams]):
     """Combine child evaluators' results into one score (all | any | weighted_mean)."""
 
     name: ClassVar[str] = "composite"
-    description: ClassVar[str] = (
-        "One score from several evaluators: all pass, any passes, or a weighted mean."
-    )
+    description: ClassVar[str] = "One score from several evaluators: all pass, any passes, or a weighted mean."
     Params = CompositeParams
     example: ClassVar[dict[str, Any]] = {
         "evaluators": [
@@ -80,9 +78,7 @@ class Composite(Evaluator[CompositeParams]):
             try:
                 children.append(build_evaluator(spec.name, spec.params))
             except ConfigError as exc:
-                raise ConfigError(
-                    f"evaluator {self.name!r}: params.evaluators.{i} ({spec.name}): {exc}"
-                ) from exc
+                raise ConfigError(f"evaluator {self.name!r}: params.evaluators.{i} ({spec.name}): {exc}") from exc
         bad = [w for w in p.weights.values() if w < 0]
         if bad:
             raise ConfigError(f"evaluator {self.name!r}: params.weights must not be negative")

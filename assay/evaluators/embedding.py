@@ -81,8 +81,7 @@ def load_model(name: str, device: str | None = None) -> Any:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
                 raise ConfigError(
-                    "embedding_similarity needs sentence-transformers (pip install 'assay[embeddings]') "
-                    "or an embed_fn"
+                    "embedding_similarity needs sentence-transformers (pip install 'assay[embeddings]') or an embed_fn"
                 ) from exc
             model = SentenceTransformer(resolve_model(name), device=device)
             _models[key] = model
@@ -139,9 +138,7 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
         if self._embed_fn is not None:
             return [list(self._embed_fn(t)) for t in texts]
         model = load_model(self.params.model, self.params.device)
-        vectors = model.encode(
-            texts, batch_size=self.params.batch_size, convert_to_numpy=True, show_progress_bar=False
-        )
+        vectors = model.encode(texts, batch_size=self.params.batch_size, convert_to_numpy=True, show_progress_bar=False)
         return [v.tolist() for v in vectors]
 
     # -- scoring ---------------------------------------------------------------------------------

@@ -409,7 +409,8 @@ class JsonSchemaMatch(Evaluator[JsonSchemaMatchParams]):
 
     def __init__(self, params: Any = None, /, **kwargs: Any) -> None:
         # potato's spelling: JSONSchemaMatch(schema) with the schema as the positional argument
-        if isinstance(params, dict) and "schema" not in params and "schema" not in kwargs:
+        fields = {"schema", *JsonSchemaMatchParams.model_fields}
+        if isinstance(params, dict) and "schema" not in kwargs and params and not params.keys() <= fields:
             params = {"schema": params}
         super().__init__(params, **kwargs)
 

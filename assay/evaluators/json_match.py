@@ -246,9 +246,7 @@ class JsonMatch(MultiEvaluator[JsonMatchParams]):
             chosen.append(j)
         return chosen
 
-    def _score_lists(
-        self, out: list[dict[str, Any]], ref: list[dict[str, Any]], rubric: list[RubricItem]
-    ) -> Scores:
+    def _score_lists(self, out: list[dict[str, Any]], ref: list[dict[str, Any]], rubric: list[RubricItem]) -> Scores:
         mode = self.params.list_match_mode
         scores: Scores = []
         if mode == "ordered":
@@ -304,8 +302,7 @@ class JsonMatch(MultiEvaluator[JsonMatchParams]):
                 results.append(Result(f"{self.key}:{k}", score, score == 1.0, comment, md))
             return results
         per_item = [
-            self._combine([0.0 if s is None else s for s in item.values()], p.aggregator, 1.0)
-            for item in scores
+            self._combine([0.0 if s is None else s for s in item.values()], p.aggregator, 1.0) for item in scores
         ]
         score = self._combine(per_item, p.list_aggregator, 1.0) if is_list else per_item[0]
         md = {"item_scores": per_item} if is_list else {"key_scores": scores[0]}

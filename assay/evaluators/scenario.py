@@ -153,9 +153,7 @@ class MaxTurns(ScenarioEvaluator[MaxTurnsParams]):
     """The agent finished within the turn budget (assistant messages <= max_turns)."""
 
     name: ClassVar[str] = "max_turns"
-    description: ClassVar[str] = (
-        "The agent finished within its turn budget (assistant messages <= max_turns)."
-    )
+    description: ClassVar[str] = "The agent finished within its turn budget (assistant messages <= max_turns)."
     Params = MaxTurnsParams
     example: ClassVar[dict[str, Any]] = {"max_turns_field": "success_criteria.max_turns"}
 
@@ -371,9 +369,7 @@ class PendingConfirmation(ScenarioEvaluator[PendingConfirmationParams]):
             if c.name == tool:
                 status = as_dict(res).get(p.status_key)
                 if status != p.pending_status:
-                    return passed(
-                        self.key, False, f"{tool} returned status {status!r}, not {p.pending_status!r}"
-                    )
+                    return passed(self.key, False, f"{tool} returned status {status!r}, not {p.pending_status!r}")
         confirm = p.confirm_prefix + tool
         if tool not in names:
             return passed(self.key, False, f"{tool} was never called")
