@@ -174,8 +174,7 @@ def _weather(rng: random.Random) -> tuple[dict[str, Any], Any]:
 def _sql(rng: random.Random) -> tuple[dict[str, Any], Any]:
     table = rng.choice(["orders", "invoices", "tickets", "shipments"])
     args = {
-        "query": f"SELECT region, SUM(amount) FROM {table} WHERE created_at >= ? AND status = ? "
-        "GROUP BY region",
+        "query": f"SELECT region, SUM(amount) FROM {table} WHERE created_at >= ? AND status = ? GROUP BY region",
         "params": [_date(rng), rng.choice(["open", "paid", "late"])],
         "timeout_s": rng.choice([5, 10, 30]),
     }
@@ -303,8 +302,7 @@ def agent_messages(rng: random.Random) -> list[Msg]:
         {"role": "system", "content": system},
         {
             "role": "user",
-            "content": f"Please look into the {rng.choice(TOPICS)} for {rng.choice(CITIES)[0]}. "
-            f"{_words(rng, 25)}.",
+            "content": f"Please look into the {rng.choice(TOPICS)} for {rng.choice(CITIES)[0]}. {_words(rng, 25)}.",
         },
     ]
     for _ in range(rng.randint(2, 4)):
@@ -314,9 +312,7 @@ def agent_messages(rng: random.Random) -> list[Msg]:
             name = rng.choice(TOOL_NAMES)
             args, result = TOOLS[name](rng)
             cid = _call_id(rng)
-            calls.append(
-                {"id": cid, "type": "function", "function": {"name": name, "arguments": _dumps(args)}}
-            )
+            calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": _dumps(args)}})
             results.append({"role": "tool", "tool_call_id": cid, "content": _dumps(result)})
         content = f"Checking {_words(rng, 6)}." if rng.random() < 0.3 else None
         msgs.append({"role": "assistant", "content": content, "tool_calls": calls})
@@ -420,9 +416,7 @@ def v_missing_call(rng: random.Random, a: list[Msg], r: list[Msg]) -> bool:
     args, _ = TOOLS[name](rng)
     cid = _call_id(rng)
     n = len(r[i]["tool_calls"])
-    r[i]["tool_calls"].append(
-        {"id": cid, "type": "function", "function": {"name": name, "arguments": _dumps(args)}}
-    )
+    r[i]["tool_calls"].append({"id": cid, "type": "function", "function": {"name": name, "arguments": _dumps(args)}})
     r.insert(i + 1 + n, {"role": "tool", "tool_call_id": cid, "content": '{"ok": true}'})
     return True
 
@@ -459,10 +453,7 @@ def v_agent_extra_key(rng: random.Random, a: list[Msg], r: list[Msg]) -> bool:
 def v_agent_missing_key(rng: random.Random, a: list[Msg], r: list[Msg]) -> bool:
     """The agent left out an argument the reference has: args subset passes, superset/exact fail."""
     candidates = [
-        (i, k)
-        for i in _assistant_with_calls(a)
-        for k, c in enumerate(a[i]["tool_calls"])
-        if len(_args_of(c)) > 1
+        (i, k) for i in _assistant_with_calls(a) for k, c in enumerate(a[i]["tool_calls"]) if len(_args_of(c)) > 1
     ]
     if not candidates:
         return False
@@ -575,16 +566,13 @@ def v_greedy_trap(rng: random.Random, a: list[Msg], r: list[Msg]) -> bool:
         while j < len(msgs) and msgs[j]["role"] == "tool":
             j += 1
         msgs[i + 1 : j] = [
-            {"role": "tool", "tool_call_id": c["id"], "content": '{"hits": []}'}
-            for c in msgs[i]["tool_calls"]
+            {"role": "tool", "tool_call_id": c["id"], "content": '{"hits": []}'} for c in msgs[i]["tool_calls"]
         ]
     return True
 
 
 def v_empty_reference(rng: random.Random, a: list[Msg], r: list[Msg]) -> bool:
-    r[:] = [m for m in r if m["role"] in ("system", "user")] + [
-        {"role": "assistant", "content": "No tools needed."}
-    ]
+    r[:] = [m for m in r if m["role"] in ("system", "user")] + [{"role": "assistant", "content": "No tools needed."}]
     return True
 
 
@@ -686,9 +674,7 @@ def malformed_line(rng: random.Random, good: dict[str, Any], shape: str) -> tupl
         rng.choice(msgs[1:])["role"] = rng.choice(["robot", "narrator", "Assistant "])
         return orjson.dumps(good), kind
     calls = (
-        next(m["tool_calls"] for m in msgs if m.get("tool_calls"))
-        if any(m.get("tool_calls") for m in msgs)
-        else None
+        next(m["tool_calls"] for m in msgs if m.get("tool_calls")) if any(m.get("tool_calls") for m in msgs) else None
     )
     if calls is None:
         return b"{", "truncated_json"
@@ -765,9 +751,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--n", type=int, default=1000, help="number of lines (default 1000)")
-    ap.add_argument(
-        "-o", "--output", default="-", help="path (.jsonl, .jsonl.gz, .jsonl.zst) or - for stdout"
-    )
+    ap.add_argument("-o", "--output", default="-", help="path (.jsonl, .jsonl.gz, .jsonl.zst) or - for stdout")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shape", choices=["flat", "nested", "mixed"], default="flat")
     ap.add_argument("--malformed", type=float, default=0.0, help="fraction of defective lines (0..1)")

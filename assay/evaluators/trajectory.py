@@ -94,9 +94,7 @@ def _strict_messages(out: list[Message], ref: list[Message], match: CallMatcher)
                 return f"message {i}: {len(ac)} tool calls vs {len(bc)} in the reference"
             miss = cover(bc, ac, match, covering_is_output=False)
             if miss is not None:
-                return (
-                    f"message {i}: agent call {describe_call(ac[miss])} has no match in the reference message"
-                )
+                return f"message {i}: agent call {describe_call(ac[miss])} has no match in the reference message"
     return None
 
 
@@ -188,9 +186,7 @@ class TrajectoryMatch(Evaluator[TrajectoryMatchParams]):
         p = self.params
         if p.tool_args_match_mode not in ARGS_MODES:  # pragma: no cover - pydantic checks first
             raise ConfigError(f"invalid tool_args_match_mode {p.tool_args_match_mode!r}")
-        self._match = CallMatcher(
-            p.tool_args_match_mode, build_overrides(p.tool_args_match_overrides, self.name)
-        )
+        self._match = CallMatcher(p.tool_args_match_mode, build_overrides(p.tool_args_match_overrides, self.name))
         self._label = p.mode if p.mode != "strict" or p.strict_scope == "messages" else "strict (tool calls)"
 
     def score(self, trace: Trace) -> Result:

@@ -117,10 +117,7 @@ CORPUS_OVERRIDE_CONFIGS: list[dict[str, Any]] = [
 ]
 #: Overrides used by edge cases (tool "f").
 EDGE_OVERRIDE_CONFIGS: list[dict[str, Any]] = (
-    [
-        {"id": f"{m}/exact+f:paths(a.b)", "mode": m, "args": "exact", "overrides": {"f": ["a.b"]}}
-        for m in MODES
-    ]
+    [{"id": f"{m}/exact+f:paths(a.b)", "mode": m, "args": "exact", "overrides": {"f": ["a.b"]}} for m in MODES]
     + [
         {
             "id": "strict/exact+f:paths(items.0.id)",
@@ -664,9 +661,7 @@ def main(argv: list[str] | None = None) -> int:
 def _versions() -> dict[str, str]:
     from importlib.metadata import version
 
-    return {
-        name: version(name) for name in ("openevals", "agentevals", "potato-annotation", "langchain-core")
-    }
+    return {name: version(name) for name in ("openevals", "agentevals", "potato-annotation", "langchain-core")}
 
 
 if __name__ == "__main__":

@@ -54,8 +54,7 @@ def _overrides(cfg: dict[str, Any]) -> dict[str, Any] | None:
     if cfg["overrides"] is None:
         return None
     return {
-        tool: CALLABLES[spec["callable"]] if isinstance(spec, dict) else spec
-        for tool, spec in cfg["overrides"].items()
+        tool: CALLABLES[spec["callable"]] if isinstance(spec, dict) else spec for tool, spec in cfg["overrides"].items()
     }
 
 

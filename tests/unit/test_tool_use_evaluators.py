@@ -53,10 +53,7 @@ class TestToolUse:
         ev = ToolUse(expected_tool="issue_refund", expected_args={"order_id": 7})
         r = ev.evaluate(outputs=TRAJ)
         assert r.score == 1.0 and r.comment == "tool 'issue_refund' called with expected args"
-        assert (
-            ToolUse(expected_tool="issue_refund", expected_args={"order_id": 8}).evaluate(outputs=TRAJ).score
-            == 0.0
-        )
+        assert ToolUse(expected_tool="issue_refund", expected_args={"order_id": 8}).evaluate(outputs=TRAJ).score == 0.0
         more = {"order_id": 7, "amount": 12.5, "reason": "late"}
         r = ToolUse(expected_tool="issue_refund", expected_args=more).evaluate(outputs=TRAJ)
         assert r.score == 0.0 and r.comment == "tool 'issue_refund' not called with expected args"
@@ -76,9 +73,7 @@ class TestToolUse:
             .score
             == 1.0
         )
-        ignore = ToolUse(
-            expected_tool="issue_refund", expected_args={"order_id": 99}, args_match_mode="ignore"
-        )
+        ignore = ToolUse(expected_tool="issue_refund", expected_args={"order_id": 99}, args_match_mode="ignore")
         assert ignore.evaluate(outputs=TRAJ).score == 1.0
 
     def test_any_matching_call_is_enough(self) -> None:
@@ -145,10 +140,7 @@ class TestToolCallAccuracy:
     def test_args_modes_are_oriented_agent_vs_reference(self, mode: str, expected: str) -> None:
         out = [ai(call("search", {"q": "cats"}))]
         ref = [ai(call("search", {"q": "cats", "limit": 5}))]
-        assert (
-            ToolCallAccuracy(args_match_mode=mode).evaluate(outputs=out, reference_outputs=ref).value
-            == expected
-        )
+        assert ToolCallAccuracy(args_match_mode=mode).evaluate(outputs=out, reference_outputs=ref).value == expected
 
     def test_overrides(self) -> None:
         out = [ai(call("search", {"q": "cats", "ts": 1}))]
@@ -156,9 +148,7 @@ class TestToolCallAccuracy:
         assert ToolCallAccuracy().evaluate(outputs=out, reference_outputs=ref).score == 0.0
         ev = ToolCallAccuracy(tool_args_match_overrides={"search": ["q"]})
         assert ev.evaluate(outputs=out, reference_outputs=ref).score == 1.0
-        with pytest.raises(
-            ConfigError, match=r"evaluator 'tool_call_accuracy': params\.tool_args_match_overrides"
-        ):
+        with pytest.raises(ConfigError, match=r"evaluator 'tool_call_accuracy': params\.tool_args_match_overrides"):
             ToolCallAccuracy(tool_args_match_overrides={"search": "fuzzy"})
 
     def test_no_reference_calls_is_not_a_score(self) -> None:
@@ -168,7 +158,5 @@ class TestToolCallAccuracy:
             assert r.comment == "no reference tool calls to score against"
 
     def test_agent_without_calls_scores_zero(self) -> None:
-        r = ToolCallAccuracy().evaluate(
-            outputs=[{"role": "assistant", "content": "x"}], reference_outputs=TRAJ
-        )
+        r = ToolCallAccuracy().evaluate(outputs=[{"role": "assistant", "content": "x"}], reference_outputs=TRAJ)
         assert (r.score, r.value) == (0.0, "0/2")

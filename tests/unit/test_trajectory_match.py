@@ -62,19 +62,13 @@ class TestStrict:
         )
         assert r.score == 0.0
         assert "3 messages vs 4 in the reference" in (r.comment or "")
-        r = TrajectoryMatch().evaluate(
-            outputs=[ai(F, G), tool(), tool()], reference_outputs=[ai(F), tool(), ai(G)]
-        )
+        r = TrajectoryMatch().evaluate(outputs=[ai(F, G), tool(), tool()], reference_outputs=[ai(F), tool(), ai(G)])
         assert "message 0: 2 tool calls vs 1 in the reference" in (r.comment or "")
-        r = TrajectoryMatch().evaluate(
-            outputs=[ai(F), tool(), tool()], reference_outputs=[ai(F), tool(), ai(G)]
-        )
+        r = TrajectoryMatch().evaluate(outputs=[ai(F), tool(), tool()], reference_outputs=[ai(F), tool(), ai(G)])
         assert "message 2: role 'tool' vs 'assistant' in the reference" in (r.comment or "")
 
     def test_extra_final_message_fails_and_says_so(self) -> None:
-        r = TrajectoryMatch().evaluate(
-            outputs=[ai(F), tool(), ai(content="done")], reference_outputs=[ai(F), tool()]
-        )
+        r = TrajectoryMatch().evaluate(outputs=[ai(F), tool(), ai(content="done")], reference_outputs=[ai(F), tool()])
         assert r.score == 0.0 and "3 messages vs 2 in the reference" in (r.comment or "")
 
     def test_content_is_not_compared(self) -> None:
@@ -104,9 +98,7 @@ class TestStrict:
         ref = [ai(F), tool(), ai(G), tool()]
         assert score(out, ref) == 0.0
         assert score(out, ref, strict_scope="tool_calls") == 1.0
-        r = TrajectoryMatch(strict_scope="tool_calls").evaluate(
-            outputs=[ai(G, F)], reference_outputs=[ai(F, G)]
-        )
+        r = TrajectoryMatch(strict_scope="tool_calls").evaluate(outputs=[ai(G, F)], reference_outputs=[ai(F, G)])
         assert r.score == 0.0 and "tool call 0: agent g(" in (r.comment or "")
         assert r.comment is not None and r.comment.startswith("strict (tool calls) match fail")
 
@@ -138,10 +130,7 @@ class TestMultisetModes:
     def test_greedy_first_fit_like_the_references(self) -> None:
         fx, fxy = call("f", {"x": 1}), call("f", {"x": 1, "y": 2})
         # a perfect matching exists, but first-fit pairs ref f{x} with agent f{x,y} first
-        assert (
-            score([ai(fxy), ai(fx)], [ai(fx), ai(fxy)], mode="superset", tool_args_match_mode="superset")
-            == 0.0
-        )
+        assert score([ai(fxy), ai(fx)], [ai(fx), ai(fxy)], mode="superset", tool_args_match_mode="superset") == 0.0
 
     def test_no_calls_anywhere_pass(self) -> None:
         for mode in ("unordered", "subset", "superset", "subsequence"):
@@ -153,9 +142,7 @@ class TestSubsequence:
         assert score([ai(H), ai(F), ai(H), ai(G)], [ai(F), ai(G)], mode="subsequence") == 1.0
 
     def test_order_matters(self) -> None:
-        r = TrajectoryMatch(mode="subsequence").evaluate(
-            outputs=[ai(G), ai(F)], reference_outputs=[ai(F), ai(G)]
-        )
+        r = TrajectoryMatch(mode="subsequence").evaluate(outputs=[ai(G), ai(F)], reference_outputs=[ai(F), ai(G)])
         assert (r.key, r.score) == ("trajectory_subsequence_match", 0.0)
         assert 'reference call 1 g({"y":2}) does not appear in order' in (r.comment or "")
 
@@ -246,10 +233,7 @@ class TestOverrides:
 
     def test_field_path_missing_on_both_sides_matches(self) -> None:
         assert (
-            score(
-                [ai(call("f", {"x": 1}))], [ai(call("f", {"x": 2}))], tool_args_match_overrides={"f": ["a.b"]}
-            )
-            == 1.0
+            score([ai(call("f", {"x": 1}))], [ai(call("f", {"x": 2}))], tool_args_match_overrides={"f": ["a.b"]}) == 1.0
         )
 
     def test_field_path_null_vs_missing_does_not_match(self) -> None:
@@ -293,9 +277,7 @@ class TestOverrides:
     def test_callable_by_import_path(self) -> None:
         # the run-file spelling: {"callable": "module:function"}; operator.eq is an exact match
         overrides = {"f": {"callable": "operator:eq"}}
-        assert (
-            score([ai(F)], [ai(F)], tool_args_match_mode="ignore", tool_args_match_overrides=overrides) == 1.0
-        )
+        assert score([ai(F)], [ai(F)], tool_args_match_mode="ignore", tool_args_match_overrides=overrides) == 1.0
         out = [ai(call("f", {"x": 2}))]
         assert score(out, [ai(F)], tool_args_match_mode="ignore", tool_args_match_overrides=overrides) == 0.0
 
@@ -313,9 +295,7 @@ class TestOverrides:
     def test_bad_override_is_a_config_error_at_build_time(self, spec: Any, message: str) -> None:
         with pytest.raises(ConfigError) as exc:
             TrajectoryMatch(tool_args_match_overrides={"f": spec})
-        assert str(exc.value).startswith(
-            "evaluator 'trajectory_match': params.tool_args_match_overrides['f']: "
-        )
+        assert str(exc.value).startswith("evaluator 'trajectory_match': params.tool_args_match_overrides['f']: ")
         assert message in str(exc.value)
 
     def test_none_overrides_is_empty(self) -> None:
