@@ -95,6 +95,8 @@ class JsonMatch(MultiEvaluator[JsonMatchParams]):
         if p.judge and not p.rubric:
             raise ConfigError(f"evaluator {self.name!r}: params.judge is only used with a rubric")
         self._ignored = frozenset(p.exclude_keys) | frozenset(p.rubric)
+        # An instance flag: rubric keys are graded by a judge, so the pipeline must await ascore_trace.
+        self.is_async = bool(p.rubric)  # type: ignore[misc]
         if p.rubric:  # judge calls: the pipeline must schedule it as an async evaluator
             self.is_async = True  # type: ignore[misc]
 

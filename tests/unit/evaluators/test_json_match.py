@@ -157,6 +157,7 @@ def test_rubric_scorer_hook() -> None:
     ev = FakeRubricJsonMatch(rubric={"a": "is it in there?"}, judge="j", aggregator="average")
     out = {"a": "Mango", "b": 2}
     ref = {"a": "Bananas, Mango", "b": 2, "d": "x"}
+    assert ev.is_async and not JsonMatch().is_async
     [r] = ev.evaluate(outputs=out, reference_outputs=ref)
     assert r.score == pytest.approx(2 / 3)  # a by rubric 1, b 1, d missing 0
     assert [(i.key, i.output, i.criteria) for i in ev.seen] == [("a", "Mango", "is it in there?")]
