@@ -61,10 +61,10 @@ TOKEN_BURST_S = 10.0
 class AdaptiveRate:
     """AIMD controller of one endpoint's request rate, plus the shared "blocked until" time.
 
-    >>> ctl = AdaptiveRate(60.0)
+    >>> ctl = AdaptiveRate(100.0)  # paced at 98: PACE_MARGIN
     >>> ctl.on_rate_limited(now=10.0, sent_at=10.0, delay=1.0)
-    >>> ctl.rate, ctl.blocked_until
-    (51.0, 11.0)
+    >>> round(ctl.rate, 2), ctl.blocked_until
+    (83.3, 11.0)
     """
 
     def __init__(self, ceiling: float | None, *, adaptive: bool = True) -> None:

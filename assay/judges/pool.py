@@ -12,9 +12,10 @@ implements :class:`~assay.judges.base.Judge`.
 ...     async with JudgeServer() as server:
 ...         judges = {"local": {"base_url": server.url + "/v1", "model": "m", "rpm": 600}}
 ...         state = pathlib.Path(tempfile.mkdtemp())
-...         async with JudgePool.from_config(judges, state_dir=state) as pool, use_pool(pool):
-...             request = JudgeRequest([{"role": "user", "content": "hi"}])
-...             reply = await resolve_judge("local").complete(request)
+...         async with JudgePool.from_config(judges, state_dir=state) as pool:
+...             with use_pool(pool):
+...                 request = JudgeRequest([{"role": "user", "content": "hi"}])
+...                 reply = await resolve_judge("local").complete(request)
 ...             return reply.cached, pool.stats()["local"]["ok"]
 >>> anyio.run(demo)
 (False, 1)
