@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Position:
     """Where a record came from: a file and line, a topic/partition/offset, or an S3 key and line."""
 

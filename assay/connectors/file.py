@@ -25,7 +25,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -97,7 +97,11 @@ def open_binary(path: str) -> IO[bytes]:
         raise ConnectorError(f"cannot open {path!r}: {exc}") from exc
 
 
-def iter_lines(f: IO[bytes]) -> Iterator[bytes]:
+class _Readable(Protocol):
+    def read(self, n: int, /) -> bytes: ...
+
+
+def iter_lines(f: _Readable) -> Iterator[bytes]:
     """Lines of a binary stream (without the newline), read in large chunks."""
     rest = b""
     while True:
@@ -179,12 +183,58 @@ def iter_json_array(f: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
         pos = end
 
 
+def _line_start_at(f: IO[bytes], offset: int) -> int:
+    """The offset of the first line that starts at or after ``offset``."""
+    if offset <= 0:
+        return 0
+    f.seek(offset - 1)
+    pos = offset - 1
+    while True:
+        chunk = f.read(1 << 16)
+        if not chunk:
+            return pos
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+        pos += len(chunk)
+
+
+def _count_newlines(f: IO[bytes], end: int) -> int:
+    f.seek(0)
+    count = 0
+    remaining = end
+    while remaining > 0:
+        chunk = f.read(min(CHUNK * 4, remaining))
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        remaining -= len(chunk)
+    return count
+
+
+class _Limited:
+    """A reader that stops after ``limit`` bytes."""
+
+    def __init__(self, f: IO[bytes], limit: int) -> None:
+        self.f = f
+        self.left = limit
+
+    def read(self, n: int) -> bytes:
+        if self.left <= 0:
+            return b""
+        data = self.f.read(min(n, self.left))
+        self.left -= len(data)
+        return data
+
+
 class FileSource(Source):
     """Read JSONL / JSON-array files (plain, gzip or zstd), directories, globs and stdin (``-``).
 
     * ``input_format``: ``auto`` (JSON array for ``.json`` files starting with ``[``, JSON lines
       otherwise), ``jsonl`` or ``json``;
-    * ``shard=(i, n)`` keeps records whose running index is ``i`` modulo ``n`` (for ``--workers``);
+    * ``shard=(i, n)``: plain JSON-lines files are split into n byte ranges and shard i reads only
+      its own; other inputs (compressed, JSON arrays, stdin) keep records whose running index is
+      ``i`` modulo ``n`` (for ``--workers`` / ``--shard``);
     * ``skip(path, line)`` drops positions already completed (resume).
     Positions are the file path and 1-based line number (for JSON arrays: the element's first line).
     """
@@ -228,12 +278,12 @@ class FileSource(Source):
             if not peek or peek.lstrip()[:1] == b"[":
                 yield from iter_json_array(f, path)
                 return
-        lines = ((i, line) for i, line in enumerate(iter_lines(f), 1) if line.strip())
+        lines = ((i, line) for i, line in enumerate(iter_lines(f), 1) if line and not line.isspace())
         if self.read_mode == "sessions":
             yield from self._sessions(path, lines)
             return
         for i, line in lines:
-            yield i, line[:-1] if line.endswith(b"\r") else line
+            yield i, line[:-1] if line[-1] == 13 else line
 
     def _sessions(self, path: str, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
         """Agent session transcripts (Claude Code, Agent SDK streams): one record per session,
@@ -249,7 +299,9 @@ class FileSource(Source):
                 try:
                     row = orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
-                    self.read_errors.append((Position(path, i), f"{path}:{i}: invalid JSON in session transcript: {exc}"))
+                    self.read_errors.append(
+                        (Position(path, i), f"{path}:{i}: invalid JSON in session transcript: {exc}")
+                    )
                     continue
                 first_line[id(row)] = i
                 yield row
@@ -259,11 +311,36 @@ class FileSource(Source):
             yield line, orjson.dumps(group)
             first_line.clear()
 
+    def _byte_range_shardable(self, path: str) -> bool:
+        """Plain JSON-lines files are sharded by byte range: each worker reads only its part."""
+        if self.shard is None or path == "-" or self.read_mode != "records" or path.endswith((".gz", ".zst")):
+            return False
+        return self.input_format == "jsonl" or (self.input_format == "auto" and not path.endswith(".json"))
+
+    def _byte_range_records(self, path: str, i: int, n: int) -> Iterator[tuple[int, bytes]]:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            start = _line_start_at(f, size * i // n)
+            end = _line_start_at(f, size * (i + 1) // n) if i + 1 < n else size
+            line = _count_newlines(f, start)
+            f.seek(start)
+            for k, text in enumerate(iter_lines(_Limited(f, end - start)), line + 1):
+                if text and not text.isspace():  # isspace() does not copy the line, strip() would
+                    yield k, text[:-1] if text[-1] == 13 else text
+
     def _iter_envelopes(self) -> Iterator[Envelope]:
         shard = self.shard
         skip = self.skip
         index = 0
         for path in self.files:
+            if shard is not None and self._byte_range_shardable(path):
+                try:
+                    for line, payload in self._byte_range_records(path, shard[0], shard[1]):
+                        if skip is None or not skip(path, line):
+                            yield Envelope(payload, Position(path, line))
+                except OSError as exc:
+                    raise ConnectorError(f"error reading {path}: {exc}") from exc
+                continue
             f = open_binary(path)
             if path != "-" and not hasattr(f, "peek"):
                 f = io.BufferedReader(f)  # type: ignore[type-var]

@@ -181,7 +181,6 @@ async def execute(
             append=resuming,
         )
         dead = JsonlSink(layout.dead_letter_path, prefix="dead", shard=shard_no, append=resuming)
-        done_positions: list[Any] = []
         options = RunOptions(
             batch_size=config.limits.batch_size,
             buffer=config.limits.buffer,
@@ -197,7 +196,7 @@ async def execute(
             options,
             stats=stats,
             on_progress=progress.update if progress else None,
-            on_durable=done_positions.extend,
+            on_durable=ledger.add,  # folded into line intervals as it goes: memory stays flat
         )
         try:
             async with source, sink, dead, anyio.create_task_group() as tg:
@@ -214,7 +213,6 @@ async def execute(
     if status == "ok":
         ledger.remove()
     else:
-        ledger.add(done_positions)
         ledger.extra["stats"] = stats.to_dict()
         ledger.save()
     summary = build_summary(config, stats, status, outcome.wall_s, run_id, started_at, layout, judge_stats)

@@ -131,9 +131,57 @@ class Pipeline:
                     continue  # stopping: drain without work; these positions stay unprocessed (resumable)
                 await send.send(await self._process(batch))
 
-    async def _process(self, batch: list[Envelope]) -> Processed:
+    def _row(self, trace: Trace, env: Envelope, res: dict[str, Result], failures: list[Failure]) -> tuple[bytes, bool]:
+        """The encoded result row of one trace (and a warning Failure for defects it was scored with)."""
+        row: dict[str, Any] = {
+            "trace_id": trace.id,
+            "run_id": self.options.run_id,
+            "position": env.position.to_dict(),
+            "results": res,
+        }
+        warn = tool_argument_warnings(trace)
+        if warn:
+            row["warnings"] = warn
+            failures.append(
+                Failure(
+                    env.payload,
+                    env.position,
+                    "normalize",
+                    "InvalidToolArguments",
+                    f"{env.position}: {'; '.join(warn)} (record scored with the raw arguments)",
+                    severity="warning",
+                )
+            )
+        return _dumps(row, default=_default), bool(warn)
+
+    def _process_streaming(self, batch: list[Envelope]) -> Processed:
+        """Deterministic evaluators only: parse, normalize, score and encode one record at a time,
+        so only one parsed record is alive at once (a small working set is much faster than
+        holding a whole batch of parsed records)."""
         options = self.options.normalize
-        run_id = self.options.run_id
+        score_one = self.evaluate.score_one
+        rows: list[bytes] = []
+        kept: list[dict[str, Result]] = []
+        failures: list[Failure] = []
+        positions: list[Position] = []
+        warnings = 0
+        for env in batch:
+            t = parse_envelope(env, options)
+            if type(t) is Trace:
+                res = score_one(t)
+                row, warned = self._row(t, env, res, failures)
+                rows.append(row)
+                kept.append(res)
+                warnings += warned
+            else:
+                failures.append(t)  # type: ignore[arg-type]
+            positions.append(env.position)
+        return Processed(rows, failures, kept, positions, len(batch), 0, warnings)
+
+    async def _process(self, batch: list[Envelope]) -> Processed:
+        if self.evaluate.streaming:
+            return self._process_streaming(batch)
+        options = self.options.normalize
         traces: list[Trace] = []
         envs: list[Envelope] = []
         failures: list[Failure] = []
@@ -158,27 +206,9 @@ class Pipeline:
             if not ok:
                 abandoned += 1
                 continue
-            row: dict[str, Any] = {
-                "trace_id": trace.id,
-                "run_id": run_id,
-                "position": env.position.to_dict(),
-                "results": res,
-            }
-            warn = tool_argument_warnings(trace)
-            if warn:
-                row["warnings"] = warn
-                warnings += 1
-                failures.append(
-                    Failure(
-                        env.payload,
-                        env.position,
-                        "normalize",
-                        "InvalidToolArguments",
-                        f"{env.position}: {'; '.join(warn)} (record scored with the raw arguments)",
-                        severity="warning",
-                    )
-                )
-            rows.append(_dumps(row, default=_default))
+            row, warned = self._row(trace, env, res, failures)
+            warnings += warned
+            rows.append(row)
             kept.append(res)
             positions.append(env.position)
         return Processed(rows, failures, kept, positions, len(batch), abandoned, warnings)

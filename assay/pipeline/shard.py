@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -80,7 +81,9 @@ def execute_sharded(
     run_id = config.run_id or os.urandom(6).hex()
     base = config.model_copy(update={"run_id": run_id})
     try:
-        ctx = get_context("spawn")
+        # fork where available: the children start with assay already imported (the parent runs no
+        # threads and no event loop at this point, so forking is safe); spawn elsewhere.
+        ctx = get_context("fork" if sys.platform == "linux" else "spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             futures = [
                 pool.submit(_shard_main, _shard_config(base, scratch, i), origin, i, workers, use_cache)
@@ -112,4 +115,8 @@ def execute_sharded(
             judges[f"{name}#{i}"] = j
     summary = build_summary(config, stats, status, time.perf_counter() - t0, run_id, started_at, layout, judges)
     summary["workers"] = workers
+    summary["shards"] = [
+        {"shard": i, "wall_time_s": s.get("wall_time_s"), "records": s.get("counts", {}).get("read")}
+        for i, s in enumerate(summaries)
+    ]
     return finish(config, summary, stats, status, layout, write=True)

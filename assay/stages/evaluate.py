@@ -31,18 +31,24 @@ class EvaluateStage:
     def has_async(self) -> bool:
         return bool(self.async_)
 
+    @property
+    def streaming(self) -> bool:
+        """Only inline evaluators: each trace can be scored (and dropped) as soon as it is read."""
+        return not self.async_ and not self.batched
+
+    def score_one(self, trace: Trace) -> dict[str, Result]:
+        """Run the inline evaluators on one trace."""
+        results: dict[str, Result] = {}
+        for ev in self.inline:
+            try:
+                for r in ev.score_trace(trace):
+                    results[r.key] = r
+            except Exception as exc:  # an evaluator bug must not stop the run: it's an error result
+                results[ev.key] = Result.from_error(ev.key, exc)
+        return results
+
     def _inline(self, traces: Sequence[Trace]) -> list[dict[str, Result]]:
-        out: list[dict[str, Result]] = []
-        inline = self.inline
-        for trace in traces:
-            results: dict[str, Result] = {}
-            for ev in inline:
-                try:
-                    for r in ev.score_trace(trace):
-                        results[r.key] = r
-                except Exception as exc:  # an evaluator bug must not stop the run: it's an error result
-                    results[ev.key] = Result.from_error(ev.key, exc)
-            out.append(results)
+        out = [self.score_one(trace) for trace in traces]
         for ev in self.batched:
             try:
                 per_trace = ev.score_traces(list(traces))

@@ -30,9 +30,7 @@ from assay.traces.assemble import TraceBuilder, add_usage, as_int, usage_of
 from assay.traces.base import TraceFormat
 from assay.traces.model import Trace
 
-ROW_TYPES = frozenset(
-    {"user", "assistant", "system", "summary", "result", "queue-operation", "file-history-snapshot"}
-)
+ROW_TYPES = frozenset({"user", "assistant", "system", "summary", "result", "queue-operation", "file-history-snapshot"})
 _ROW_KEYS = ("sessionId", "session_id", "parentUuid", "leafUuid", "uuid", "messageId")
 _ASSISTANT_BLOCKS = frozenset({"text", "tool_use", "thinking", "redacted_thinking", "server_tool_use"})
 

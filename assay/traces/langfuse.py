@@ -92,9 +92,7 @@ def normalize(value: Any) -> Trace:
     elif type(value) is list:
         trace_obj, observations = {}, value
     else:
-        raise NormalizationError(
-            f"langfuse: expected a trace or a list of observations, got {type(value).__name__}"
-        )
+        raise NormalizationError(f"langfuse: expected a trace or a list of observations, got {type(value).__name__}")
     if type(observations) is not list:
         raise NormalizationError("langfuse: 'observations' must be a list")
     builder = TraceBuilder()

@@ -71,9 +71,7 @@ class _Tree:
         elif type(runs) is list:
             self.roots = self._link(runs)
         else:
-            raise NormalizationError(
-                f"langsmith: expected a run or a list of runs, got {type(runs).__name__}"
-            )
+            raise NormalizationError(f"langsmith: expected a run or a list of runs, got {type(runs).__name__}")
         if not self.roots:
             raise NormalizationError("langsmith: no runs")
         self.roots.sort(key=_order)

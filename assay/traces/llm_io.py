@@ -20,9 +20,7 @@ _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_
 
 
 def _has_blocks(content: Any) -> bool:
-    return type(content) is list and any(
-        type(b) is dict and b.get("type") in _ANTHROPIC_BLOCKS for b in content
-    )
+    return type(content) is list and any(type(b) is dict and b.get("type") in _ANTHROPIC_BLOCKS for b in content)
 
 
 def any_message(m: Any, where: str) -> list[Message]:

@@ -17,6 +17,8 @@ from assay.exceptions import NormalizationError
 from assay.traces.base import TraceFormat, get_path
 from assay.traces.formats import detection_order, load_format
 from assay.traces.model import Trace
+from assay.traces.openai import reset_args_memo
+from assay.traces.openai_format import try_plain
 
 ID_KEYS = ("id", "trace_id", "run_id", "uuid", "session_id")
 INPUT_KEYS = ("inputs", "input", "question", "query", "prompt")
@@ -70,6 +72,10 @@ def to_trace(value: Any, format: str = "auto") -> Trace:
     """
     if isinstance(value, Trace):
         return value
+    if format == "auto":
+        fast = try_plain(value)
+        if fast is not None:
+            return fast
     fmt = detect_format(value) if format == "auto" else load_format(format)
     trace = fmt.normalize(value)
     if trace.format is None:
@@ -92,6 +98,7 @@ def _pick(record: dict[str, Any], path: str | None, keys: tuple[str, ...]) -> tu
 
 def normalize_record(record: Any, options: NormalizeOptions = DEFAULT_OPTIONS) -> Trace:
     """Normalize one parsed record into a Trace (raises NormalizationError on a bad shape)."""
+    reset_args_memo()
     if type(record) is list:
         return to_trace(record, options.format)
     if type(record) is not dict:
@@ -101,7 +108,9 @@ def normalize_record(record: Any, options: NormalizeOptions = DEFAULT_OPTIONS) -
         outputs = record
     elif outputs is None and options.outputs is not None:
         raise NormalizationError(f"record has no value at outputs path {options.outputs!r}")
-    if outputs is record and options.format == "auto":
+    if outputs is record and options.format == "auto" and (fast := try_plain(record)) is not None:
+        trace = fast
+    elif outputs is record and options.format == "auto":
         fmt = _trajectory_format(record)
         if fmt is None:
             keys = ", ".join(list(record)[:8]) or "none"

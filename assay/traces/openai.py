@@ -124,11 +124,115 @@ def parse_message(msg: Any, index: int) -> Message:
     return Message(role, content, calls, tool_call_id, name if isinstance(name, str) else None)
 
 
+#: Parsed arguments by their JSON text. A trace and its reference usually repeat the same calls, so
+#: each distinct argument text is parsed once per record (``reset_args_memo`` at each record; the
+#: size cap bounds library use). Calls with equal text share one dict: evaluators never mutate args.
+_ARGS_MEMO: dict[str, dict[str, Any]] = {}
+_MEMO_CAP = 4096
+
+
+def reset_args_memo() -> None:
+    _ARGS_MEMO.clear()
+
+
+def _fast_call(tc: Any, i: int, j: int) -> ToolCall:
+    """The common OpenAI tool call (function.name + JSON-object arguments text), else the full parser."""
+    if type(tc) is dict:
+        fn = tc.get("function")
+        if type(fn) is dict:
+            name = fn.get("name")
+            raw = fn.get("arguments")
+            if type(name) is str and name and type(raw) is str:
+                args = _ARGS_MEMO.get(raw)
+                if args is None:
+                    try:
+                        parsed = _loads(raw)
+                    except _JSONDecodeError:
+                        parsed = None
+                    if type(parsed) is dict:
+                        if len(_ARGS_MEMO) >= _MEMO_CAP:
+                            _ARGS_MEMO.clear()
+                        _ARGS_MEMO[raw] = args = parsed
+                if args is not None:
+                    return ToolCall(name, args, tc.get("id"))
+    return parse_tool_call(tc, (i, j))
+
+
+def parse_plain_openai(messages: list[Any]) -> list[Message] | None:
+    """Parse a list that is plainly OpenAI chat (every message a dict with a known role, no
+    ``type``/``sender``/``function_call``, no Anthropic content blocks) in one pass; None as soon
+    as a message is anything else (auto-detection then decides). Detection and parsing in one
+    loop: this is the hot path of OpenAI-format runs."""
+    out: list[Message] = []
+    append = out.append
+    roles = _FAST_ROLES
+    for i, m in enumerate(messages):
+        if type(m) is not dict or "type" in m or "sender" in m or "function_call" in m:
+            return None
+        role = m.get("role")
+        if type(role) is not str or role not in roles:
+            return None
+        content = m.get("content")
+        if content is None:
+            content = ""
+        elif type(content) is list:
+            for block in content:
+                if type(block) is dict and block.get("type") in _NOT_OPENAI_BLOCKS:
+                    return None
+        name = m.get("name")
+        if type(name) is not str:
+            name = None
+        raw_calls = m.get("tool_calls")
+        if not raw_calls:
+            append(Message(role, content, None, m.get("tool_call_id"), name))
+        elif type(raw_calls) is list:
+            append(
+                Message(
+                    role, content, [_fast_call(tc, i, j) for j, tc in enumerate(raw_calls)], m.get("tool_call_id"), name
+                )
+            )
+        else:
+            return None
+    return out
+
+
+_NOT_OPENAI_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
 def parse_messages(messages: Any) -> list[Message]:
-    """A list of OpenAI chat message dicts → canonical messages."""
+    """A list of OpenAI chat message dicts → canonical messages.
+
+    The loop handles the common shapes inline (it is the hot path of every OpenAI-format run);
+    anything unusual (aliases, legacy function calls, bad shapes) goes through ``parse_message``.
+    """
     if type(messages) is not list:
         raise NormalizationError(f"'messages' must be a list, got {type(messages).__name__}")
-    return [parse_message(m, i) for i, m in enumerate(messages)]
+    out: list[Message] = []
+    append = out.append
+    roles = _FAST_ROLES
+    for i, m in enumerate(messages):
+        if type(m) is dict and "function_call" not in m:
+            role_raw = m.get("role")
+            if type(role_raw) is str and role_raw in roles:
+                content = m.get("content")
+                if content is None:
+                    content = ""
+                name = m.get("name")
+                if type(name) is not str:
+                    name = None
+                raw_calls = m.get("tool_calls")
+                if not raw_calls:
+                    append(Message(role_raw, content, None, m.get("tool_call_id"), name))
+                    continue
+                if type(raw_calls) is list:
+                    calls = [_fast_call(tc, i, j) for j, tc in enumerate(raw_calls)]
+                    append(Message(role_raw, content, calls, m.get("tool_call_id"), name))
+                    continue
+        append(parse_message(m, i))
+    return out
+
+
+_FAST_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 
 
 def is_openai_message(value: Any) -> bool:

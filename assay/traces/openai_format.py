@@ -6,8 +6,8 @@ from typing import Any
 
 from assay.exceptions import NormalizationError
 from assay.traces.base import TraceFormat
-from assay.traces.model import Trace, final_assistant_text
-from assay.traces.openai import ROLE_ALIASES, parse_messages
+from assay.traces.model import Message, Trace, final_assistant_text
+from assay.traces.openai import ROLE_ALIASES, parse_messages, parse_plain_openai
 
 _BLOCK_TYPES_NOT_OPENAI = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
@@ -56,7 +56,19 @@ def normalize(value: Any) -> Trace:
     msgs = _messages_of(value)
     if msgs is None:
         raise NormalizationError("no 'messages' list")
-    messages = parse_messages(msgs)
+    return _finish(value, parse_messages(msgs))
+
+
+def try_plain(value: Any) -> Trace | None:
+    """Auto-detection's fast path: the Trace of a plainly OpenAI value, or None (detect as usual)."""
+    msgs = _messages_of(value)
+    if type(msgs) is not list or not msgs:
+        return None
+    messages = parse_plain_openai(msgs)
+    return None if messages is None else _finish(value, messages)
+
+
+def _finish(value: Any, messages: list[Message]) -> Trace:
     trace = Trace(messages=messages, format="openai")
     if type(value) is dict:
         if "final_output" in value:

@@ -181,9 +181,7 @@ def _parts_text(parts: Any) -> str:
     if type(parts) is not list:
         return content_text(parts)
     return "\n".join(
-        p["content"]
-        for p in parts
-        if type(p) is dict and p.get("type") == "text" and isinstance(p.get("content"), str)
+        p["content"] for p in parts if type(p) is dict and p.get("type") == "text" and isinstance(p.get("content"), str)
     )
 
 
@@ -268,9 +266,7 @@ def _openai_list(raw: Any, where: str) -> list[Message]:
         value = [value]
     if type(value) is not list:
         raise NormalizationError(f"{where}: expected JSON messages")
-    return [
-        parse_message({"role": "assistant", **m} if "role" not in m else m, i) for i, m in enumerate(value)
-    ]
+    return [parse_message({"role": "assistant", **m} if "role" not in m else m, i) for i, m in enumerate(value)]
 
 
 def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -304,9 +300,7 @@ def _openllmetry_messages(span: _Span) -> tuple[list[Message], list[Message]]:
     prompt = _indexed(span.attrs, "gen_ai.prompt.")
     completion = _indexed(span.attrs, "gen_ai.completion.")
     inputs = [parse_message({"role": "user", **m} if "role" not in m else m, i) for i, m in enumerate(prompt)]
-    outputs = [
-        parse_message({**m, "role": m.get("role") or "assistant"}, i) for i, m in enumerate(completion)
-    ]
+    outputs = [parse_message({**m, "role": m.get("role") or "assistant"}, i) for i, m in enumerate(completion)]
     return inputs, outputs
 
 

@@ -154,9 +154,7 @@ def normalize(value: Any) -> Trace:
     table = record.get("metadata_table")
     metadata: dict[str, Any] = {}
     if type(table) is list:
-        metadata = {
-            str(row["Property"]): row.get("Value") for row in table if type(row) is dict and "Property" in row
-        }
+        metadata = {str(row["Property"]): row.get("Value") for row in table if type(row) is dict and "Property" in row}
     if isinstance(record.get("agent_name"), str) and record["agent_name"]:
         metadata["agent_name"] = record["agent_name"]
     fallback = None

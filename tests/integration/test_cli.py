@@ -162,8 +162,17 @@ def test_normalize_shows_how_records_are_read(corpus: Path) -> None:
 def test_session_transcripts_one_trace_per_session(tmp_path: Path) -> None:
     fixture = ROOT / "tests" / "fixtures" / "formats" / "claude_code_session.jsonl"
     out = tmp_path / "o.jsonl"
-    proc = assay("score", str(fixture), "--read-mode", "sessions", "-e", "tool_use:expected_tool=get_forecast",
-                 "-o", str(out), "-q")
+    proc = assay(
+        "score",
+        str(fixture),
+        "--read-mode",
+        "sessions",
+        "-e",
+        "tool_use:expected_tool=get_forecast",
+        "-o",
+        str(out),
+        "-q",
+    )
     assert proc.returncode == 0, proc.stderr
     (row,) = rows(out)
     assert row["results"]["tool_use:get_forecast"]["score"] == 1.0

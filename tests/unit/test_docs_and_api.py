@@ -29,8 +29,14 @@ def _fields(model: type[BaseModel]) -> list[str]:
 
 @pytest.mark.parametrize(
     "model",
-    [config.SourceConfig, config.NormalizeConfig, config.SinkConfig, config.LimitsConfig, config.GateConfig,
-     config.RunConfig],
+    [
+        config.SourceConfig,
+        config.NormalizeConfig,
+        config.SinkConfig,
+        config.LimitsConfig,
+        config.GateConfig,
+        config.RunConfig,
+    ],
 )
 def test_every_run_file_key_is_documented(model: type[BaseModel]) -> None:
     for field in _fields(model):

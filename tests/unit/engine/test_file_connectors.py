@@ -77,14 +77,19 @@ def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [(s, line) for s, line, _ in recs] == [("<stdin>", 1), ("<stdin>", 2)]
 
 
-def test_shards_are_disjoint_and_complete(tmp_path: Path) -> None:
-    f = tmp_path / "x.jsonl"
-    f.write_text("".join(f'{{"i": {i}}}\n' for i in range(10)))
+@pytest.mark.parametrize("name", ["x.jsonl", "x.jsonl.gz"])  # byte ranges / running index
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_shards_are_disjoint_and_complete(tmp_path: Path, name: str, n: int) -> None:
+    body = "".join(("\n" if i % 4 == 0 else "") + f'{{"i": {i}, "pad": "{"x" * (i * 7 % 50)}"}}\n' for i in range(40))
+    f = tmp_path / name
+    f.write_bytes(gzip.compress(body.encode()) if name.endswith(".gz") else body.encode())
+    whole, _ = anyio.run(_read, [str(f)])
     seen = []
-    for i in range(3):
-        recs, _ = anyio.run(lambda i=i: _read([str(f)], shard=(i, 3)))
-        seen.extend(line for _, line, _ in recs)
-    assert sorted(seen) == list(range(1, 11))
+    for i in range(n):
+        recs, _ = anyio.run(lambda i=i: _read([str(f)], shard=(i, n)))
+        seen.extend((line, payload) for _, line, payload in recs)
+    assert sorted(seen) == sorted((line, payload) for _, line, payload in whole)
+    assert len(whole) == 40
 
 
 def test_batches_bounded_by_batch_size(tmp_path: Path) -> None:

@@ -77,9 +77,7 @@ def test_potato_object_and_task_fallback() -> None:
 
 
 def test_potato_tool_turn_without_action_adds_no_call() -> None:
-    trace = to_trace(
-        {"conversation": [{"speaker": "Environment", "text": "boot"}, {"speaker": "Agent", "text": "hi"}]}
-    )
+    trace = to_trace({"conversation": [{"speaker": "Environment", "text": "boot"}, {"speaker": "Agent", "text": "hi"}]})
     assert trace.tool_calls() == []
     assert trace.messages[0].role == "tool" and trace.messages[0].tool_call_id is None
 
@@ -192,9 +190,7 @@ def test_otel_bad_message_json_names_the_span() -> None:
 def test_otel_warns_on_several_traces() -> None:
     mk = {
         "gen_ai.operation.name": "chat",
-        "gen_ai.output.messages": json.dumps(
-            [{"role": "assistant", "parts": [{"type": "text", "content": "x"}]}]
-        ),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "x"}]}]),
     }
     spans = [{"name": "c", "traceId": t, "spanId": t, "attributes": mk} for t in ("a", "b")]
     trace = to_trace(spans)
@@ -338,9 +334,7 @@ def test_langfuse_bad_shapes(value: Any, match: str) -> None:
 # ---- claude_code -------------------------------------------------------------------------------
 
 
-def _row(
-    uuid: str, parent: str | None, typ: str, content: Any, sid: str = "s1", **extra: Any
-) -> dict[str, Any]:
+def _row(uuid: str, parent: str | None, typ: str, content: Any, sid: str = "s1", **extra: Any) -> dict[str, Any]:
     return {
         "type": typ,
         "uuid": uuid,
@@ -374,9 +368,7 @@ def test_claude_code_follows_the_leaf_chain() -> None:
     rows = [
         _row("u1", None, "user", "q"),
         _row("a1", "u1", "assistant", [{"type": "text", "text": "abandoned branch"}]),
-        _row(
-            "a2", "u1", "assistant", [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"cmd": "ls"}}]
-        ),
+        _row("a2", "u1", "assistant", [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"cmd": "ls"}}]),
         _row(
             "x1",
             "a2",

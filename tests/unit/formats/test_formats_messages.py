@@ -209,9 +209,7 @@ def test_langchain_additional_kwargs_and_invalid_calls() -> None:
                 {"type": "tool_use", "id": "x", "name": "f"},
             ],
             "additional_kwargs": {
-                "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
-                ]
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]
             },
             "invalid_tool_calls": [{"name": "g", "args": "{oops", "id": "c2", "error": "bad json"}],
         },
