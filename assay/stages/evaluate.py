@@ -47,21 +47,20 @@ class EvaluateStage:
                 results[ev.key] = Result.from_error(ev.key, exc)
         return results
 
-    def _inline(self, traces: Sequence[Trace]) -> list[dict[str, Result]]:
-        out = [self.score_one(trace) for trace in traces]
-        for ev in self.batched:
-            try:
-                per_trace = ev.score_traces(list(traces))
-            except Exception as exc:
-                per_trace = [[Result.from_error(ev.key, exc)] for _ in traces]
-            for results, rs in zip(out, per_trace, strict=True):
-                for r in rs:
-                    results[r.key] = r
-        return out
-
     async def process(self, traces: Sequence[Trace]) -> tuple[list[dict[str, Result]], list[bool]]:
         """Results per trace, and per trace whether it completed (False: abandoned for the budget)."""
-        results = self._inline(traces)
+        results = [self.score_one(trace) for trace in traces]
+        for ev in self.batched:  # one call per batch (e.g. one encode), off the event loop when it can be
+            try:
+                if hasattr(ev, "ascore_traces"):
+                    per_trace = await ev.ascore_traces(list(traces))
+                else:
+                    per_trace = ev.score_traces(list(traces))
+            except Exception as exc:
+                per_trace = [[Result.from_error(ev.key, exc)] for _ in traces]
+            for res, rs in zip(results, per_trace, strict=True):
+                for r in rs:
+                    res[r.key] = r
         done = [True] * len(traces)
         if not self.async_ or not traces:
             return results, done

@@ -100,7 +100,15 @@ def normalize_record(record: Any, options: NormalizeOptions = DEFAULT_OPTIONS) -
     """Normalize one parsed record into a Trace (raises NormalizationError on a bad shape)."""
     reset_args_memo()
     if type(record) is list:
-        return to_trace(record, options.format)
+        if options.format != "auto":
+            return to_trace(record, options.format)
+        fast = try_plain(record)
+        if fast is not None:
+            return fast
+        fmt = _trajectory_format_of(record)
+        if fmt is None:
+            raise NormalizationError("record is a JSON list but not a list of messages in any known format")
+        return fmt.normalize(record)
     if type(record) is not dict:
         raise NormalizationError(f"record is a JSON {type(record).__name__}, expected an object or a list of messages")
     out_key, outputs = _pick(record, options.outputs, OUTPUT_KEYS)
@@ -163,7 +171,11 @@ def normalize_record(record: Any, options: NormalizeOptions = DEFAULT_OPTIONS) -
     return trace
 
 
-def _trajectory_format(record: dict[str, Any]) -> TraceFormat | None:
+def _trajectory_format_of(record: Any) -> TraceFormat | None:
+    return _trajectory_format(record)
+
+
+def _trajectory_format(record: Any) -> TraceFormat | None:
     """A record with no outputs field must itself be a known trajectory format."""
     for fmt in detection_order():
         if fmt.name != "value" and fmt.detect(record):

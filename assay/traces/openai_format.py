@@ -16,7 +16,12 @@ def _messages_of(value: Any) -> Any:
     if type(value) is list:
         return value
     if type(value) is dict:
-        return value.get("messages")
+        msgs = value.get("messages")
+        if msgs is None and isinstance(value.get("role"), str) and "type" not in value and (
+            "content" in value or "tool_calls" in value
+        ):
+            return [value]  # a single message, as openevals reads it
+        return msgs
     return None
 
 

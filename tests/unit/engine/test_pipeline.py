@@ -46,6 +46,7 @@ def test_rows_per_trace_and_dead_letters_with_positions() -> None:
         {"nothing": "here"},
         42,
         {**GOOD, "id": "t2"},
+        [1, 2, 3],
     ]
     pipe, sink, dead = run(items)
     rows = sink.records()
