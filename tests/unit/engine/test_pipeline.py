@@ -60,7 +60,9 @@ def test_rows_per_trace_and_dead_letters_with_positions() -> None:
         (3, "normalize"),
         (4, "normalize"),
         (5, "normalize"),
+        (7, "normalize"),
     ]
+    assert "not a list of messages" in failures[4]["error"]
     assert "unknown role 'wizard'" in failures[1]["error"]
     assert failures[0]["raw"] == "not json"
     c = pipe.stats.counts
