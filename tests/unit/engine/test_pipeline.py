@@ -66,13 +66,7 @@ def test_rows_per_trace_and_dead_letters_with_positions() -> None:
     assert "unknown role 'wizard'" in failures[1]["error"]
     assert failures[0]["raw"] == "not json"
     c = pipe.stats.counts
-    assert (c["read"], c["scored"], c["dead_letters"], c["parse_errors"], c["normalize_errors"]) == (
-        6,
-        2,
-        4,
-        1,
-        3,
-    )
+    assert (c["read"], c["scored"], c["dead_letters"], c["parse_errors"], c["normalize_errors"]) == (7, 2, 5, 1, 4)
 
 
 def test_unparsable_tool_arguments_are_scored_and_reported() -> None:
