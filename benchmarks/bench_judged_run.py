@@ -1,0 +1,119 @@
+"""A whole judged run against a rate-limited judge: `assay run` scoring N traces with one
+`llm_judge` evaluator, end to end (process start-up, reading, judging, writing), against the
+stand-in judge server with a hard limit of R requests/s and 0.2–0.6 s latency.
+
+    python benchmarks/bench_judged_run.py --n 2000 --rps 20
+
+Prints, per scenario (rpm configured correctly, 3x too high): wall time vs the ideal N/R, the
+server's request and 429 counts, retries, and rows lost (missing or with an error result).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from assay.testing.judge_server import JudgeServerThread
+
+
+def corpus(path: Path, n: int) -> None:
+    with path.open("w") as f:
+        for i in range(n):
+            msgs = [{"role": "user", "content": f"What is {i} + {i}?"}, {"role": "assistant", "content": str(2 * i)}]
+            f.write(
+                json.dumps(
+                    {"id": f"t{i}", "inputs": msgs[0]["content"], "messages": msgs, "reference_outputs": str(2 * i)}
+                )
+                + "\n"
+            )
+
+
+def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespace) -> dict[str, object]:
+    with JudgeServerThread(
+        latency=(args.latency_low, args.latency_high), rps=rps, burst=args.burst or rps, seed=args.seed
+    ) as server:
+        cfg = {
+            "source": {"path": "corpus.jsonl"},
+            "judges": {
+                "j": {
+                    "provider": "openai",
+                    "base_url": f"{server.url}/v1",
+                    "model": "m",
+                    "rpm": rps * 60 * factor,
+                    "max_concurrency": args.concurrency,
+                    "timeout": 10,
+                }
+            },
+            "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}}],
+            "sink": {"path": f"out-{factor}/"},
+        }
+        (workdir / "run.yaml").write_text(json.dumps(cfg))
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "assay.cli", "run", str(workdir / "run.yaml"), "-q", "--no-cache"],
+            capture_output=True,
+            text=True,
+        )
+        wall = time.perf_counter() - t0
+        requests, http_429 = server.stats.requests, server.stats.rate_limited
+    summary = json.loads((workdir / f"out-{factor}" / "_SUMMARY.json").read_text())
+    rows = [
+        json.loads(line)
+        for p in sorted((workdir / f"out-{factor}").glob("part-*.jsonl"))
+        for line in p.read_text().splitlines()
+    ]
+    scored = sum(1 for r in rows if r["results"]["correctness"]["score"] is not None)
+    return {
+        "scenario": "rpm correct" if factor == 1 else f"rpm {factor:g}x too high",
+        "exit": proc.returncode,
+        "wall_s": wall,
+        "ideal_s": n / rps,
+        "requests": requests,
+        "429": http_429,
+        "retries": summary["totals"]["retries"],
+        "lost": n - scored,
+        "p50": summary["judges"]["j"]["latency_p50_s"],
+        "p99": summary["judges"]["j"]["latency_p99_s"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--rps", type=float, default=20.0)
+    ap.add_argument("--burst", type=float, default=None, help="server token bucket size (default R)")
+    ap.add_argument("--latency-low", type=float, default=0.2)
+    ap.add_argument("--latency-high", type=float, default=0.6)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--factors", default="1,3", help="rpm configured as these multiples of the real limit")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        workdir = Path(d)
+        corpus(workdir / "corpus.jsonl", args.n)
+        results = [run(workdir, args.n, args.rps, float(f), args) for f in args.factors.split(",")]
+    print(
+        f"# {args.n} traces, server limit {args.rps:g} req/s (bucket {args.burst or args.rps:g}), "
+        f"latency {args.latency_low}-{args.latency_high} s; ideal wall N/R = {args.n / args.rps:.1f} s"
+    )
+    print(
+        "| scenario | exit | wall s | wall / ideal | calls/s (% of ceiling) | server requests | 429s (% of requests) "
+        "| retries | lost | p50 / p99 s |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        rate = args.n / r["wall_s"]  # type: ignore[operator]
+        print(
+            f"| {r['scenario']} | {r['exit']} | {r['wall_s']:.1f} | {r['wall_s'] / r['ideal_s']:.3f} | "  # type: ignore[operator]
+            f"{rate:.2f} ({rate / args.rps:.1%}) | {r['requests']} | {r['429']} "
+            f"({r['429'] / max(r['requests'], 1):.1%}) | {r['retries']} | {r['lost']} | {r['p50']} / {r['p99']} |"
+        )  # type: ignore[operator]
+
+
+if __name__ == "__main__":
+    main()
