@@ -104,15 +104,10 @@ class BaseEvaluator(ABC, Generic[P]):
         """Keys this evaluator's results use (for summaries); may be a prefix for dynamic keys."""
         return [self.key]
 
-    def evaluate_all(
-        self,
-        *,
-        outputs: Any = None,
-        reference_outputs: Any = None,
-        inputs: Any = None,
-        **kwargs: Any,
-    ) -> list[Result]:
-        """Library face: every result this evaluator produces for one example."""
+    @staticmethod
+    def example_trace(outputs: Any, reference_outputs: Any, inputs: Any, kwargs: dict[str, Any]) -> Trace:
+        """The Trace of one library call: ``context=`` and ``scenario=`` are taken from the keyword
+        arguments, any other keyword argument becomes a scenario field."""
         trace = trace_from_args(
             outputs,
             reference_outputs,
@@ -122,6 +117,18 @@ class BaseEvaluator(ABC, Generic[P]):
         )
         if kwargs:
             trace.scenario = {**(trace.scenario or {}), **kwargs}
+        return trace
+
+    def evaluate_all(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> list[Result]:
+        """Library face: every result this evaluator produces for one example."""
+        trace = self.example_trace(outputs, reference_outputs, inputs, kwargs)
         if self.is_async:
             return anyio.run(self.ascore_trace, trace)
         return self.score_trace(trace)
@@ -134,16 +141,7 @@ class BaseEvaluator(ABC, Generic[P]):
         inputs: Any = None,
         **kwargs: Any,
     ) -> list[Result]:
-        trace = trace_from_args(
-            outputs,
-            reference_outputs,
-            inputs,
-            context=kwargs.pop("context", None),
-            scenario=kwargs.pop("scenario", None),
-        )
-        if kwargs:
-            trace.scenario = {**(trace.scenario or {}), **kwargs}
-        return await self.ascore_trace(trace)
+        return await self.ascore_trace(self.example_trace(outputs, reference_outputs, inputs, kwargs))
 
 
 class Evaluator(BaseEvaluator[P]):
