@@ -84,7 +84,8 @@ def test_pacer_spaces_requests_evenly() -> None:
     anyio.run(main)
     sent.sort()
     gaps = [b - a for a, b in itertools.pairwise(sent)]
-    assert min(gaps) >= 1 / (50 * PACE_MARGIN) - 0.003
+    # a late wake-up may shorten the next gap (the schedule keeps the average), never to a burst
+    assert min(gaps) >= 0.5 / (50 * PACE_MARGIN)
     assert sent[-1] - sent[0] == pytest.approx(10 / (50 * PACE_MARGIN), abs=0.05)
 
 
