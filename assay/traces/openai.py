@@ -160,39 +160,53 @@ def _fast_call(tc: Any, i: int, j: int) -> ToolCall:
 
 def parse_plain_openai(messages: list[Any]) -> list[Message] | None:
     """Parse a list that is plainly OpenAI chat (every message a dict with a known role, no
-    ``type``/``sender``/``function_call``, no Anthropic content blocks) in one pass; None as soon
-    as a message is anything else (auto-detection then decides). Detection and parsing in one
-    loop: this is the hot path of OpenAI-format runs."""
+    ``type``/``sender`` keys, no legacy ``function_call``, no Anthropic content blocks) in one pass;
+    None as soon as a message is anything else (auto-detection then decides). Detection and
+    parsing in one loop: this is the hot path of OpenAI-format runs, so it is written for speed."""
+    if not messages:
+        return []
+    first = messages[0]
+    if type(first) is not dict or "type" in first or "sender" in first:
+        return None  # Responses items, LangChain dicts, AutoGen: formats are homogeneous
     out: list[Message] = []
     append = out.append
     roles = _FAST_ROLES
+    memo = _ARGS_MEMO
     for i, m in enumerate(messages):
-        if type(m) is not dict or "type" in m or "sender" in m or "function_call" in m:
+        if type(m) is not dict:
             return None
-        role = m.get("role")
-        if type(role) is not str or role not in roles:
+        get = m.get
+        role = get("role")
+        if role not in roles or type(role) is not str:
             return None
-        content = m.get("content")
+        content = get("content")
         if content is None:
             content = ""
         elif type(content) is list:
             for block in content:
                 if type(block) is dict and block.get("type") in _NOT_OPENAI_BLOCKS:
                     return None
-        name = m.get("name")
-        if type(name) is not str:
+        name = get("name")
+        if name is not None and type(name) is not str:
             name = None
-        raw_calls = m.get("tool_calls")
+        raw_calls = get("tool_calls")
         if not raw_calls:
-            append(Message(role, content, None, m.get("tool_call_id"), name))
-        elif type(raw_calls) is list:
-            append(
-                Message(
-                    role, content, [_fast_call(tc, i, j) for j, tc in enumerate(raw_calls)], m.get("tool_call_id"), name
-                )
-            )
-        else:
+            if role == "assistant" and "function_call" in m:
+                return None
+            append(Message(role, content, None, get("tool_call_id"), name))
+            continue
+        if type(raw_calls) is not list or "function_call" in m:
             return None
+        calls = []
+        for j, tc in enumerate(raw_calls):
+            fn = tc.get("function") if type(tc) is dict else None
+            raw = fn.get("arguments") if type(fn) is dict else None
+            args = memo.get(raw) if type(raw) is str else None
+            if args is not None and type(fname := fn.get("name")) is str and fname:  # type: ignore[union-attr]
+                calls.append(ToolCall(fname, args, tc.get("id")))
+            else:
+                calls.append(_fast_call(tc, i, j))
+        append(Message(role, content, calls, get("tool_call_id"), name))
     return out
 
 

@@ -17,8 +17,11 @@ def _messages_of(value: Any) -> Any:
         return value
     if type(value) is dict:
         msgs = value.get("messages")
-        if msgs is None and isinstance(value.get("role"), str) and "type" not in value and (
-            "content" in value or "tool_calls" in value
+        if (
+            msgs is None
+            and isinstance(value.get("role"), str)
+            and "type" not in value
+            and ("content" in value or "tool_calls" in value)
         ):
             return [value]  # a single message, as openevals reads it
         return msgs

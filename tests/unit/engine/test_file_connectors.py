@@ -79,8 +79,11 @@ def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("name", ["x.jsonl", "x.jsonl.gz"])  # byte ranges / running index
 @pytest.mark.parametrize("n", [1, 2, 3, 7])
-def test_shards_are_disjoint_and_complete(tmp_path: Path, name: str, n: int) -> None:
-    body = "".join(("\n" if i % 4 == 0 else "") + f'{{"i": {i}, "pad": "{"x" * (i * 7 % 50)}"}}\n' for i in range(40))
+@pytest.mark.parametrize("pad", [1, 100])  # short lines (chunked newline count) and long lines (memory map)
+def test_shards_are_disjoint_and_complete(tmp_path: Path, name: str, n: int, pad: int) -> None:
+    body = "".join(
+        ("\n" if i % 4 == 0 else "") + f'{{"i": {i}, "pad": "{"x" * (i * 7 % 50) * pad}"}}\n' for i in range(40)
+    )
     f = tmp_path / name
     f.write_bytes(gzip.compress(body.encode()) if name.endswith(".gz") else body.encode())
     whole, _ = anyio.run(_read, [str(f)])
