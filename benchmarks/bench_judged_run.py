@@ -35,7 +35,12 @@ def corpus(path: Path, n: int) -> None:
 
 def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespace) -> dict[str, object]:
     with JudgeServerThread(
-        latency=(args.latency_low, args.latency_high), rps=rps, burst=args.burst or rps, seed=args.seed
+        latency=(args.latency_low, args.latency_high),
+        rps=rps,
+        burst=args.burst or rps,
+        seed=args.seed,
+        limit_kind="window" if args.window else "bucket",
+        retry_after_ms=not args.coarse,
     ) as server:
         cfg = {
             "source": {"path": "corpus.jsonl"},
@@ -91,14 +96,17 @@ def main() -> None:
     ap.add_argument("--latency-high", type=float, default=0.6)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--window", action="store_true", help="server limit: a sliding one-second window")
+    ap.add_argument("--coarse", action="store_true", help="server sends only an integer Retry-After")
     ap.add_argument("--factors", default="1,3", help="rpm configured as these multiples of the real limit")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         workdir = Path(d)
         corpus(workdir / "corpus.jsonl", args.n)
         results = [run(workdir, args.n, args.rps, float(f), args) for f in args.factors.split(",")]
+    kind = "sliding 1 s window" if args.window else f"bucket {args.burst or args.rps:g}"
     print(
-        f"# {args.n} traces, server limit {args.rps:g} req/s (bucket {args.burst or args.rps:g}), "
+        f"# {args.n} traces, server limit {args.rps:g} req/s ({kind}{', Retry-After only' if args.coarse else ''}), "
         f"latency {args.latency_low}-{args.latency_high} s; ideal wall N/R = {args.n / args.rps:.1f} s"
     )
     print(

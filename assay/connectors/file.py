@@ -226,6 +226,33 @@ def _count_newlines(f: IO[bytes], end: int) -> int:
     return count
 
 
+def _line_envelopes(f: _Readable, name: str, line: int, skip: Callable[[str, int], bool] | None) -> Iterator[Envelope]:
+    """Envelopes of the non-blank lines of a stream; ``line`` = lines before the stream's start.
+    One loop from chunk to envelope: this is the reading hot path."""
+    rest = b""
+    while True:
+        data = f.read(CHUNK)
+        if not data:
+            break
+        if rest:
+            data = rest + data
+        parts = data.split(b"\n")
+        rest = parts.pop()
+        for text in parts:
+            line += 1
+            if text and not text.isspace():  # isspace() does not copy the line, strip() would
+                if text[-1] == 13:
+                    text = text[:-1]
+                if skip is None or not skip(name, line):
+                    yield Envelope(text, Position(name, line))
+    if rest and not rest.isspace():
+        line += 1
+        if rest[-1] == 13:
+            rest = rest[:-1]
+        if skip is None or not skip(name, line):
+            yield Envelope(rest, Position(name, line))
+
+
 class _Limited:
     """A reader that stops after ``limit`` bytes."""
 
@@ -331,16 +358,21 @@ class FileSource(Source):
             return False
         return self.input_format == "jsonl" or (self.input_format == "auto" and not path.endswith(".json"))
 
-    def _byte_range_records(self, path: str, i: int, n: int) -> Iterator[tuple[int, bytes]]:
+    def _plain_lines(self, path: str) -> bool:
+        """JSON lines read record by record (not stdin, not a JSON array, not sessions)."""
+        if path == "-" or self.read_mode != "records":
+            return False
+        base = path.removesuffix(".gz").removesuffix(".zst")
+        return self.input_format == "jsonl" or (self.input_format == "auto" and not base.endswith(".json"))
+
+    def _byte_range_envelopes(self, path: str, i: int, n: int) -> Iterator[Envelope]:
         size = os.path.getsize(path)
         with open(path, "rb") as f:
             start = _line_start_at(f, size * i // n)
             end = _line_start_at(f, size * (i + 1) // n) if i + 1 < n else size
             line = _count_newlines(f, start)
             f.seek(start)
-            for k, text in enumerate(iter_lines(_Limited(f, end - start)), line + 1):
-                if text and not text.isspace():  # isspace() does not copy the line, strip() would
-                    yield k, text[:-1] if text[-1] == 13 else text
+            yield from _line_envelopes(_Limited(f, end - start), path, line, self.skip)
 
     def _iter_envelopes(self) -> Iterator[Envelope]:
         shard = self.shard
@@ -349,10 +381,15 @@ class FileSource(Source):
         for path in self.files:
             if shard is not None and self._byte_range_shardable(path):
                 try:
-                    for line, payload in self._byte_range_records(path, shard[0], shard[1]):
-                        if skip is None or not skip(path, line):
-                            yield Envelope(payload, Position(path, line))
+                    yield from self._byte_range_envelopes(path, shard[0], shard[1])
                 except OSError as exc:
+                    raise ConnectorError(f"error reading {path}: {exc}") from exc
+                continue
+            if shard is None and self._plain_lines(path):
+                try:
+                    with open_binary(path) as f:
+                        yield from _line_envelopes(f, path, 0, skip)
+                except (OSError, EOFError) as exc:
                     raise ConnectorError(f"error reading {path}: {exc}") from exc
                 continue
             f = open_binary(path)

@@ -43,6 +43,8 @@ def parse_envelope(env: Envelope, options: NormalizeOptions) -> Trace | Failure:
 
 def tool_argument_warnings(trace: Trace) -> list[str] | None:
     """Describe tool calls whose arguments were not a JSON object (kept raw, flagged)."""
+    if trace.args_defects == 0:  # counted while normalizing: nothing to look for
+        return None
     warnings: list[str] | None = None
     for side, t in (("agent", trace), ("reference", trace.reference)):
         if t is None:

@@ -84,6 +84,8 @@ class Trace:
     scenario: dict[str, Any] | None = None
     format: str | None = None
     warnings: list[str] | None = None
+    args_defects: int = -1
+    """Tool calls (both sides) whose arguments were not a JSON object; -1 = not counted."""
 
     def tool_calls(self) -> list[ToolCall]:
         """Every tool call in the trajectory, in order (flattened across messages)."""

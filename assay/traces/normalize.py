@@ -17,7 +17,7 @@ from assay.exceptions import NormalizationError
 from assay.traces.base import TraceFormat, get_path
 from assay.traces.formats import detection_order, load_format
 from assay.traces.model import Trace
-from assay.traces.openai import reset_args_memo
+from assay.traces.openai import args_defects, reset_args_memo
 from assay.traces.openai_format import try_plain
 
 ID_KEYS = ("id", "trace_id", "run_id", "uuid", "session_id")
@@ -99,6 +99,18 @@ def _pick(record: dict[str, Any], path: str | None, keys: tuple[str, ...]) -> tu
 def normalize_record(record: Any, options: NormalizeOptions = DEFAULT_OPTIONS) -> Trace:
     """Normalize one parsed record into a Trace (raises NormalizationError on a bad shape)."""
     reset_args_memo()
+    trace = _normalize_record(record, options)
+    ref = trace.reference
+    if trace.format in _COUNTED and (ref is None or ref.format in _COUNTED):
+        trace.args_defects = args_defects()  # every argument went through parse_args
+    return trace
+
+
+#: Formats whose tool arguments all go through ``parse_args`` (so its defect count is complete).
+_COUNTED = frozenset({"openai", "canonical", "value"})
+
+
+def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
     if type(record) is list:
         if options.format != "auto":
             return to_trace(record, options.format)

@@ -47,12 +47,15 @@ def parse_args(raw: Any) -> tuple[dict[str, Any], str | None]:
             parsed = _loads(raw)
         except _JSONDecodeError as exc:
             text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+            _DEFECTS[0] += 1
             return {"_raw": text}, f"tool arguments are not valid JSON ({exc})"
         if type(parsed) is dict:
             return parsed, None
+        _DEFECTS[0] += 1
         return {"_value": parsed}, f"tool arguments are JSON but not an object ({type(parsed).__name__})"
     if isinstance(raw, dict):
         return dict(raw), None
+    _DEFECTS[0] += 1
     return {"_value": raw}, f"tool arguments are not an object ({type(raw).__name__})"
 
 
@@ -131,8 +134,19 @@ _ARGS_MEMO: dict[str, dict[str, Any]] = {}
 _MEMO_CAP = 4096
 
 
+#: Tool-argument defects found since the last ``reset_args_memo`` (so the pipeline only looks for
+#: the defective calls of a record when there are some).
+_DEFECTS = [0]
+
+
 def reset_args_memo() -> None:
     _ARGS_MEMO.clear()
+    _DEFECTS[0] = 0
+
+
+def args_defects() -> int:
+    """Tool-argument defects found since the last ``reset_args_memo``."""
+    return _DEFECTS[0]
 
 
 def _fast_call(tc: Any, i: int, j: int) -> ToolCall:
