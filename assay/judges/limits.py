@@ -54,6 +54,13 @@ MIN_RATE = 0.05
 MEASURE_WINDOW_S = 3.0
 #: The measurement needs at least this much history since the last pause.
 MEASURE_MIN_S = 1.0
+#: The sliding window the client keeps its own sends under (a little over a second, for the
+#: jitter between when we send and when the server counts).
+WINDOW_S = 1.01
+#: How far back accepted/refused sends are remembered, and the least sending time (since the last
+#: pause) from which the accepted count is trusted as the server's per-second limit.
+ACCEPT_WINDOW_S = 2.0
+ACCEPT_MIN_SPAN_S = 0.25
 #: Seconds of token capacity the tokens-per-minute bucket may burst.
 TOKEN_BURST_S = 10.0
 
@@ -87,6 +94,10 @@ class AdaptiveRate:
         self._last_decrease = -math.inf
         self._sends: deque[float] = deque()
         self._first_send = math.inf
+        self._history: deque[float] = deque()
+        """Send times of the last ACCEPT_WINDOW_S seconds (not cleared by a decrease)."""
+        self._refused: deque[float] = deque()
+        """Send times of the requests refused with a 429 in that window."""
 
     def current(self, now: float) -> float | None:
         """The allowed rate at ``now``, raised lazily by one step per elapsed quiet period."""
@@ -115,6 +126,37 @@ class AdaptiveRate:
         self._sends.append(now)
         while self._sends and self._sends[0] < now - MEASURE_WINDOW_S:
             self._sends.popleft()
+        self._history.append(now)
+        while self._history and self._history[0] < now - ACCEPT_WINDOW_S:
+            self._history.popleft()
+
+    def window_wait(self, now: float, rate: float) -> float:
+        """Seconds to wait so that no window of WINDOW_S holds more sends than the rate allows.
+
+        The pacer spaces sends evenly, but a late wake-up (the event loop busy with other work)
+        bunches the next ones; a server counting requests in a sliding one-second window refuses
+        the bunch. This keeps the count itself under the limit."""
+        limit = max(1, math.floor(rate / PACE_MARGIN + 1e-9))
+        history = self._history
+        if len(history) < limit:
+            return 0.0
+        oldest = history[-limit]  # the limit-th most recent send
+        return max(0.0, oldest + WINDOW_S - now)
+
+    def accepted_rate(self, sent_at: float) -> float | None:
+        """What the server accepted in the second before a refused request: "R requests per
+        second" limits refuse the request after the R-th in a second, so this count is the limit
+        itself (a token bucket's burst makes it an overestimate, which only makes the cut milder).
+        Paused time inside that second counts as sending nothing, as it does for the server.
+        None when too little was sent to tell."""
+        start = max(sent_at - 1.0, self._first_send)
+        if sent_at - start < ACCEPT_MIN_SPAN_S:
+            return None
+        sent = sum(1 for t in self._history if start <= t < sent_at)
+        if sent == 0:
+            return None
+        refused = sum(1 for t in self._refused if start <= t < sent_at)
+        return max(sent - refused, 1) / max(sent_at - start, 1.0)
 
     def measured(self, now: float) -> float | None:
         """Requests per second actually sent since the last pause (None without enough data)."""
@@ -124,6 +166,10 @@ class AdaptiveRate:
 
     def on_rate_limited(self, *, now: float, sent_at: float, delay: float | None) -> None:
         """A 429: pause every sender until the reset, and lower the rate once per episode."""
+        accepted = self.accepted_rate(sent_at)
+        self._refused.append(sent_at)
+        while self._refused and self._refused[0] < now - ACCEPT_WINDOW_S:
+            self._refused.popleft()
         until = now + (DEFAULT_PAUSE_S if delay is None else delay)
         if until > self.blocked_until:
             self.blocked_until = until
@@ -141,7 +187,13 @@ class AdaptiveRate:
         quiet = now - (self._last_decrease if self.decreases else self._first_send)
         beta = BETA_GENTLE if quiet > GENTLE_AFTER_S else BETA
         self.refused_at = current
-        self.rate = max(MIN_RATE, current * beta)
+        target = current * beta
+        if accepted is not None and accepted * PACE_MARGIN < target:
+            # far above the limit: go straight to what the server accepted, and take that (not the
+            # refused send rate) as the limit the recovery returns to
+            target = accepted * PACE_MARGIN
+            self.refused_at = accepted
+        self.rate = max(MIN_RATE, target)
         self.decreases += 1
         self._last_decrease = now
         self._last_change = max(now, self.blocked_until)
@@ -229,6 +281,10 @@ class Limits:
             if generation != control.generation:
                 continue  # a 429 paused everyone while we waited: queue again after the pause
             now = self._clock()
+            wait = control.window_wait(now, rate)
+            if wait > 0:
+                await anyio.sleep(wait)
+                continue
             control.record_send(now)
             return now
 

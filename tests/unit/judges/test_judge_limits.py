@@ -129,3 +129,34 @@ def test_tokens_per_minute_with_correction() -> None:
     for _ in range(3):
         limits.settle_tokens(500, 100)
     assert limits._token_amount(500, 1000.0) == 0.0
+
+
+def test_far_above_the_limit_the_first_cut_goes_to_what_the_server_accepted() -> None:
+    # configured 3x above a server that accepts 20 requests in any one-second window
+    ctl = AdaptiveRate(60.0)
+    step = 1 / (60 * PACE_MARGIN)
+    sends = [i * step for i in range(21)]
+    for t in sends:
+        ctl.record_send(t)
+    ctl.on_rate_limited(now=sends[-1] + 0.001, sent_at=sends[-1], delay=1.0)  # the 21st is refused
+    assert ctl.rate == pytest.approx(20 * PACE_MARGIN)  # one step, not seven multiplicative cuts
+    # with no sending history the controller falls back to the multiplicative decrease
+    fresh = AdaptiveRate(60.0)
+    fresh.on_rate_limited(now=5.0, sent_at=5.0, delay=1.0)
+    assert fresh.rate == pytest.approx(60 * PACE_MARGIN * BETA)
+
+
+def test_window_guard_keeps_any_second_under_the_limit() -> None:
+    ctl = AdaptiveRate(20.0)
+    rate = 20 * PACE_MARGIN
+    # a late wake-up bunched 20 sends into 0.2 s: the 21st must wait until the first leaves the window
+    for i in range(20):
+        ctl.record_send(10.0 + i * 0.01)
+    assert ctl.window_wait(10.2, rate) == pytest.approx(10.0 + 1.01 - 10.2)
+    assert ctl.window_wait(11.1, rate) == 0.0
+    # evenly paced sends never wait
+    even = AdaptiveRate(20.0)
+    for i in range(40):
+        t = i / rate
+        assert even.window_wait(t, rate) == 0.0
+        even.record_send(t)
