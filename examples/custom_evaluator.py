@@ -3,7 +3,7 @@
 1. A plain function, named ``"module:function"`` in a run file (evaluator ``python``):
 
        evaluators:
-         - type: python
+         - name: python
            params: {function: "examples.custom_evaluator:no_apologies"}
 
 2. A class: subclass ``Evaluator`` (one result) / ``MultiEvaluator`` / ``AsyncEvaluator`` with a

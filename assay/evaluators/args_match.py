@@ -7,11 +7,11 @@ docs/semantics.md).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from assay.exceptions import ConfigError
+from assay.loading import load_callable
 
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
 ARGS_MODES: tuple[str, ...] = ("exact", "ignore", "subset", "superset")
@@ -84,20 +84,7 @@ def field_path_matcher(paths: list[str]) -> Matcher:
 
 def import_callable(target: str) -> Callable[..., Any]:
     """Import ``"module:function"``; ConfigError when it is not there or not callable."""
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"expected 'module:function', got {target!r}")
-    obj: Any
-    try:
-        obj = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot import {target!r}: {exc}") from exc
-    if not callable(obj):
-        raise ConfigError(f"{target!r} is not callable")
-    fn: Callable[..., Any] = obj
-    return fn
+    return load_callable(target)
 
 
 def build_override(tool: str, spec: Any) -> Matcher | None:

@@ -35,6 +35,7 @@ from pydantic import AliasChoices, Field
 
 from assay.evaluators.base import AsyncEvaluator, EvaluatorParams
 from assay.exceptions import ConfigError
+from assay.loading import load_callable
 from assay.records import Result
 from assay.traces.model import Trace, content_text
 
@@ -74,23 +75,10 @@ def extract_markdown_code(text: str) -> str | None:
 
 
 def load_function(target: str | Callable[..., Any], what: str) -> Callable[..., Any]:
-    """A callable, or one named ``"module:function"`` (dotted attribute paths allowed)."""
+    """A callable, or one named ``"module:function"`` (ConfigError naming ``what`` otherwise)."""
     if callable(target):
         return target
-    import importlib
-
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"{what}: expected 'module:function', got {target!r}")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{what}: cannot load {target!r}: {exc}") from exc
-    if not callable(obj):
-        raise ConfigError(f"{what}: {target!r} is not callable")
-    return obj  # type: ignore[no-any-return]
+    return load_callable(target, what)
 
 
 class CodeCheckParams(EvaluatorParams):

@@ -19,7 +19,6 @@ with ``metadata["code_extraction_failed"] = True``, as in openevals.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -27,6 +26,7 @@ from typing import Any, ClassVar
 from assay.evaluators.llm_judge import CompiledPrompt, LLMJudge, LLMJudgeParams
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.base import JudgeRequest
+from assay.loading import load_callable
 from assay.records import Result
 from assay.traces.model import Trace, content_text
 
@@ -113,13 +113,7 @@ class CodeJudge(LLMJudge):
                 f"evaluator {self.name!r}: params.code_extraction: expected none, markdown_code_blocks "
                 f"or 'module:function' (got {how!r})"
             )
-        try:
-            fn = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"evaluator {self.name!r}: params.code_extraction: cannot load {how!r}: {exc}") from exc
-        if not callable(fn):
-            raise ConfigError(f"evaluator {self.name!r}: params.code_extraction: {how!r} is not callable")
-        return fn  # type: ignore[no-any-return]
+        return load_callable(how, f"evaluator {self.name!r}: params.code_extraction")
 
     def prompt_for(self, trace: Trace) -> CompiledPrompt:
         if self.params.prompt:

@@ -179,3 +179,17 @@ def test_session_transcripts_one_trace_per_session(tmp_path: Path) -> None:
     assert row["position"]["line"] == 1
     proc = assay("normalize", str(fixture), "--read-mode", "sessions")
     assert "format=claude_code" in proc.stdout and "get_weather" in proc.stdout
+
+
+def test_user_function_from_the_current_directory(corpus: Path, tmp_path: Path) -> None:
+    (tmp_path / "my_checks.py").write_text("def few_calls(outputs, trace):\n    return len(trace.tool_calls()) <= 1\n")
+    out = tmp_path / "o.jsonl"
+    proc = subprocess.run(
+        ["assay", "score", str(corpus), "-e", "python:function=my_checks:few_calls", "-o", str(out), "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert {r["results"]["few_calls"]["score"] for r in rows(out)} == {0.0}  # every trace makes 2 calls

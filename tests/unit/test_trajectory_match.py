@@ -287,7 +287,7 @@ class TestOverrides:
             ("fuzzy", "unknown mode 'fuzzy'"),
             (5, "invalid override 5"),
             (["a", ""], "field paths must be non-empty strings"),
-            ({"callable": "no_such_module_xyz:fn"}, "cannot import 'no_such_module_xyz:fn'"),
+            ({"callable": "no_such_module_xyz:fn"}, "cannot load 'no_such_module_xyz:fn'"),
             ({"callable": "operator"}, "expected 'module:function'"),
             ({"callable": "operator:__name__"}, "is not callable"),
         ],
