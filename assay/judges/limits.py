@@ -56,7 +56,7 @@ MEASURE_WINDOW_S = 3.0
 MEASURE_MIN_S = 1.0
 #: The sliding window the client keeps its own sends under (a little over a second, for the
 #: jitter between when we send and when the server counts).
-WINDOW_S = 1.01
+WINDOW_S = 1.02
 #: How far back accepted/refused sends are remembered, and the least sending time (since the last
 #: pause) from which the accepted count is trusted as the server's per-second limit.
 ACCEPT_WINDOW_S = 2.0
