@@ -201,28 +201,40 @@ def _line_start_at(f: IO[bytes], offset: int) -> int:
 
 
 def _count_newlines(f: IO[bytes], end: int) -> int:
-    """Newlines in the first ``end`` bytes. Long lines (agent traces are kilobytes each): hop from
-    newline to newline in a memory map, which touches no data in between; short lines: count
-    chunk by chunk."""
+    """Newlines in the first ``end`` bytes.
+
+    Agent traces are kilobytes per line, so hopping from newline to newline through a memory map
+    (touching nothing in between) is much faster than reading the bytes; the map covers 64 MiB at a
+    time so resident memory stays bounded. Short lines are counted chunk by chunk instead."""
     f.seek(0)
     sample = f.read(min(end, 1 << 20))
-    if sample.count(b"\n") * 1024 < len(sample):  # average line longer than 1 KiB
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            count, pos = 0, 0
+    if sample.count(b"\n") * 1024 >= len(sample):  # average line shorter than 1 KiB
+        return _count_newlines_read(f, end)
+    count = 0
+    window = 64 << 20  # a multiple of mmap.ALLOCATIONGRANULARITY
+    for offset in range(0, end, window):
+        length = min(window, end - offset)
+        with mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ, offset=offset) as mm:
             find = mm.find
-            while (i := find(b"\n", pos, end)) >= 0:
+            pos = 0
+            while (i := find(b"\n", pos)) >= 0:
                 count += 1
                 pos = i + 1
-            return count
+    return count
+
+
+def _count_newlines_read(f: IO[bytes], end: int) -> int:
     f.seek(0)
+    buf = bytearray(16 << 20)
+    view = memoryview(buf)
     count = 0
     remaining = end
     while remaining > 0:
-        chunk = f.read(min(CHUNK * 4, remaining))
-        if not chunk:
+        n = f.readinto(view[: min(len(buf), remaining)])  # type: ignore[attr-defined]
+        if not n:
             break
-        count += chunk.count(b"\n")
-        remaining -= len(chunk)
+        count += buf.count(b"\n", 0, n)
+        remaining -= n
     return count
 
 
