@@ -102,8 +102,8 @@ class _Readable(Protocol):
     def read(self, n: int, /) -> bytes: ...
 
 
-def iter_lines(f: _Readable) -> Iterator[bytes]:
-    """Lines of a binary stream (without the newline), read in large chunks."""
+def line_chunks(f: _Readable) -> Iterator[list[bytes]]:
+    """The lines of a binary stream (without the newline), a chunk's worth (~1 MiB) at a time."""
     rest = b""
     while True:
         data = f.read(CHUNK)
@@ -113,9 +113,15 @@ def iter_lines(f: _Readable) -> Iterator[bytes]:
             data = rest + data
         lines = data.split(b"\n")
         rest = lines.pop()
-        yield from lines
+        yield lines
     if rest:
-        yield rest
+        yield [rest]
+
+
+def iter_lines(f: _Readable) -> Iterator[bytes]:
+    """Lines of a binary stream (without the newline), read in large chunks."""
+    for lines in line_chunks(f):
+        yield from lines
 
 
 def iter_json_array(f: IO[bytes], path: str) -> Iterator[tuple[int, bytes]]:
@@ -241,28 +247,14 @@ def _count_newlines_read(f: IO[bytes], end: int) -> int:
 def _line_envelopes(f: _Readable, name: str, line: int, skip: Callable[[str, int], bool] | None) -> Iterator[Envelope]:
     """Envelopes of the non-blank lines of a stream; ``line`` = lines before the stream's start.
     One loop from chunk to envelope: this is the reading hot path."""
-    rest = b""
-    while True:
-        data = f.read(CHUNK)
-        if not data:
-            break
-        if rest:
-            data = rest + data
-        parts = data.split(b"\n")
-        rest = parts.pop()
-        for text in parts:
+    for lines in line_chunks(f):
+        for text in lines:
             line += 1
             if text and not text.isspace():  # isspace() does not copy the line, strip() would
                 if text[-1] == 13:
                     text = text[:-1]
                 if skip is None or not skip(name, line):
                     yield Envelope(text, Position(name, line))
-    if rest and not rest.isspace():
-        line += 1
-        if rest[-1] == 13:
-            rest = rest[:-1]
-        if skip is None or not skip(name, line):
-            yield Envelope(rest, Position(name, line))
 
 
 class _Limited:
