@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
-from types import TracebackType
-from typing import Self
 
 from assay.records import Envelope, Position
+from assay.resources import AsyncResource
 
 
-class Source(ABC):
+class Source(AsyncResource, ABC):
     """Yields batches of envelopes.
 
     ``read_errors`` collects positions the source could not split into records (e.g. a JSON array
@@ -29,55 +28,28 @@ class Source(ABC):
     def __init__(self) -> None:
         self.read_errors = []
 
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def open(self) -> None:  # noqa: B027 - optional hook
-        """Acquire resources (connections, file handles)."""
-
-    async def aclose(self) -> None:  # noqa: B027 - optional hook
-        """Release resources."""
-
     @abstractmethod
     def batches(self) -> AsyncIterator[list[Envelope]]:
         """Batches of envelopes until the source is exhausted (or stopped)."""
 
-    async def ack(self, positions: Sequence[Position]) -> None:  # noqa: B027 - optional hook
+    async def ack(self, positions: Sequence[Position]) -> None:
         """The rows covering these positions are durable (Kafka commits offsets here)."""
 
-    def stop(self) -> None:  # noqa: B027 - optional hook
+    def stop(self) -> None:
         """Stop yielding new batches as soon as possible (graceful shutdown)."""
 
     def describe(self) -> str:
         return type(self).__name__
 
 
-class Sink(ABC):
+class Sink(AsyncResource, ABC):
     """Writes encoded rows (one JSON document per row, without the trailing newline)."""
-
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def open(self) -> None:  # noqa: B027 - optional hook
-        """Acquire resources."""
 
     @abstractmethod
     async def write_batch(self, rows: Sequence[bytes]) -> None:
         """Write rows (may buffer)."""
 
-    async def flush(self) -> None:  # noqa: B027 - optional hook
+    async def flush(self) -> None:
         """Make everything written so far durable."""
 
     @abstractmethod

@@ -29,10 +29,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar
 
 import orjson
+
+from assay.resources import AsyncResource
 
 T = TypeVar("T")
 CACHE_FORMAT = 1
@@ -51,7 +52,7 @@ def cache_key(provider: str, model: str, body: dict[str, Any], *, temperature: f
     return hashlib.sha256(orjson.dumps(material, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
 
 
-class JudgeCache:
+class JudgeCache(AsyncResource):
     """SQLite-backed answer cache; ``async with`` opens and closes it."""
 
     def __init__(self, path: Path, *, ttl_s: float | None = None) -> None:
@@ -65,15 +66,6 @@ class JudgeCache:
 
     def __repr__(self) -> str:
         return f"JudgeCache({str(self.path)!r}, ttl_s={self.ttl_s})"
-
-    async def __aenter__(self) -> JudgeCache:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:

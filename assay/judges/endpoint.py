@@ -33,7 +33,6 @@ import sqlite3
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -55,6 +54,7 @@ from assay.judges.wire import (
     parse_reply,
     request_headers,
 )
+from assay.resources import AsyncResource
 
 if TYPE_CHECKING:
     import aiohttp
@@ -120,7 +120,7 @@ class EndpointStats:
         }
 
 
-class JudgeEndpoint:
+class JudgeEndpoint(AsyncResource):
     """A named judge endpoint (implements :class:`~assay.judges.base.Judge`)."""
 
     def __init__(
@@ -160,15 +160,6 @@ class JudgeEndpoint:
         )
 
     # --- lifecycle -----------------------------------------------------------------------------
-
-    async def __aenter__(self) -> JudgeEndpoint:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     async def open(self) -> None:
         """Read the API key and keep the HTTP session open until :meth:`aclose`."""

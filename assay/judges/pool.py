@@ -28,7 +28,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import orjson
@@ -39,9 +38,10 @@ from assay.judges.budget import Budget
 from assay.judges.cache import DEFAULT_FILENAME, JudgeCache
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import JudgeEndpoint
+from assay.resources import AsyncResource
 
 
-class JudgePool:
+class JudgePool(AsyncResource):
     """Every judge endpoint of a run, plus the answer cache and the budget they share.
 
     ``async with`` opens the cache and the endpoints and closes them at the end; without it the
@@ -80,15 +80,6 @@ class JudgePool:
 
     def __repr__(self) -> str:
         return f"JudgePool({sorted(self.endpoints)}, cache={self.cache!r}, budget={self.budget!r})"
-
-    async def __aenter__(self) -> JudgePool:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     async def open(self) -> None:
         if self.cache is not None:
