@@ -51,7 +51,7 @@ def _run_config(
 ) -> None:
     from assay.pipeline.progress import Progress
     from assay.pipeline.run import execute
-    from assay.pipeline.shard import execute_sharded
+    from assay.pipeline.shard import execute_sharded, share_limits
 
     try:
         if dry_run:
@@ -65,6 +65,8 @@ def _run_config(
         if n_workers > 1:
             result = execute_sharded(config, origin=origin, workers=n_workers, fresh=fresh, use_cache=not no_cache)
         else:
+            if shard_t is not None:
+                config = share_limits(config, shard_t[1])
             with Progress(enabled=not quiet) as progress:
                 result = anyio.run(
                     lambda: execute(

@@ -4,7 +4,8 @@ Each process runs the ordinary single-process pipeline on shard i/N (records who
 i modulo N), writing part files into a scratch directory under the state dir. The parent then moves
 the parts into a directory sink (part names carry the shard number, so they never collide), or
 concatenates them into a file sink (gzip members and zstd frames concatenate into valid streams),
-merges the shard summaries and writes one ``_SUMMARY.json``.
+merges the shard summaries and writes one ``_SUMMARY.json``. Judge limits (rpm, tpm, concurrency)
+and the budget are the run's: each of N processes gets 1/N of them.
 """
 
 from __future__ import annotations
@@ -27,14 +28,39 @@ from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.run import Layout, RunReport, build_summary, execute, finish, merge_summaries
 
 
-def _shard_config(config: RunConfig, scratch: Path, i: int) -> RunConfig:
-    return config.model_copy(
+def _shard_config(config: RunConfig, scratch: Path, i: int, n: int) -> RunConfig:
+    return share_limits(config, n).model_copy(
         update={
             "sink": config.sink.model_copy(update={"path": str(scratch / f"rows-{i}") + "/"}),
             "dead_letter": None,
             "gates": {},
         }
     )
+
+
+def share_limits(config: RunConfig, n: int) -> RunConfig:
+    """One of N shards' share of the run's judge limits and budget (``--workers`` and ``--shard``)."""
+    if n <= 1:
+        return config
+    budget = config.limits.budget_usd
+    return config.model_copy(
+        update={
+            "judges": {name: share_judge(cfg, n) for name, cfg in config.judges.items()},
+            "limits": config.limits.model_copy(update={"budget_usd": None if budget is None else budget / n}),
+        }
+    )
+
+
+def share_judge(cfg: dict[str, Any], n: int) -> dict[str, Any]:
+    """One shard's share of a judge endpoint: the run's rpm, tpm and concurrency are limits of the
+    endpoint, not of each process, so N processes get 1/N each."""
+    out = dict(cfg)
+    for key in ("rpm", "tpm"):
+        if out.get(key) is not None:
+            out[key] = float(out[key]) / n
+    if out.get("max_concurrency") is not None:
+        out["max_concurrency"] = max(1, int(out["max_concurrency"]) // n)
+    return out
 
 
 def _shard_main(config: RunConfig, origin: str, i: int, n: int, use_cache: bool) -> dict[str, Any]:
@@ -86,7 +112,7 @@ def execute_sharded(
         ctx = get_context("fork" if sys.platform == "linux" else "spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             futures = [
-                pool.submit(_shard_main, _shard_config(base, scratch, i), origin, i, workers, use_cache)
+                pool.submit(_shard_main, _shard_config(base, scratch, i, workers), origin, i, workers, use_cache)
                 for i in range(workers)
             ]
             summaries = []

@@ -91,3 +91,20 @@ def test_evaluator_spec_parsing() -> None:
     assert parse_evaluator_spec("exact_match") == {"name": "exact_match", "params": {}}
     with pytest.raises(ConfigError, match="expected key=value"):
         parse_evaluator_spec("trajectory_match:strict")
+
+
+def test_shards_share_the_judge_limits_and_budget() -> None:
+    from assay.pipeline.shard import share_limits
+
+    data = {
+        "source": {"path": "a.jsonl"},
+        "evaluators": ["trajectory_match"],
+        "sink": {"path": "o/"},
+        "judges": {"j": {"provider": "openai", "model": "m", "rpm": 600, "tpm": 90000, "max_concurrency": 16}},
+        "limits": {"budget_usd": 10},
+    }
+    shard = share_limits(build_config(data), 4)
+    assert shard.judges["j"]["rpm"] == 150 and shard.judges["j"]["tpm"] == 22500
+    assert shard.judges["j"]["max_concurrency"] == 4
+    assert shard.limits.budget_usd == 2.5
+    assert share_limits(build_config(data), 1).judges["j"]["rpm"] == 600
