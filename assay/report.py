@@ -30,20 +30,24 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"warnings {c.get('warnings', 0):,}"
     )
     table = Table(show_lines=False)
-    for col in ("result key", "scored", "errors", "mean", "pass rate", "threshold", "tokens", "cost $"):
-        table.add_column(col, justify="left" if col == "result key" else "right")
-    for key, ks in summary.get("evaluators", {}).items():
-        tokens = ks.get("input_tokens", 0) + ks.get("output_tokens", 0)
-        table.add_row(
+    keys = summary.get("evaluators", {})
+    judged = any(ks.get("input_tokens") or ks.get("judge_calls") for ks in keys.values())
+    cols = ["result key", "scored", "errors", "mean", "pass rate", "threshold"]
+    for col in [*cols, "tokens", "cost $"] if judged else cols:
+        table.add_column(col, justify="left" if col == "result key" else "right", no_wrap=col == "result key")
+    for key, ks in keys.items():
+        row = [
             key,
             f"{ks['scored']:,}",
             f"{ks['errors']:,}",
             fmt_num(ks.get("mean")),
             fmt_num(ks.get("pass_rate")),
             fmt_num(ks.get("threshold"), 2),
-            f"{tokens:,}" if tokens else "-",
-            fmt_num(ks.get("cost_usd"), 4) if ks.get("cost_usd") else "-",
-        )
+        ]
+        if judged:
+            tokens = ks.get("input_tokens", 0) + ks.get("output_tokens", 0)
+            row += [f"{tokens:,}" if tokens else "-", fmt_num(ks.get("cost_usd"), 4) if ks.get("cost_usd") else "-"]
+        table.add_row(*row)
     console.print(table)
     totals = summary.get("totals") or {}
     if totals.get("requests"):
