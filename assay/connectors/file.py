@@ -493,14 +493,6 @@ class _Part:
         os.replace(self.tmp, self.final)
         return self.final
 
-    def abandon(self) -> None:
-        try:
-            if self.out is not self.raw:
-                self.out.close()
-            self.raw.close()
-        finally:
-            self.tmp.unlink(missing_ok=True)
-
 
 class JsonlSink(Sink):
     """Write rows as JSON lines, atomically (temp file, then rename), optionally compressed.
@@ -604,9 +596,3 @@ class JsonlSink(Sink):
             if self._part is None and self.create_empty and not self.parts and self.rows_written == 0 and fresh_output:
                 self._part = _Part(self._next_part_path(), self.compression)
             await self.finish_part()
-
-    async def abort(self) -> None:
-        """Drop the unfinished part (used when a run fails before anything durable was written)."""
-        part, self._part = self._part, None
-        if part is not None:
-            await anyio.to_thread.run_sync(part.abandon)

@@ -117,7 +117,7 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
         fast = try_plain(record)
         if fast is not None:
             return fast
-        fmt = _trajectory_format_of(record)
+        fmt = _trajectory_format(record)
         if fmt is None:
             raise NormalizationError("record is a JSON list but not a list of messages in any known format")
         return fmt.normalize(record)
@@ -181,10 +181,6 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
     if isinstance(usage, dict):
         trace.usage = usage
     return trace
-
-
-def _trajectory_format_of(record: Any) -> TraceFormat | None:
-    return _trajectory_format(record)
 
 
 def _trajectory_format(record: Any) -> TraceFormat | None:
