@@ -49,32 +49,8 @@ class SourceConfig(_Model):
         return [self.path] if isinstance(self.path, str) else list(self.path)
 
 
-class NormalizeConfig(_Model):
-    """How records map onto canonical traces (dotted paths; unset = the usual field names)."""
-
-    format: str = "auto"
-    """Trace format of the outputs (``auto`` detects per record; see ``assay normalize --help``)."""
-    reference_format: str = "auto"
-    """Trace format of the reference."""
-    id: str | None = None
-    """Path of the trace id (default: id, trace_id, run_id, uuid, session_id)."""
-    inputs: str | None = None
-    """Path of the inputs (default: inputs, input, question, query, prompt)."""
-    outputs: str | None = None
-    """Path of the agent's outputs (default: outputs, trajectory, actual; else the record itself)."""
-    reference: str | None = None
-    """Path of the reference (default: reference_outputs, reference, expected, …)."""
-    context: str | None = None
-    """Path of retrieved context (default: context, contexts, retrieved_context, documents)."""
-    scenario: str | None = None
-    """Path of scenario fields (default: scenario, else the whole record)."""
-    metadata: str | None = None
-    """Path of metadata (default: metadata)."""
-    usage: str | None = None
-    """Path of token usage (default: usage, metrics, token_usage)."""
-
-    def to_options(self) -> NormalizeOptions:
-        return NormalizeOptions(**self.model_dump())
+#: How records map onto canonical traces: the model lives with the normalizers that read it.
+NormalizeConfig = NormalizeOptions
 
 
 class EvaluatorSpec(_Model):

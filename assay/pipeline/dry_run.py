@@ -33,7 +33,7 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
         for ev in judged
     }
     records = dead = 0
-    options = config.normalize.to_options()
+    options = config.normalize
     async with FileSource(
         config.source.paths,
         batch_size=config.limits.batch_size,

@@ -185,7 +185,7 @@ async def execute(
             batch_size=config.limits.batch_size,
             buffer=config.limits.buffer,
             workers=config.limits.workers,
-            normalize=config.normalize.to_options(),
+            normalize=config.normalize,
             run_id=run_id,
         )
         pipeline = Pipeline(

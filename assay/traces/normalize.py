@@ -10,8 +10,9 @@ export, a LangSmith run tree, …).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from assay.exceptions import NormalizationError
 from assay.traces.base import TraceFormat, get_path
@@ -37,20 +38,33 @@ CONTEXT_KEYS = ("context", "contexts", "retrieved_context", "retrieval_context",
 USAGE_KEYS = ("usage", "metrics", "token_usage")
 
 
-@dataclass(frozen=True, slots=True)
-class NormalizeOptions:
-    """Where a record keeps each part (dotted paths; None = try the usual names) and its format."""
+class NormalizeOptions(BaseModel):
+    """Where a record keeps each part (dotted paths; None = try the usual names) and its format.
+
+    The run file's ``normalize:`` section (frozen, unknown keys rejected)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     format: str = "auto"
+    """Trace format of the outputs (``auto`` detects per record; see ``assay normalize --help``)."""
     reference_format: str = "auto"
+    """Trace format of the reference."""
     id: str | None = None
+    """Path of the trace id (default: id, trace_id, run_id, uuid, session_id)."""
     inputs: str | None = None
+    """Path of the inputs (default: inputs, input, question, query, prompt)."""
     outputs: str | None = None
+    """Path of the agent's outputs (default: outputs, trajectory, actual; else the record itself)."""
     reference: str | None = None
+    """Path of the reference (default: reference_outputs, reference, expected, …)."""
     context: str | None = None
+    """Path of retrieved context (default: context, contexts, retrieved_context, documents)."""
     scenario: str | None = None
+    """Path of scenario fields (default: scenario, else the whole record)."""
     metadata: str | None = None
+    """Path of metadata (default: metadata)."""
     usage: str | None = None
+    """Path of token usage (default: usage, metrics, token_usage)."""
 
 
 DEFAULT_OPTIONS = NormalizeOptions()
