@@ -103,7 +103,45 @@ class _Readable(Protocol):
 
 
 def line_chunks(f: _Readable) -> Iterator[list[bytes]]:
-    """The lines of a binary stream (without the newline), a chunk's worth (~1 MiB) at a time."""
+    """The lines of a binary stream (without the newline), a chunk's worth (~1 MiB) at a time.
+
+    Streams with ``readinto`` (files, gzip, zstd, stdin) are read into one reused buffer and each
+    line is copied out once: about three times faster than ``read()`` + ``split()``, which copy
+    every chunk twice and allocate a fresh MiB per read."""
+    readinto = getattr(f, "readinto", None)
+    if readinto is None:
+        yield from _split_chunks(f)
+        return
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    find = buf.find
+    have = 0  # bytes of an unfinished line at the start of buf
+    while True:
+        if have == len(buf):  # a line longer than the buffer: grow it
+            view.release()
+            buf.extend(bytes(len(buf)))
+            view = memoryview(buf)
+        n = readinto(view[have:])
+        if not n:
+            break
+        end = have + n
+        lines: list[bytes] = []
+        append = lines.append
+        pos = 0
+        while (i := find(b"\n", pos, end)) >= 0:
+            append(bytes(view[pos:i]))
+            pos = i + 1
+        have = end - pos
+        if have:
+            buf[:have] = bytes(view[pos:end])
+        if lines:
+            yield lines
+    if have:
+        yield [bytes(view[:have])]
+    view.release()
+
+
+def _split_chunks(f: _Readable) -> Iterator[list[bytes]]:
     rest = b""
     while True:
         data = f.read(CHUNK)
@@ -270,6 +308,13 @@ class _Limited:
         data = self.f.read(min(n, self.left))
         self.left -= len(data)
         return data
+
+    def readinto(self, b: memoryview) -> int:
+        if self.left <= 0:
+            return 0
+        n: int = self.f.readinto(b[: self.left] if len(b) > self.left else b)  # type: ignore[attr-defined]
+        self.left -= n
+        return n
 
 
 class FileSource(Source):

@@ -63,6 +63,10 @@ class BaseEvaluator(ABC, Generic[P]):
     description: ClassVar[str] = ""
     Params: ClassVar[type[EvaluatorParams]] = EvaluatorParams
     is_async: ClassVar[bool] = False
+    #: Whether scoring reads ``trace.scenario`` (the record's scenario fields: by default the whole
+    #: record). When no evaluator of a run does, the pipeline may decode only the fields a trace is
+    #: built from (``assay.traces.openai_decode``). True unless a class says otherwise.
+    reads_scenario: ClassVar[bool] = True
     #: Example params shown by ``assay evaluators show``.
     example: ClassVar[dict[str, Any]] = {}
 

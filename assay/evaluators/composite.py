@@ -85,6 +85,7 @@ class Composite(Evaluator[CompositeParams]):
         self.children = children
         # An instance flag: a composite is async exactly when one of its children is.
         self.is_async = any(c.is_async for c in children)  # type: ignore[misc]
+        self.reads_scenario = any(c.reads_scenario for c in children)  # type: ignore[misc]
 
     async def aclose(self) -> None:
         for c in self.children:

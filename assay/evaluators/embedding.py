@@ -119,6 +119,7 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
     """Semantic similarity of output and reference embeddings (batched, off the event loop)."""
 
     name: ClassVar[str] = "embedding_similarity"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = (
         "Cosine (or dot-product) similarity of output and reference embeddings (sentence-transformers)."
     )

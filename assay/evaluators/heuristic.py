@@ -128,6 +128,7 @@ class ExactMatch(Evaluator[ExactMatchParams]):
     """The output equals the reference: text after normalisation, JSON values by deep equality."""
 
     name: ClassVar[str] = "exact_match"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = (
         "The output equals the reference (text after strip/case options; JSON values deeply, key order ignored)."
     )
@@ -198,6 +199,7 @@ class Contains(Evaluator[ContainsParams]):
     """The output text contains a substring (or any/all of several); the needle defaults to the reference."""
 
     name: ClassVar[str] = "contains"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = "The output contains a substring, or any/all of a list (default: the reference text)."
     Params = ContainsParams
     example: ClassVar[dict[str, Any]] = {"substring": ["refund", "order"], "mode": "all"}
@@ -269,6 +271,7 @@ class RegexMatch(Evaluator[RegexMatchParams]):
     """The output text matches a regular expression (compiled once; every match runs under a timeout)."""
 
     name: ClassVar[str] = "regex_match"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = "The output matches a regular expression (search | match | fullmatch), with a timeout."
     Params = RegexMatchParams
     example: ClassVar[dict[str, Any]] = {"pattern": r"order #\d+", "flags": ["IGNORECASE"]}
@@ -321,6 +324,7 @@ class EditDistance(Evaluator[EditDistanceParams]):
     """Normalised Levenshtein similarity: 1 - distance / max(len); non-strings compared as JSON text."""
 
     name: ClassVar[str] = "edit_distance"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = "Levenshtein similarity 1 - distance/max(len) between output and reference."
     Params = EditDistanceParams
     example: ClassVar[dict[str, Any]] = {"case_sensitive": False}
@@ -368,6 +372,7 @@ class JsonValid(Evaluator[JsonValidParams]):
     """The output is valid JSON (strict RFC 8259: no NaN/Infinity); a JSON value output is valid."""
 
     name: ClassVar[str] = "json_valid"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = "The output is valid JSON (strict: NaN/Infinity rejected)."
     Params = JsonValidParams
     example: ClassVar[dict[str, Any]] = {"strip_code_fence": True}
@@ -401,6 +406,7 @@ class JsonSchemaMatch(Evaluator[JsonSchemaMatchParams]):
     """The output parses as JSON and validates against a JSON Schema."""
 
     name: ClassVar[str] = "json_schema_match"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = "The output is JSON that validates against a JSON Schema."
     Params = JsonSchemaMatchParams
     example: ClassVar[dict[str, Any]] = {

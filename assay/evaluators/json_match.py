@@ -78,6 +78,7 @@ class JsonMatch(MultiEvaluator[JsonMatchParams]):
     """Per-key exact match of structured output (objects or lists of objects), openevals-style."""
 
     name: ClassVar[str] = "json_match"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = (
         "Per-key match of a JSON object (or list of objects) with the reference, with aggregators."
     )

@@ -26,6 +26,7 @@ class ToolUse(Evaluator[ToolUseParams]):
     """Pass when any agent call has the expected name (and, if given, the expected args)."""
 
     name: ClassVar[str] = "tool_use"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = "Did the agent call a given tool (optionally with expected arguments)?"
     Params = ToolUseParams
     example: ClassVar[dict[str, Any]] = {"expected_tool": "submit", "expected_args": {"id": 1}}
@@ -61,6 +62,7 @@ class ToolCallAccuracy(Evaluator[ToolCallAccuracyParams]):
     """Fraction of reference tool calls the agent reproduced (partial credit; extras not penalised)."""
 
     name: ClassVar[str] = "tool_call_accuracy"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = "Fraction of the reference tool calls the agent reproduced (partial credit)."
     Params = ToolCallAccuracyParams
     example: ClassVar[dict[str, Any]] = {"args_match_mode": "exact"}

@@ -166,6 +166,7 @@ class TrajectoryMatch(Evaluator[TrajectoryMatchParams]):
     """Deterministic trajectory match in five modes with configurable argument matching."""
 
     name: ClassVar[str] = "trajectory_match"
+    reads_scenario: ClassVar[bool] = False
     description: ClassVar[str] = (
         "Compare the agent's tool calls with a reference trajectory "
         "(strict | unordered | subset | superset | subsequence)."

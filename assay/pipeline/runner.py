@@ -26,7 +26,7 @@ from assay.connectors.base import Sink, Source
 from assay.pipeline.summary import RunStats
 from assay.records import Envelope, Failure, Position, Result
 from assay.stages.evaluate import EvaluateStage, PartialBatch
-from assay.stages.normalize import parse_envelope, tool_argument_warnings
+from assay.stages.normalize import RecordParser, tool_argument_warnings
 from assay.traces.model import Trace
 from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions
 
@@ -96,6 +96,7 @@ class Pipeline:
         self.on_progress = on_progress
         self.on_durable = on_durable
         self.status = "ok"
+        self.parse = RecordParser(self.options.normalize, projected=not evaluate.reads_scenario)
 
     def stop(self, status: str) -> None:
         """Stop reading; in-flight batches drain. ``status``: budget | interrupted."""
@@ -158,7 +159,7 @@ class Pipeline:
         """Deterministic evaluators only: parse, normalize, score and encode one record at a time,
         so only one parsed record is alive at once (a small working set is much faster than
         holding a whole batch of parsed records)."""
-        options = self.options.normalize
+        parse = self.parse
         score_one = self.evaluate.score_one
         rows: list[bytes] = []
         kept: list[dict[str, Result]] = []
@@ -166,7 +167,7 @@ class Pipeline:
         positions: list[Position] = []
         warnings = 0
         for env in batch:
-            t = parse_envelope(env, options)
+            t = parse(env)
             if type(t) is Trace:
                 res = score_one(t)
                 row, warned = self._row(t, env, res, failures)
@@ -181,12 +182,12 @@ class Pipeline:
     async def _process(self, batch: list[Envelope]) -> Processed:
         if self.evaluate.streaming:
             return self._process_streaming(batch)
-        options = self.options.normalize
+        parse = self.parse
         traces: list[Trace] = []
         envs: list[Envelope] = []
         failures: list[Failure] = []
         for env in batch:
-            t = parse_envelope(env, options)
+            t = parse(env)
             if type(t) is Trace:
                 traces.append(t)
                 envs.append(env)

@@ -32,6 +32,11 @@ class EvaluateStage:
         return bool(self.async_)
 
     @property
+    def reads_scenario(self) -> bool:
+        """Whether any evaluator reads ``trace.scenario`` (see ``BaseEvaluator.reads_scenario``)."""
+        return any(e.reads_scenario for e in self.evaluators)
+
+    @property
     def streaming(self) -> bool:
         """Only inline evaluators: each trace can be scored (and dropped) as soon as it is read."""
         return not self.async_ and not self.batched

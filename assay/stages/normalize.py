@@ -7,7 +7,8 @@ import orjson
 from assay.exceptions import NormalizationError
 from assay.records import Envelope, Failure
 from assay.traces.model import Trace
-from assay.traces.normalize import NormalizeOptions, normalize_record
+from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions, normalize_record
+from assay.traces.openai_decode import decode_openai_record
 
 _loads = orjson.loads
 
@@ -39,6 +40,37 @@ def parse_envelope(env: Envelope, options: NormalizeOptions) -> Trace | Failure:
     if trace.id is None:
         trace.id = str(env.position)
     return trace
+
+
+class RecordParser:
+    """``parse_envelope`` for one pipeline, with the typed fast path for OpenAI records.
+
+    ``projected``: no evaluator of the run reads scenario fields, so a record may be decoded into
+    only the fields a trace is built from (``assay.traces.openai_decode``; default normalize options
+    only). Records that path does not take go the general way; if most records of the input are
+    such, the fast path turns itself off (it would only cost a failed decode per record).
+    """
+
+    MIN_TRIES = 64
+
+    def __init__(self, options: NormalizeOptions = DEFAULT_OPTIONS, *, projected: bool = False) -> None:
+        self.options = options
+        self.fast = projected and options == DEFAULT_OPTIONS
+        self.hits = 0
+        self.misses = 0
+
+    def __call__(self, env: Envelope) -> Trace | Failure:
+        if self.fast:
+            trace = decode_openai_record(env.payload)
+            if trace is not None:
+                self.hits += 1
+                if trace.id is None:
+                    trace.id = str(env.position)
+                return trace
+            self.misses += 1
+            if self.misses >= self.MIN_TRIES and self.misses > self.hits:
+                self.fast = False
+        return parse_envelope(env, self.options)
 
 
 def tool_argument_warnings(trace: Trace) -> list[str] | None:

@@ -149,3 +149,32 @@ def test_sink_file_append_keeps_earlier_rows(tmp_path: Path) -> None:
 
     anyio.run(go)
     assert target.read_text() == '{"old":1}\n{"new":1}\n'
+
+
+def test_lines_longer_than_the_read_buffer_and_readers_without_readinto(tmp_path: Path) -> None:
+    from assay.connectors.file import CHUNK, iter_lines
+
+    big = b'{"a": "' + b"x" * (3 * CHUNK) + b'"}'
+    body = b'{"a": 1}\n' + big + b"\r\n\n" + b'{"a": 2}\n' * 3 + big
+    (tmp_path / "x.jsonl").write_bytes(body)
+    (tmp_path / "y.jsonl.gz").write_bytes(gzip.compress(body))
+    (tmp_path / "z.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(body))
+    expected = [(1, b'{"a": 1}'), (2, big), (4, b'{"a": 2}'), (5, b'{"a": 2}'), (6, b'{"a": 2}'), (7, big)]
+    for name in ("x.jsonl", "y.jsonl.gz", "z.jsonl.zst"):
+        recs, _ = anyio.run(_read, [str(tmp_path / name)])
+        assert [(line, payload) for _, line, payload in recs] == expected
+    for n in (2, 3):  # byte-range shards read with a length-limited reader
+        got = []
+        for i in range(n):
+            recs, _ = anyio.run(lambda i=i, n=n: _read([str(tmp_path / "x.jsonl")], shard=(i, n)))
+            got.extend((line, payload) for _, line, payload in recs)
+        assert sorted(got) == expected
+
+    class ReadOnly:  # a stream with read() only takes the split path
+        def __init__(self, data: bytes) -> None:
+            self.f = io.BytesIO(data)
+
+        def read(self, n: int) -> bytes:
+            return self.f.read(n)
+
+    assert list(iter_lines(ReadOnly(body))) == list(iter_lines(io.BytesIO(body))) == body.split(b"\n")

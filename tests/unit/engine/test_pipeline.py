@@ -167,3 +167,16 @@ def test_budget_stop_abandons_unscored_traces() -> None:
     assert len(sink.rows) == 7
     assert pipe.stats.counts["abandoned"] >= 3
     assert all(json.loads(r)["results"]["slow"]["score"] == 1.0 for r in sink.rows)
+
+
+def test_scenario_evaluators_see_the_whole_record_and_others_take_the_fast_path() -> None:
+    from assay.evaluators.scenario import Escalation
+
+    record = dict(GOOD)
+    record["should_escalate"] = True  # a top-level field: the scenario is the record itself
+    pipe, sink, _ = run([record], [TrajectoryMatch(mode="strict"), Escalation()])
+    assert pipe.parse.fast is False
+    assert sink.records()[0]["results"]["escalation"]["score"] == 0.0  # it read should_escalate
+    pipe, sink, _ = run([record])
+    assert pipe.parse.fast is True and pipe.parse.hits == 1
+    assert sink.records()[0]["results"]["trajectory_strict_match"]["score"] == 1.0
