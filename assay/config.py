@@ -28,7 +28,7 @@ from assay.traces.normalize import NormalizeOptions
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SourceConfig(_Model):

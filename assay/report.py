@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,8 +73,32 @@ def print_evaluator_list(items: list[dict[str, str]]) -> None:
     console.print(table)
 
 
+def attribute_docs(model: type) -> dict[str, str]:
+    """The docstrings written under class attributes (``x: int = 1`` then ``\"\"\"doc\"\"\"``), through
+    the class's bases; read from the source only when asked (``assay evaluators show``), so that
+    defining the params models costs nothing at start-up."""
+    docs: dict[str, str] = {}
+    for klass in reversed(model.__mro__):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for stmt, nxt in itertools.pairwise(body):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                docs[stmt.target.id] = inspect.cleandoc(nxt.value.value)
+    return docs
+
+
 def describe_params(cls: type[BaseEvaluator[Any]]) -> list[dict[str, Any]]:
     rows = []
+    docs = attribute_docs(cls.Params)
     for name, f in cls.Params.model_fields.items():
         ann = f.annotation
         type_name = getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
@@ -80,7 +108,7 @@ def describe_params(cls: type[BaseEvaluator[Any]]) -> list[dict[str, Any]]:
                 "type": type_name,
                 "required": f.is_required(),
                 "default": None if f.is_required() else f.get_default(call_default_factory=True),
-                "description": f.description or "",
+                "description": f.description or docs.get(name, ""),
             }
         )
     return rows

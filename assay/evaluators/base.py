@@ -34,7 +34,7 @@ from assay.traces.normalize import trace_from_args
 class EvaluatorParams(BaseModel):
     """Parameters every evaluator accepts."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     key: str | None = None
     """Result key (defaults to the evaluator's own key)."""

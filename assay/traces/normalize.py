@@ -43,7 +43,7 @@ class NormalizeOptions(BaseModel):
 
     The run file's ``normalize:`` section (frozen, unknown keys rejected)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     format: str = "auto"
     """Trace format of the outputs (``auto`` detects per record; see ``assay normalize --help``)."""

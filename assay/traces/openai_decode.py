@@ -16,7 +16,7 @@ None and the caller takes the general path, which decides, and names what is wro
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import orjson
@@ -25,30 +25,34 @@ from msgspec import UNSET, UnsetType
 from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
 from assay.traces.openai import _ARGS_MEMO, _MEMO_CAP, _NOT_OPENAI_BLOCKS, args_defects, parse_args, reset_args_memo
 
+# Wire structs: short-lived and acyclic, so not tracked by the garbage collector (gc=False).
+# Whatever these types reject (a missing tool name, a non-string message name, a key that only
+# other formats use) fails the decode, and the record takes the general path.
 
-class _Function(msgspec.Struct):
-    name: Any = None
+
+class _Function(msgspec.Struct, gc=False):
+    name: Annotated[str, msgspec.Meta(min_length=1)]
     arguments: Any = None
 
 
-class _Call(msgspec.Struct):
+class _Call(msgspec.Struct, gc=False):
     function: _Function
     id: Any = None
 
 
-class _Message(msgspec.Struct):
+class _Message(msgspec.Struct, gc=False):
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: Any = None
     tool_calls: list[_Call] | None = None
     tool_call_id: Any = None
-    name: Any = None
-    # present in other formats' messages: such a record takes the general path
-    type: Any = UNSET
-    sender: Any = UNSET
-    function_call: Any = UNSET
+    name: str | None = None
+    # keys of Responses items, LangChain/AutoGen messages and legacy function calls: must be absent
+    type: UnsetType = UNSET
+    sender: UnsetType = UNSET
+    function_call: UnsetType = UNSET
 
 
-class _Wrapped(msgspec.Struct):
+class _Wrapped(msgspec.Struct, gc=False):
     """``{"messages": [...], ...}`` as an outputs or reference value."""
 
     messages: list[_Message]
@@ -60,7 +64,7 @@ class _Wrapped(msgspec.Struct):
 _Trajectory = list[_Message] | _Wrapped | None | UnsetType
 
 
-class _Record(msgspec.Struct):
+class _Record(msgspec.Struct, gc=False):
     """The keys ``normalize_record`` reads with default options (normalize.py's key lists)."""
 
     messages: list[_Message] | UnsetType = UNSET
@@ -127,28 +131,21 @@ def _messages(wire: list[_Message]) -> list[Message] | None:
     out: list[Message] = []
     append = out.append
     for m in wire:
-        if m.type is not UNSET or m.sender is not UNSET or m.function_call is not UNSET:
-            return None
         content = m.content
-        if content is None:
-            content = ""
-        elif type(content) is list:
-            for block in content:
-                if type(block) is dict and block.get("type") in _NOT_OPENAI_BLOCKS:
-                    return None
-        name = m.name
-        if name is not None and type(name) is not str:
-            name = None
+        if type(content) is not str:
+            if content is None:
+                content = ""
+            elif type(content) is list:
+                for block in content:
+                    if type(block) is dict and block.get("type") in _NOT_OPENAI_BLOCKS:
+                        return None
         wire_calls = m.tool_calls
         if not wire_calls:
-            append(Message(m.role, content, None, m.tool_call_id, name))
+            append(Message(m.role, content, None, m.tool_call_id, m.name))
             continue
         calls: list[ToolCall] = []
         for c in wire_calls:
             fn = c.function
-            fname = fn.name
-            if type(fname) is not str or not fname:
-                return None
             raw = fn.arguments
             if type(raw) is str:
                 args = memo.get(raw)
@@ -162,11 +159,11 @@ def _messages(wire: list[_Message]) -> list[Message] | None:
                             memo.clear()
                         memo[raw] = args = parsed
                 if args is not None:
-                    calls.append(ToolCall(fname, args, c.id))
+                    calls.append(ToolCall(fn.name, args, c.id))
                     continue
             args, err = parse_args(raw)  # flags and counts the defect, as the general path does
-            calls.append(ToolCall(fname, args, c.id, err))
-        append(Message(m.role, content, calls, m.tool_call_id, name))
+            calls.append(ToolCall(fn.name, args, c.id, err))
+        append(Message(m.role, content, calls, m.tool_call_id, m.name))
     return out
 
 

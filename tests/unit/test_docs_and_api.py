@@ -57,3 +57,13 @@ def test_import_is_light_and_fast() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
     assert float(out[0]) < 0.3
     assert out[1].strip() == "[]"
+
+
+def test_evaluator_params_are_described_from_attribute_docstrings() -> None:
+    from assay.evaluators import TrajectoryMatch
+    from assay.report import describe_params
+
+    rows = {r["name"]: r for r in describe_params(TrajectoryMatch)}
+    assert rows["mode"]["description"].startswith("strict | unordered")
+    assert rows["key"]["description"].startswith("Result key")  # inherited from EvaluatorParams
+    assert rows["mode"]["default"] == "strict"
