@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 
@@ -75,15 +75,37 @@ def _parts(directory: Path, prefix: str) -> list[Path]:
 
 
 def _concat(parts: list[Path], target: Path) -> None:
+    """Concatenate the shards' parts into ``target`` atomically. The first part becomes the output
+    (a rename, no copy) when it can; the others are appended by the kernel (copy_file_range)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    with open(tmp, "wb") as out:
-        for p in parts:
-            with open(p, "rb") as f:
-                shutil.copyfileobj(f, out, CHUNK)
-        out.flush()
+    rest = parts
+    if parts:
+        try:
+            os.replace(parts[0], tmp)
+            rest = parts[1:]
+        except OSError:  # another file system: copy it too
+            pass
+    if rest is parts:
+        open(tmp, "wb").close()
+    with open(tmp, "r+b", buffering=0) as out:
+        out.seek(0, os.SEEK_END)
+        for p in rest:
+            with open(p, "rb", buffering=0) as f:
+                _append(f, out)
         os.fsync(out.fileno())
     os.replace(tmp, target)
+
+
+def _append(src: BinaryIO, dst: BinaryIO) -> None:
+    """Copy the rest of ``src`` to ``dst`` (unbuffered files): in the kernel where it can."""
+    try:
+        while os.copy_file_range(src.fileno(), dst.fileno(), CHUNK << 4):
+            pass
+        return
+    except OSError:  # not supported here: copy through user space from where it stopped
+        pass
+    shutil.copyfileobj(src, dst, CHUNK)
 
 
 def _place(parts: list[Path], target: str) -> None:
