@@ -23,7 +23,15 @@ import orjson
 from msgspec import UNSET, UnsetType
 
 from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
-from assay.traces.openai import _ARGS_MEMO, _MEMO_CAP, _NOT_OPENAI_BLOCKS, args_defects, parse_args, reset_args_memo
+from assay.traces.openai import (
+    _ARGS_MEMO,
+    _MEMO_CAP,
+    _NOT_OPENAI_BLOCKS,
+    ROLE_ALIASES,
+    args_defects,
+    parse_args,
+    reset_args_memo,
+)
 
 # Wire structs: short-lived and acyclic, so not tracked by the garbage collector (gc=False).
 # Whatever these types reject (a missing tool name, a non-string message name, a key that only
@@ -40,16 +48,28 @@ class _Call(msgspec.Struct, gc=False):
     id: Any = None
 
 
+class _FunctionCall(msgspec.Struct, gc=False):
+    """The legacy ``function_call`` of an assistant message."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    arguments: Any = None
+    id: Any = None
+    # keys that make the general path read the call differently: must be absent
+    function: UnsetType = UNSET
+    args: UnsetType = UNSET
+    input: UnsetType = UNSET
+
+
 class _Message(msgspec.Struct, gc=False):
-    role: Literal["system", "developer", "user", "assistant", "tool"]
+    role: Literal["system", "developer", "user", "assistant", "tool", "function", "human", "ai"]
     content: Any = None
     tool_calls: list[_Call] | None = None
     tool_call_id: Any = None
     name: str | None = None
-    # keys of Responses items, LangChain/AutoGen messages and legacy function calls: must be absent
+    function_call: _FunctionCall | UnsetType = UNSET
+    # keys of Responses items and LangChain/AutoGen messages: must be absent
     type: UnsetType = UNSET
     sender: UnsetType = UNSET
-    function_call: UnsetType = UNSET
 
 
 class _Wrapped(msgspec.Struct, gc=False):
@@ -124,13 +144,20 @@ def _first(*values: Any) -> Any:
 
 
 def _messages(wire: list[_Message]) -> list[Message] | None:
-    """Canonical messages, exactly as ``parse_plain_openai`` builds them; None if it would not."""
+    """Canonical messages, exactly as the general path builds them (``parse_plain_openai``, or
+    ``parse_messages`` for role aliases and legacy function calls); None if it would not."""
     if not wire:
         return None
     memo = _ARGS_MEMO
     out: list[Message] = []
     append = out.append
     for m in wire:
+        if m.role in _ALIASED or m.function_call is not UNSET:
+            msg = _legacy_message(m)
+            if msg is None:
+                return None
+            append(msg)
+            continue
         content = m.content
         if type(content) is not str:
             if content is None:
@@ -165,6 +192,34 @@ def _messages(wire: list[_Message]) -> list[Message] | None:
             calls.append(ToolCall(fn.name, args, c.id, err))
         append(Message(m.role, content, calls, m.tool_call_id, m.name))
     return out
+
+
+_ALIASED = frozenset({"function", "human", "ai"})
+
+
+def _legacy_message(m: _Message) -> Message | None:
+    """``parse_message`` of the general path: role aliases, ``function`` results, ``function_call``."""
+    role = ROLE_ALIASES[m.role]
+    content = m.content
+    if content is None:
+        content = ""
+    elif type(content) is list and any(type(b) is dict and b.get("type") in _NOT_OPENAI_BLOCKS for b in content):
+        return None
+    calls: list[ToolCall] | None = None
+    if m.tool_calls:
+        calls = []
+        for c in m.tool_calls:
+            args, err = parse_args(c.function.arguments)
+            calls.append(ToolCall(c.function.name, args, c.id, err))
+    fc = m.function_call
+    if fc is not UNSET and role == "assistant":
+        args, err = parse_args(fc.arguments)
+        call = ToolCall(fc.name, args, fc.id, err)
+        calls = [*calls, call] if calls else [call]
+    tool_call_id = m.tool_call_id
+    if m.role == "function" and tool_call_id is None and m.name is not None:
+        tool_call_id = m.name
+    return Message(role, content, calls, tool_call_id, m.name)
 
 
 def _trace(value: Any, record: _Record | None = None) -> Trace | None:

@@ -38,6 +38,13 @@ def msgs(*calls: dict[str, Any], final: Any = "done") -> list[dict[str, Any]]:
 
 
 M = msgs(call("search", '{"q": "x"}'), call("fetch", {"url": "u"}, "c2"))
+FC = {"name": "lookup", "arguments": '{"id": 7}'}
+LEGACY = [
+    {"role": "user", "content": "q"},
+    {"role": "assistant", "content": None, "function_call": FC},
+    {"role": "function", "name": "lookup", "content": "found"},
+    {"role": "assistant", "content": "done"},
+]
 
 CASES: list[Any] = [
     {"id": "a", "messages": M, "reference_outputs": M},
@@ -55,6 +62,15 @@ CASES: list[Any] = [
     {"messages": msgs(call("f", "{}", None))},
     {"messages": [{"role": "assistant", "content": [{"type": "text", "text": "hi"}], "name": 3}]},
     {"messages": [{"role": "developer", "content": "x", "name": "n"}, {"role": "assistant", "tool_calls": []}]},
+    # legacy function calls and role aliases (the general path's parse_message)
+    {"messages": LEGACY, "reference_outputs": LEGACY},
+    {"messages": [{"role": "human", "content": "q"}, {"role": "ai", "content": None, "function_call": FC}]},
+    {"messages": [{"role": "user", "content": "q", "function_call": FC}]},  # ignored off assistant messages
+    {"messages": [{"role": "assistant", "tool_calls": [call("g", "{}")], "function_call": FC}]},
+    {"messages": [{"role": "function", "name": "f", "tool_call_id": "x", "content": None}]},
+    {"messages": [{"role": "assistant", "function_call": {**FC, "arguments": "oops"}}]},
+    {"messages": [{"role": "assistant", "function_call": {**FC, "args": {"a": 1}}}]},
+    {"messages": [{"role": "assistant", "function_call": None}]},
     # shapes the fast path must leave to the general path (or decode identically)
     {"messages": [{"role": "function", "name": "f", "content": "x"}]},
     {"messages": [{"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}]},
@@ -98,8 +114,9 @@ def check(line: bytes) -> bool:
 
 def test_hand_written_cases_agree_or_are_declined() -> None:
     taken = [check(orjson.dumps(c)) for c in CASES]
-    assert sum(taken) >= 14  # the common shapes do take the fast path
+    assert sum(taken) >= 20  # the common shapes do take the fast path
     assert taken[:5] == [True] * 5
+    assert taken[15:20] == [True] * 5  # legacy function calls and aliases too
 
 
 @pytest.mark.parametrize("shape", ["flat", "nested", "mixed"])
@@ -136,6 +153,9 @@ def test_random_mutations_agree_or_are_declined() -> None:
             side = rec[rng.choice(["messages", "reference_outputs"])]
             m = rng.choice(side)
             key = rng.choice(["role", "content", "tool_calls", "name", "tool_call_id", "type", "function_call"])
+            if key == "function_call" and rng.random() < 0.5:
+                m[key] = rng.choice([FC, {**FC, "arguments": rng.choice(values)}, {"name": rng.choice(values)}])
+                continue
             calls = m.get("tool_calls")
             if key == "tool_calls" and isinstance(calls, list) and calls and rng.random() < 0.7:
                 tc = rng.choice(calls)
@@ -145,7 +165,7 @@ def test_random_mutations_agree_or_are_declined() -> None:
                 target = fn if isinstance(fn, dict) and rng.random() < 0.7 else tc
                 target[rng.choice(["name", "arguments", "id", "function"])] = rng.choice(values)
             else:
-                m[key] = rng.choice([*values, "assistant", "tool", "user"])
+                m[key] = rng.choice([*values, "assistant", "tool", "user", "function", "human", "ai"])
         taken += check(orjson.dumps(rec))
     assert 150 < taken < 1350  # both paths exercised
 
