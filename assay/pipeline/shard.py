@@ -11,6 +11,7 @@ and the budget are the run's: each of N processes gets 1/N of them.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import os
 import shutil
 import sys
@@ -132,6 +133,9 @@ def execute_sharded(
         # fork where available: the children start with assay already imported (the parent runs no
         # threads and no event loop at this point, so forking is safe); spawn elsewhere.
         ctx = get_context("fork" if sys.platform == "linux" else "spawn")
+        # everything alive now is shared with the children: frozen, their collector never walks
+        # (and so never copies) the parent's pages; thawed again when they are done
+        gc.freeze()
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             futures = [
                 pool.submit(_shard_main, _shard_config(base, scratch, i, workers), origin, i, workers, use_cache)
@@ -150,6 +154,7 @@ def execute_sharded(
         _place(rows, layout.sink_path)
         _place(dead, layout.dead_letter_path)
     finally:
+        gc.unfreeze()
         shutil.rmtree(scratch, ignore_errors=True)
     stats = merge_summaries(summaries)
     for s in summaries:  # thresholds travel with the key stats
