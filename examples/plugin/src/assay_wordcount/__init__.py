@@ -30,6 +30,8 @@ class WordCount(Evaluator[WordCountParams]):
     description: ClassVar[str] = "The final answer stays within a word budget."
     Params = WordCountParams
     example: ClassVar[dict[str, Any]] = {"max_words": 50}
+    #: This evaluator never reads trace.scenario: the pipeline may use its fast decoder.
+    reads_scenario: ClassVar[bool] = False
 
     def score(self, trace: Trace) -> Result:
         out = trace.final_output
