@@ -66,7 +66,10 @@ def _run_config(
         shard_t = _parse_shard(shard)
         n_workers = _parse_workers(workers, config, shard_t)
         if n_workers > 1:
-            result = execute_sharded(config, origin=origin, workers=n_workers, fresh=fresh, use_cache=not no_cache)
+            with Progress(enabled=not quiet) as progress:
+                result = execute_sharded(
+                    config, origin=origin, workers=n_workers, fresh=fresh, use_cache=not no_cache, progress=progress
+                )
         else:
             if shard_t is not None:
                 config = share_limits(config, shard_t[1])

@@ -5,9 +5,15 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import Self, TextIO
+from typing import Protocol, Self, TextIO
 
 from assay.pipeline.summary import RunStats
+
+
+class ProgressSink(Protocol):
+    """What the engine reports progress to (``Progress``, or a shard worker's shared counters)."""
+
+    def update(self, stats: RunStats) -> None: ...
 
 
 class Progress:

@@ -26,7 +26,7 @@ from assay.connectors.file import FileSource, JsonlSink, expand_paths, is_direct
 from assay.evaluators.base import BaseEvaluator
 from assay.exceptions import AssayError, ConfigError
 from assay.pipeline.checkpoint import Ledger
-from assay.pipeline.progress import Progress
+from assay.pipeline.progress import ProgressSink
 from assay.pipeline.runner import Pipeline, RunOptions
 from assay.pipeline.summary import RunStats
 from assay.registry import build_evaluator
@@ -140,6 +140,11 @@ async def _watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.Cance
             return
 
 
+def shard_ledger(state_dir: str, sink_path: str, shard: tuple[int, int] | None) -> Ledger:
+    """The checkpoint ledger of a run (or of shard i/N of it) writing to ``sink_path``."""
+    return Ledger.for_run(state_dir, sink_path + (f"#{shard[0]}/{shard[1]}" if shard else ""))
+
+
 async def execute(
     config: RunConfig,
     *,
@@ -147,15 +152,19 @@ async def execute(
     fresh: bool = False,
     shard: tuple[int, int] | None = None,
     use_cache: bool = True,
-    progress: Progress | None = None,
+    progress: ProgressSink | None = None,
     handle_signals: bool = False,
+    ledger_key: str | None = None,
 ) -> RunReport:
-    """Run one process's share of a run and write its summary."""
+    """Run one process's share of a run and write its summary.
+
+    ``ledger_key``: the sink path the checkpoint ledger is kept under (default: this run's sink; a
+    ``--workers`` shard writes into scratch space but checkpoints under the run's real sink)."""
     tune_gc()
     started_at = dt.datetime.now(dt.UTC)
     layout = Layout.from_config(config)
     run_id = config.run_id or RunOptions().run_id
-    ledger = Ledger.for_run(config.state_dir, layout.sink_path + (f"#{shard[0]}/{shard[1]}" if shard else ""))
+    ledger = shard_ledger(config.state_dir, ledger_key or layout.sink_path, shard)
     if fresh:
         ledger.remove()
     resuming = ledger.load()

@@ -14,11 +14,16 @@ import datetime as dt
 import gc
 import os
 import shutil
+import signal
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from multiprocessing import get_context
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from types import FrameType
 from typing import Any, BinaryIO
 
 import anyio
@@ -26,7 +31,9 @@ import anyio
 from assay.config import RunConfig
 from assay.connectors.file import CHUNK, is_directory_target
 from assay.exceptions import AssayError, ConnectorError
-from assay.pipeline.run import Layout, RunReport, build_summary, execute, finish, merge_summaries
+from assay.pipeline.progress import Progress
+from assay.pipeline.run import Layout, RunReport, build_summary, execute, finish, merge_summaries, shard_ledger
+from assay.pipeline.summary import RunStats
 
 
 def _shard_config(config: RunConfig, scratch: Path, i: int, n: int) -> RunConfig:
@@ -64,9 +71,161 @@ def share_judge(cfg: dict[str, Any], n: int) -> dict[str, Any]:
     return out
 
 
-def _shard_main(config: RunConfig, origin: str, i: int, n: int, use_cache: bool) -> dict[str, Any]:
-    report = anyio.run(lambda: execute(config, origin=origin, fresh=True, shard=(i, n), use_cache=use_cache))
-    return report.summary
+_COUNTS = ("read", "scored", "dead_letters")
+
+
+class _SharedCounts:
+    """A worker's progress, published into its slots of a shared array the parent reads."""
+
+    def __init__(self, counters: Any, i: int) -> None:
+        self.counters = counters
+        self.base = i * len(_COUNTS)
+
+    def update(self, stats: RunStats) -> None:
+        c = stats.counts
+        for k, name in enumerate(_COUNTS):
+            self.counters[self.base + k] = c[name]
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What every worker of one sharded run shares."""
+
+    origin: str
+    n: int
+    fresh: bool
+    use_cache: bool
+    ledger_key: str
+
+
+def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters: Any) -> None:
+    """A worker process: one shard's run; its summary (or its error) goes back through ``conn``.
+    SIGTERM/SIGINT stop it gracefully, like a one-process run (ignored until that handler is in
+    place; the parent repeats them); its checkpoint ledger is kept under the run's real sink, so
+    the same command resumes every shard."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    try:
+        report = anyio.run(
+            lambda: execute(
+                config,
+                origin=job.origin,
+                fresh=job.fresh,
+                shard=(i, job.n),
+                use_cache=job.use_cache,
+                progress=_SharedCounts(counters, i),
+                handle_signals=True,
+                ledger_key=job.ledger_key,
+            )
+        )
+        conn.send(("ok", report.summary))
+    except BaseException as exc:  # everything is reported to the parent
+        err = exc if isinstance(exc, AssayError) else ConnectorError(f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(("error", err))
+        except Exception:
+            conn.send(("error", ConnectorError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
+
+
+class _Signals:
+    """SIGTERM/SIGINT to the parent of a sharded run, from its start to the end of the merge: the
+    workers are told to stop gracefully (each drains, writes what it scored and reports
+    ``interrupted``), again every half second until they are gone (a worker still starting up
+    ignores signals until its own handler is in place), instead of being left orphaned."""
+
+    RESEND_S = 0.5
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+        self.received: list[int] = []
+        self._sent = 0.0
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)
+        self.forward()
+
+    def forward(self) -> None:
+        self._sent = time.monotonic()
+        for pid in self.pids:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    def resend_due(self) -> bool:
+        return bool(self.received) and time.monotonic() - self._sent >= self.RESEND_S
+
+    @contextmanager
+    def installed(self) -> Iterator[_Signals]:
+        old = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield self
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+
+
+def _run_workers(
+    configs: list[RunConfig], job: _Job, progress: Progress | None, signals: _Signals
+) -> list[dict[str, Any]]:
+    """Start one process per shard config, show their summed progress, collect their summaries."""
+    n = len(configs)
+    # fork where available: the children start with assay already imported (the parent runs no
+    # threads and no event loop at this point, so forking is safe); spawn elsewhere.
+    ctx: Any = get_context("fork" if sys.platform == "linux" else "spawn")
+    counters = ctx.Array("q", n * len(_COUNTS), lock=False)
+    procs = []
+    pending: dict[Connection, int] = {}
+    # everything alive now is shared with the children: frozen, their collector never walks (and so
+    # never copies) the parent's pages; thawed again when they are done
+    gc.freeze()
+    try:
+        for i, cfg in enumerate(configs):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_shard_main, args=(send, cfg, i, job, counters), name=f"assay-shard-{i}")
+            proc.start()
+            send.close()
+            procs.append(proc)
+            signals.pids.append(proc.pid)
+            pending[recv] = i
+        results: list[tuple[str, Any]] = [("error", None)] * n
+        stats = RunStats()
+        while pending:
+            ready = wait(list(pending), timeout=0.1)
+            for conn in [c for c in pending if c in ready]:
+                i = pending.pop(conn)
+                try:
+                    results[i] = conn.recv()
+                except EOFError:
+                    procs[i].join()
+                    results[i] = ("error", ConnectorError(f"worker {i} exited with code {procs[i].exitcode}"))
+                if results[i][0] != "ok":  # one shard failed: stop the others
+                    for p in procs:
+                        if p.is_alive() and p.pid is not None:
+                            os.kill(p.pid, signal.SIGTERM)
+            if signals.resend_due():
+                signals.forward()
+            if progress is not None:
+                for name, total in zip(_COUNTS, _sum_counts(counters, n), strict=True):
+                    stats.counts[name] = total
+                progress.update(stats)
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        signals.pids.clear()
+        gc.unfreeze()
+    for kind, value in results:
+        if kind != "ok":
+            raise value if isinstance(value, AssayError) else ConnectorError(f"a worker process failed: {value}")
+    return [value for _, value in results]
+
+
+def _sum_counts(counters: Any, n: int) -> list[int]:
+    k = len(_COUNTS)
+    return [sum(counters[i * k + j] for i in range(n)) for j in range(k)]
 
 
 def _parts(directory: Path, prefix: str) -> list[Path]:
@@ -75,19 +234,22 @@ def _parts(directory: Path, prefix: str) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.name.startswith(prefix + "-") and p.is_file())
 
 
-def _concat(parts: list[Path], target: Path) -> None:
+def _concat(parts: list[Path], target: Path, *, append: bool = False) -> None:
     """Concatenate the shards' parts into ``target`` atomically. The first part becomes the output
-    (a rename, no copy) when it can; the others are appended by the kernel (copy_file_range)."""
+    (a rename, no copy) when it can; the others are appended by the kernel (copy_file_range).
+    ``append``: a resumed run adds to what ``target`` already holds."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
     rest = parts
-    if parts:
+    if append and target.exists():
+        shutil.copyfile(target, tmp)  # the earlier rows stay in place until the new file is whole
+    elif parts:
         try:
             os.replace(parts[0], tmp)
             rest = parts[1:]
         except OSError:  # another file system: copy it too
             pass
-    if rest is parts:
+    if rest is parts and not (append and target.exists()):
         open(tmp, "wb").close()
     with open(tmp, "r+b", buffering=0) as out:
         out.seek(0, os.SEEK_END)
@@ -109,17 +271,37 @@ def _append(src: BinaryIO, dst: BinaryIO) -> None:
     shutil.copyfileobj(src, dst, CHUNK)
 
 
-def _place(parts: list[Path], target: str) -> None:
+def _place(parts: list[Path], target: str, *, append: bool = False) -> None:
     if is_directory_target(target):
-        Path(target).mkdir(parents=True, exist_ok=True)
+        directory = Path(target)
+        directory.mkdir(parents=True, exist_ok=True)
         for p in parts:
-            os.replace(p, Path(target) / p.name)
+            dest = directory / p.name
+            if append:  # a resumed run: the next free sequence number of that shard's parts
+                stem, seq, ext = _split_part_name(p.name)
+                while dest.exists():
+                    seq += 1
+                    dest = directory / f"{stem}-{seq:05d}{ext}"
+            os.replace(p, dest)
     else:
-        _concat(parts, Path(target))
+        _concat(parts, Path(target), append=append)
+
+
+def _split_part_name(name: str) -> tuple[str, int, str]:
+    """``part-00001-00003.jsonl.gz`` → (``part-00001``, 3, ``.jsonl.gz``)."""
+    base, _, rest = name.rpartition("-")
+    digits, dot, ext = rest.partition(".")
+    return base, int(digits), dot + ext
 
 
 def execute_sharded(
-    config: RunConfig, *, origin: str, workers: int, fresh: bool = True, use_cache: bool = True
+    config: RunConfig,
+    *,
+    origin: str,
+    workers: int,
+    fresh: bool = True,
+    use_cache: bool = True,
+    progress: Progress | None = None,
 ) -> RunReport:
     """Run ``workers`` processes on disjoint shards and merge their outputs and summaries."""
     started_at = dt.datetime.now(dt.UTC)
@@ -129,33 +311,21 @@ def execute_sharded(
     scratch.mkdir(parents=True, exist_ok=True)
     run_id = config.run_id or os.urandom(6).hex()
     base = config.model_copy(update={"run_id": run_id})
-    try:
-        # fork where available: the children start with assay already imported (the parent runs no
-        # threads and no event loop at this point, so forking is safe); spawn elsewhere.
-        ctx = get_context("fork" if sys.platform == "linux" else "spawn")
-        # everything alive now is shared with the children: frozen, their collector never walks
-        # (and so never copies) the parent's pages; thawed again when they are done
-        gc.freeze()
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = [
-                pool.submit(_shard_main, _shard_config(base, scratch, i, workers), origin, i, workers, use_cache)
-                for i in range(workers)
-            ]
-            summaries = []
-            for f in futures:
-                try:
-                    summaries.append(f.result())
-                except AssayError:
-                    raise
-                except Exception as exc:
-                    raise ConnectorError(f"a worker process failed: {type(exc).__name__}: {exc}") from exc
-        rows = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}", "part")]
-        dead = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}" / "_dead_letter", "dead")]
-        _place(rows, layout.sink_path)
-        _place(dead, layout.dead_letter_path)
-    finally:
-        gc.unfreeze()
-        shutil.rmtree(scratch, ignore_errors=True)
+    resuming = not fresh and any(
+        shard_ledger(config.state_dir, layout.sink_path, (i, workers)).path.exists() for i in range(workers)
+    )
+    job = _Job(origin, workers, fresh, use_cache, layout.sink_path)
+    signals = _Signals()
+    with signals.installed():  # until the merge is done: a signal then cannot cut it short
+        try:
+            configs = [_shard_config(base, scratch, i, workers) for i in range(workers)]
+            summaries = _run_workers(configs, job, progress, signals)
+            rows = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}", "part")]
+            dead = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}" / "_dead_letter", "dead")]
+            _place(rows, layout.sink_path, append=resuming)
+            _place(dead, layout.dead_letter_path, append=resuming)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     stats = merge_summaries(summaries)
     for s in summaries:  # thresholds travel with the key stats
         for key, ks in s.get("evaluators", {}).items():

@@ -63,3 +63,38 @@ def test_concat_of_nothing_is_an_empty_file(tmp_path: Path) -> None:
     target = tmp_path / "empty.jsonl"
     shard._concat([], target)
     assert target.read_bytes() == b""
+
+
+def test_sharded_run_reports_the_workers_summed_progress(tmp_path: Path) -> None:
+    import io
+    import json
+
+    from assay.config import RunConfig
+    from assay.pipeline.progress import Progress
+    from tests.conftest import agent_messages
+
+    msgs = agent_messages(("search", {"q": 1}))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": f"t{i}", "messages": msgs, "reference_outputs": msgs}) + "\n" for i in range(3000))
+    )
+    config = RunConfig.model_validate(
+        {
+            "source": {"path": str(corpus)},
+            "evaluators": ["trajectory_match"],
+            "sink": {"path": str(tmp_path / "out.jsonl")},
+            "state_dir": str(tmp_path / "state"),
+            "limits": {"batch_size": 50},
+        }
+    )
+    stream = io.StringIO()
+    progress = Progress(stream=stream, interval_s=0.0)
+    report = shard.execute_sharded(config, origin="test", workers=2, progress=progress)
+    assert report.exit_code == 0 and report.summary["counts"]["scored"] == 3000
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 3000
+    reads = [
+        int(line.split()[2].replace(",", ""))
+        for line in stream.getvalue().splitlines()
+        if line.startswith("assay: read")
+    ]
+    assert reads and reads == sorted(reads) and max(reads) <= 3000
