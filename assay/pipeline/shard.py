@@ -1,11 +1,16 @@
 """``--workers N``: N processes score disjoint shards of the input, then their outputs are merged.
 
-Each process runs the ordinary single-process pipeline on shard i/N (records whose running index is
-i modulo N), writing part files into a scratch directory under the state dir. The parent then moves
-the parts into a directory sink (part names carry the shard number, so they never collide), or
-concatenates them into a file sink (gzip members and zstd frames concatenate into valid streams),
-merges the shard summaries and writes one ``_SUMMARY.json``. Judge limits (rpm, tpm, concurrency)
-and the budget are the run's: each of N processes gets 1/N of them.
+Each process runs the ordinary single-process pipeline on shard i/N (a byte range of a plain JSONL
+file, else the records whose running index is i modulo N), writing part files into a scratch
+directory under the state dir and publishing its counts into shared memory (the parent shows their
+sum as progress). The parent then moves the parts into a directory sink (part names carry the shard
+number, so they never collide), or concatenates them into a file sink (gzip members and zstd frames
+concatenate into valid streams), merges the shard summaries and writes one ``_SUMMARY.json``.
+Judge limits (rpm, tpm, concurrency) and the budget are the run's: each of N processes gets 1/N.
+
+SIGTERM/SIGINT to the parent stop every worker gracefully; each checkpoints under the run's real
+sink (``<sink>#i/N``), so the same command with the same N resumes every shard and the merge then
+appends to the earlier output.
 """
 
 from __future__ import annotations
