@@ -155,11 +155,14 @@ async def execute(
     progress: ProgressSink | None = None,
     handle_signals: bool = False,
     ledger_key: str | None = None,
+    keep_ledger: bool = False,
 ) -> RunReport:
     """Run one process's share of a run and write its summary.
 
     ``ledger_key``: the sink path the checkpoint ledger is kept under (default: this run's sink; a
-    ``--workers`` shard writes into scratch space but checkpoints under the run's real sink)."""
+    ``--workers`` shard writes into scratch space but checkpoints under the run's real sink).
+    ``keep_ledger``: keep it even when the run completes (a shard's rows are not final until the
+    parent has merged them; the parent removes the ledgers then)."""
     tune_gc()
     started_at = dt.datetime.now(dt.UTC)
     layout = Layout.from_config(config)
@@ -219,7 +222,7 @@ async def execute(
                     await ev.aclose()
         judge_stats = pool.stats() if pool is not None else {}
     status = pipeline.status
-    if status == "ok":
+    if status == "ok" and not keep_ledger:
         ledger.remove()
     else:
         ledger.extra["stats"] = stats.to_dict()

@@ -8,15 +8,19 @@ number, so they never collide), or concatenates them into a file sink (gzip memb
 concatenate into valid streams), merges the shard summaries and writes one ``_SUMMARY.json``.
 Judge limits (rpm, tpm, concurrency) and the budget are the run's: each of N processes gets 1/N.
 
-SIGTERM/SIGINT to the parent stop every worker gracefully; each checkpoints under the run's real
-sink (``<sink>#i/N``), so the same command with the same N resumes every shard and the merge then
-appends to the earlier output.
+SIGTERM/SIGINT to the parent stop every worker gracefully, and so does the parent's death (Linux);
+each checkpoints under the run's real sink (``<sink>#i/N``) and keeps its checkpoint until the
+parent has merged its rows, so the same command with the same N resumes every shard: it merges any
+rows a crashed parent left in scratch (``<state_dir>/shards/<sink key>-<N>/``) with the new ones and
+appends to the output only if an earlier run of the lineage merged into it. At least once: a crash
+between the output's rename and the scratch removal can repeat rows, never lose them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import gc
+import hashlib
 import os
 import shutil
 import signal
@@ -101,15 +105,17 @@ class _Job:
     fresh: bool
     use_cache: bool
     ledger_key: str
+    parent: int
 
 
 def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters: Any) -> None:
     """A worker process: one shard's run; its summary (or its error) goes back through ``conn``.
     SIGTERM/SIGINT stop it gracefully, like a one-process run (ignored until that handler is in
-    place; the parent repeats them); its checkpoint ledger is kept under the run's real sink, so
-    the same command resumes every shard."""
+    place; the parent repeats them), and so does the parent's death; its checkpoint ledger is kept
+    under the run's real sink, so the same command resumes every shard."""
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)
+    _stop_with_parent(job.parent)
     try:
         report = anyio.run(
             lambda: execute(
@@ -121,17 +127,33 @@ def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters
                 progress=_SharedCounts(counters, i),
                 handle_signals=True,
                 ledger_key=job.ledger_key,
+                keep_ledger=True,
             )
         )
-        conn.send(("ok", report.summary))
+        message: tuple[str, Any] = ("ok", report.summary)
     except BaseException as exc:  # everything is reported to the parent
         err = exc if isinstance(exc, AssayError) else ConnectorError(f"{type(exc).__name__}: {exc}")
+        message = ("error", err)
+    with suppress(OSError):  # the parent may be gone: the ledger and the scratch rows remain
         try:
-            conn.send(("error", err))
-        except Exception:
-            conn.send(("error", ConnectorError(f"{type(exc).__name__}: {exc}")))
-    finally:
-        conn.close()
+            conn.send(message)
+        except Exception:  # an error that does not pickle
+            conn.send(("error", ConnectorError(str(message[1]))))
+    conn.close()
+
+
+def _stop_with_parent(parent: int) -> None:
+    """Linux: SIGTERM this worker when the parent dies (even by SIGKILL), so no worker is orphaned."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class _Signals:
@@ -240,25 +262,18 @@ def _parts(directory: Path, prefix: str) -> list[Path]:
 
 
 def _concat(parts: list[Path], target: Path, *, append: bool = False) -> None:
-    """Concatenate the shards' parts into ``target`` atomically. The first part becomes the output
-    (a rename, no copy) when it can; the others are appended by the kernel (copy_file_range).
-    ``append``: a resumed run adds to what ``target`` already holds."""
+    """Concatenate the shards' parts into ``target`` atomically (a temp file, then a rename), the
+    copying done by the kernel (copy_file_range). ``append``: a resumed run adds to what ``target``
+    already holds. The parts are left in place: until the output is whole they are the only copy."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    rest = parts
     if append and target.exists():
-        shutil.copyfile(target, tmp)  # the earlier rows stay in place until the new file is whole
-    elif parts:
-        try:
-            os.replace(parts[0], tmp)
-            rest = parts[1:]
-        except OSError:  # another file system: copy it too
-            pass
-    if rest is parts and not (append and target.exists()):
+        shutil.copyfile(target, tmp)
+    else:
         open(tmp, "wb").close()
     with open(tmp, "r+b", buffering=0) as out:
         out.seek(0, os.SEEK_END)
-        for p in rest:
+        for p in parts:
             with open(p, "rb", buffering=0) as f:
                 _append(f, out)
         os.fsync(out.fileno())
@@ -312,25 +327,39 @@ def execute_sharded(
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
     layout = Layout.from_config(config)
-    scratch = Path(config.state_dir) / "shards" / f"{os.getpid()}-{int(time.time())}"
-    scratch.mkdir(parents=True, exist_ok=True)
     run_id = config.run_id or os.urandom(6).hex()
     base = config.model_copy(update={"run_id": run_id})
-    resuming = not fresh and any(
-        shard_ledger(config.state_dir, layout.sink_path, (i, workers)).path.exists() for i in range(workers)
-    )
-    job = _Job(origin, workers, fresh, use_cache, layout.sink_path)
+    ledgers = [shard_ledger(config.state_dir, layout.sink_path, (i, workers)) for i in range(workers)]
+    # one scratch directory per sink and N: rows a crashed parent never merged are found again
+    key = hashlib.sha256(os.path.abspath(layout.sink_path).encode()).hexdigest()[:16]
+    scratch = Path(config.state_dir) / "shards" / f"{key}-{workers}"
+    for i, ledger in enumerate(ledgers):
+        if fresh or not ledger.path.exists():  # rows not covered by a checkpoint are redone
+            shutil.rmtree(scratch / f"rows-{i}", ignore_errors=True)
+    # append to the output only if an earlier run of this lineage merged into it (a parent that
+    # crashed before merging left its rows in scratch, and the output is not ours)
+    append = not fresh and any(ledger.load() and ledger.extra.get("merged") for ledger in ledgers)
+    scratch.mkdir(parents=True, exist_ok=True)
+    job = _Job(origin, workers, fresh, use_cache, layout.sink_path, os.getpid())
     signals = _Signals()
     with signals.installed():  # until the merge is done: a signal then cannot cut it short
-        try:
-            configs = [_shard_config(base, scratch, i, workers) for i in range(workers)]
-            summaries = _run_workers(configs, job, progress, signals)
-            rows = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}", "part")]
-            dead = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}" / "_dead_letter", "dead")]
-            _place(rows, layout.sink_path, append=resuming)
-            _place(dead, layout.dead_letter_path, append=resuming)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        configs = [_shard_config(base, scratch, i, workers) for i in range(workers)]
+        summaries = _run_workers(configs, job, progress, signals)
+        rows = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}", "part")]
+        dead = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}" / "_dead_letter", "dead")]
+        _place(rows, layout.sink_path, append=append)
+        _place(dead, layout.dead_letter_path, append=append)
+        # the rows are in the output: drop the scratch copy first, then the checkpoints of finished
+        # shards (a crash in between leaves checkpoints with nothing to merge: the rerun is a no-op);
+        # unfinished shards' checkpoints note that their rows are merged (the rerun appends)
+        shutil.rmtree(scratch, ignore_errors=True)
+        for i, summary in enumerate(summaries):
+            ledger = shard_ledger(config.state_dir, layout.sink_path, (i, workers))
+            if summary.get("status", "ok") == "ok":
+                ledger.remove()
+            elif ledger.load():
+                ledger.extra["merged"] = True
+                ledger.save()
     stats = merge_summaries(summaries)
     for s in summaries:  # thresholds travel with the key stats
         for key, ks in s.get("evaluators", {}).items():

@@ -207,3 +207,47 @@ def test_sigterm_stops_every_worker_and_rerun_resumes_each_shard(tmp_path: Path,
     summary = json.loads((summary_dir / "_SUMMARY.json").read_text())
     assert summary["status"] == "ok"
     assert summary["counts"]["scored"] == 40 and summary["counts"]["dead_letters"] == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers follow their parent's death through prctl (Linux)")
+def test_parent_killed_mid_run_loses_nothing(tmp_path: Path, corpus: Path) -> None:
+    """SIGKILL to the parent of ``--workers 2``: the workers are told to stop (parent-death signal),
+    checkpoint and keep their unmerged rows in scratch; the rerun merges those with the rest. An
+    older file at the sink path is replaced, not appended to (it was never this run's output)."""
+    import signal
+    import time
+
+    with JudgeServerThread(latency=0.3, seed=5) as s:
+        f = run_file(tmp_path, s.url, workers=1)
+        cfg = json.loads(f.read_text())
+        cfg["sink"] = {"path": "out.jsonl"}
+        f.write_text(json.dumps(cfg))
+        (tmp_path / "out.jsonl").write_text('{"stale": "row from another day"}\n')
+        cmd = [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache", "--workers", "2"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while s.stats.requests < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        deadline = time.monotonic() + 60  # the orphaned workers stop by themselves
+        while time.monotonic() < deadline and _workers_alive(str(f)):
+            time.sleep(0.1)
+        assert not _workers_alive(str(f))
+        proc2 = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert proc2.returncode == 0, proc2.stderr
+    final = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert sorted(r["trace_id"] for r in final) == sorted(f"t{i}" for i in range(40))
+    assert (tmp_path / ".assay" / "checkpoints").is_dir()
+    assert not list((tmp_path / ".assay" / "checkpoints").glob("*.json"))
+
+
+def _workers_alive(run_file: str) -> bool:
+    """Any process whose command line names ``run_file`` (read from /proc)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if run_file.encode() in cmdline.read_bytes():
+                return True
+        except OSError:
+            continue
+    return False

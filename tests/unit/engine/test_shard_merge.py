@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,19 @@ def parts(tmp_path: Path, contents: list[bytes]) -> list[Path]:
     return out
 
 
-def test_concat_keeps_shard_order_and_moves_the_first_part(tmp_path: Path) -> None:
+def test_concat_keeps_shard_order_and_leaves_the_parts(tmp_path: Path) -> None:
     contents = [b'{"a": 1}\n' * 1000, b'{"b": 2}\n' * 3000, b"", b'{"c": 3}\n']
     ps = parts(tmp_path, contents)
     target = tmp_path / "out" / "results.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(b"an older file\n")
     shard._concat(ps, target)
-    assert target.read_bytes() == b"".join(contents)
-    assert not ps[0].exists()  # renamed into place, not copied
+    assert target.read_bytes() == b"".join(contents)  # replaced
+    assert all(p.exists() for p in ps)  # the only copy until the output is whole
     assert not list(target.parent.glob(".*.tmp"))
+    more = parts(tmp_path / "again", [b'{"d": 4}\n'])
+    shard._concat(more, target, append=True)  # a resumed run
+    assert target.read_bytes() == b"".join(contents) + b'{"d": 4}\n'
 
 
 def test_concat_of_gzip_parts_is_one_valid_stream(tmp_path: Path) -> None:
@@ -38,25 +42,32 @@ def test_concat_of_gzip_parts_is_one_valid_stream(tmp_path: Path) -> None:
     assert gzip.decompress(target.read_bytes()) == b"x\n" * 10 + b"y\n" * 5
 
 
-def test_concat_without_rename_or_kernel_copy_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_replace = os.replace
-
-    def replace(src: object, dst: object) -> None:
-        if "scratch" in str(src):
-            raise OSError(18, "Invalid cross-device link")
-        real_replace(src, dst)  # type: ignore[arg-type]
-
+def test_concat_without_kernel_copy_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_copy_file_range(*args: object) -> int:
         raise OSError(38, "Function not implemented")
 
-    monkeypatch.setattr(shard.os, "replace", replace)
     monkeypatch.setattr(shard.os, "copy_file_range", no_copy_file_range)
     contents = [b"first\n" * 100, b"second\n" * 100]
     ps = parts(tmp_path, contents)
     target = tmp_path / "out.jsonl"
     shard._concat(ps, target)
     assert target.read_bytes() == b"".join(contents)
-    assert ps[0].exists()  # copied, not moved
+
+
+def test_directory_placement_on_resume_takes_the_next_part_numbers(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "part-00000-00000.jsonl").write_bytes(b"old 0\n")
+    (target / "part-00001-00000.jsonl").write_bytes(b"old 1\n")
+    ps = parts(tmp_path, [b"new 0\n", b"new 1\n"])
+    shard._place(ps, str(target) + "/", append=True)
+    got = {p.name: p.read_bytes() for p in target.iterdir()}
+    assert got == {
+        "part-00000-00000.jsonl": b"old 0\n",
+        "part-00001-00000.jsonl": b"old 1\n",
+        "part-00000-00001.jsonl": b"new 0\n",
+        "part-00001-00001.jsonl": b"new 1\n",
+    }
 
 
 def test_concat_of_nothing_is_an_empty_file(tmp_path: Path) -> None:
