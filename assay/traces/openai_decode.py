@@ -23,6 +23,7 @@ import orjson
 from msgspec import UNSET, UnsetType
 
 from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
+from assay.traces.normalize import CONTEXT_KEYS
 from assay.traces.openai import (
     _ARGS_MEMO,
     _MEMO_CAP,
@@ -132,7 +133,6 @@ _decode = msgspec.json.Decoder(_Record).decode
 _DecodeError = msgspec.DecodeError
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
-_CONTEXT_KEYS = ("context", "contexts", "retrieved_context", "retrieval_context", "documents")
 
 
 def _first(*values: Any) -> Any:
@@ -285,7 +285,7 @@ def decode_openai_record(payload: bytes | memoryview) -> Trace | None:
     if ctx is not UNSET and ctx is not None:
         trace.context = ctx
     elif type(inputs) is dict:
-        trace.context = next((inputs[k] for k in _CONTEXT_KEYS if k in inputs), None)
+        trace.context = next((inputs[k] for k in CONTEXT_KEYS if k in inputs), None)
     if type(r.scenario) is dict:
         trace.scenario = r.scenario
     md = r.metadata
