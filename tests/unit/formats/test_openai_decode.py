@@ -188,3 +188,24 @@ def test_record_parser_general_path_when_scenario_is_read_or_options_set() -> No
     assert RecordParser(projected=False)(env(record)).scenario == record  # type: ignore[union-attr]
     assert RecordParser(projected=True)(env(record)).scenario is None  # type: ignore[union-attr]
     assert RecordParser(NormalizeOptions(outputs="messages"), projected=True).fast is False
+
+
+def test_the_wire_record_reads_every_key_the_general_path_reads() -> None:
+    """A key added to normalize's lists but not to the wire record would be ignored by the fast
+    path (e.g. a new reference key): its Trace would differ."""
+    from assay.traces import normalize
+    from assay.traces.openai_decode import _Record
+
+    keys = {
+        *normalize.ID_KEYS,
+        *normalize.INPUT_KEYS,
+        *normalize.OUTPUT_KEYS,
+        *normalize.REFERENCE_KEYS,
+        *normalize.CONTEXT_KEYS,
+        *normalize.USAGE_KEYS,
+        "messages",
+        "final_output",
+        "scenario",
+        "metadata",
+    }
+    assert keys <= set(_Record.__struct_fields__)
