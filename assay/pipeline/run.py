@@ -13,7 +13,7 @@ import os
 import platform
 import signal
 import socket
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,11 +133,28 @@ async def _judge_pool(config: RunConfig, *, use_cache: bool) -> AsyncIterator[An
 async def _watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for _ in signals:
-            pipeline.stop("interrupted")
-            with anyio.move_on_after(grace_s):
-                await anyio.sleep_forever()
-            cancel.cancel()
+            await _stop(pipeline, grace_s, cancel)
             return
+
+
+async def _watch_flag(
+    requested: Callable[[], bool], pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope
+) -> None:
+    """The same as ``_watch_signals`` for a process whose own signal handler sets a flag (a shard
+    worker: its handler stays installed for the life of the process, so a repeated signal never
+    meets the default action)."""
+    # polled: the flag is set by a signal handler, which must not touch the event loop
+    while not requested():  # noqa: ASYNC110
+        await anyio.sleep(0.1)
+    await _stop(pipeline, grace_s, cancel)
+
+
+async def _stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
+    """Stop reading; in-flight work has ``grace_s`` to drain before it is cancelled."""
+    pipeline.stop("interrupted")
+    with anyio.move_on_after(grace_s):
+        await anyio.sleep_forever()
+    cancel.cancel()
 
 
 def shard_ledger(state_dir: str, sink_path: str, shard: tuple[int, int] | None) -> Ledger:
@@ -154,6 +171,7 @@ async def execute(
     use_cache: bool = True,
     progress: ProgressSink | None = None,
     handle_signals: bool = False,
+    stop_requested: Callable[[], bool] | None = None,
     ledger_key: str | None = None,
     keep_ledger: bool = False,
 ) -> RunReport:
@@ -161,6 +179,7 @@ async def execute(
 
     ``ledger_key``: the sink path the checkpoint ledger is kept under (default: this run's sink; a
     ``--workers`` shard writes into scratch space but checkpoints under the run's real sink).
+    ``stop_requested``: polled instead of handling signals here (a shard worker's flag).
     ``keep_ledger``: keep it even when the run completes (a shard's rows are not final until the
     parent has merged them; the parent removes the ledgers then)."""
     tune_gc()
@@ -212,8 +231,11 @@ async def execute(
         )
         try:
             async with source, sink, dead, anyio.create_task_group() as tg:
-                if handle_signals:
-                    tg.start_soon(_watch_signals, pipeline, config.limits.grace_period_s, tg.cancel_scope)
+                grace = config.limits.grace_period_s
+                if stop_requested is not None:
+                    tg.start_soon(_watch_flag, stop_requested, pipeline, grace, tg.cancel_scope)
+                elif handle_signals:
+                    tg.start_soon(_watch_signals, pipeline, grace, tg.cancel_scope)
                 outcome = await pipeline.run()
                 tg.cancel_scope.cancel()
         finally:

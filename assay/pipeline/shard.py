@@ -110,11 +110,17 @@ class _Job:
 
 def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters: Any) -> None:
     """A worker process: one shard's run; its summary (or its error) goes back through ``conn``.
-    SIGTERM/SIGINT stop it gracefully, like a one-process run (ignored until that handler is in
-    place; the parent repeats them), and so does the parent's death; its checkpoint ledger is kept
-    under the run's real sink, so the same command resumes every shard."""
+    SIGTERM/SIGINT (from the parent, which repeats them until the worker is gone, or on the parent's
+    death) set a flag for the whole life of the process, and the run stops gracefully as a
+    one-process run does; its checkpoint ledger is kept under the run's real sink, so the same
+    command resumes every shard."""
+    stop = [False]
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop[0] = True
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
+        signal.signal(sig, request_stop)
     _stop_with_parent(job.parent)
     try:
         report = anyio.run(
@@ -125,7 +131,7 @@ def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters
                 shard=(i, job.n),
                 use_cache=job.use_cache,
                 progress=_SharedCounts(counters, i),
-                handle_signals=True,
+                stop_requested=lambda: stop[0],
                 ledger_key=job.ledger_key,
                 keep_ledger=True,
             )
@@ -159,8 +165,8 @@ def _stop_with_parent(parent: int) -> None:
 class _Signals:
     """SIGTERM/SIGINT to the parent of a sharded run, from its start to the end of the merge: the
     workers are told to stop gracefully (each drains, writes what it scored and reports
-    ``interrupted``), again every half second until they are gone (a worker still starting up
-    ignores signals until its own handler is in place), instead of being left orphaned."""
+    ``interrupted``), again every half second until they are gone (a worker forked just before
+    its handler was installed may have missed the first), instead of being left orphaned."""
 
     RESEND_S = 0.5
 
