@@ -157,19 +157,27 @@ def _fast_call(tc: Any, i: int, j: int) -> ToolCall:
             name = fn.get("name")
             raw = fn.get("arguments")
             if type(name) is str and name and type(raw) is str:
-                args = _ARGS_MEMO.get(raw)
-                if args is None:
-                    try:
-                        parsed = _loads(raw)
-                    except _JSONDecodeError:
-                        parsed = None
-                    if type(parsed) is dict:
-                        if len(_ARGS_MEMO) >= _MEMO_CAP:
-                            _ARGS_MEMO.clear()
-                        _ARGS_MEMO[raw] = args = parsed
+                args = object_args(raw)
                 if args is not None:
                     return ToolCall(name, args, tc.get("id"))
     return parse_tool_call(tc, (i, j))
+
+
+def object_args(raw: str) -> dict[str, Any] | None:
+    """The arguments text parsed, when it is a JSON object (memoized per record); else None (the
+    caller then goes through ``parse_args``, which flags and counts the defect)."""
+    args = _ARGS_MEMO.get(raw)
+    if args is None:
+        try:
+            parsed = _loads(raw)
+        except _JSONDecodeError:
+            return None
+        if type(parsed) is not dict:
+            return None
+        if len(_ARGS_MEMO) >= _MEMO_CAP:
+            _ARGS_MEMO.clear()
+        _ARGS_MEMO[raw] = args = parsed
+    return args
 
 
 def parse_plain_openai(messages: list[Any]) -> list[Message] | None:

@@ -19,18 +19,18 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-import orjson
 from msgspec import UNSET, UnsetType
 
+from assay.exceptions import NormalizationError
 from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
 from assay.traces.normalize import CONTEXT_KEYS
 from assay.traces.openai import (
     _ARGS_MEMO,
-    _MEMO_CAP,
     _NOT_OPENAI_BLOCKS,
-    ROLE_ALIASES,
     args_defects,
+    object_args,
     parse_args,
+    parse_message,
     reset_args_memo,
 )
 
@@ -131,8 +131,6 @@ class _Record(msgspec.Struct, gc=False):
 
 _decode = msgspec.json.Decoder(_Record).decode
 _DecodeError = msgspec.DecodeError
-_loads = orjson.loads
-_JSONDecodeError = orjson.JSONDecodeError
 
 
 def _first(*values: Any) -> Any:
@@ -152,12 +150,6 @@ def _messages(wire: list[_Message]) -> list[Message] | None:
     out: list[Message] = []
     append = out.append
     for m in wire:
-        if m.role in _ALIASED or m.function_call is not UNSET:
-            msg = _legacy_message(m)
-            if msg is None:
-                return None
-            append(msg)
-            continue
         content = m.content
         if type(content) is not str:
             if content is None:
@@ -166,6 +158,12 @@ def _messages(wire: list[_Message]) -> list[Message] | None:
                 for block in content:
                     if type(block) is dict and block.get("type") in _NOT_OPENAI_BLOCKS:
                         return None
+        if m.role in _ALIASED or m.function_call is not UNSET:
+            msg = _legacy_message(m)
+            if msg is None:
+                return None
+            append(msg)
+            continue
         wire_calls = m.tool_calls
         if not wire_calls:
             append(Message(m.role, content, None, m.tool_call_id, m.name))
@@ -175,16 +173,9 @@ def _messages(wire: list[_Message]) -> list[Message] | None:
             fn = c.function
             raw = fn.arguments
             if type(raw) is str:
-                args = memo.get(raw)
+                args = memo.get(raw)  # the hit inline: most calls repeat in the reference
                 if args is None:
-                    try:
-                        parsed = _loads(raw)
-                    except _JSONDecodeError:
-                        parsed = None
-                    if type(parsed) is dict:
-                        if len(memo) >= _MEMO_CAP:
-                            memo.clear()
-                        memo[raw] = args = parsed
+                    args = object_args(raw)
                 if args is not None:
                     calls.append(ToolCall(fn.name, args, c.id))
                     continue
@@ -198,28 +189,12 @@ _ALIASED = frozenset({"function", "human", "ai"})
 
 
 def _legacy_message(m: _Message) -> Message | None:
-    """``parse_message`` of the general path: role aliases, ``function`` results, ``function_call``."""
-    role = ROLE_ALIASES[m.role]
-    content = m.content
-    if content is None:
-        content = ""
-    elif type(content) is list and any(type(b) is dict and b.get("type") in _NOT_OPENAI_BLOCKS for b in content):
+    """A message with a role alias or a legacy ``function_call``: the general path's own
+    ``parse_message`` on it (rare, so not worth a copy of its rules); None where it would fail."""
+    try:
+        return parse_message(msgspec.to_builtins(m), 0)
+    except NormalizationError:
         return None
-    calls: list[ToolCall] | None = None
-    if m.tool_calls:
-        calls = []
-        for c in m.tool_calls:
-            args, err = parse_args(c.function.arguments)
-            calls.append(ToolCall(c.function.name, args, c.id, err))
-    fc = m.function_call
-    if fc is not UNSET and role == "assistant":
-        args, err = parse_args(fc.arguments)
-        call = ToolCall(fc.name, args, fc.id, err)
-        calls = [*calls, call] if calls else [call]
-    tool_call_id = m.tool_call_id
-    if m.role == "function" and tool_call_id is None and m.name is not None:
-        tool_call_id = m.name
-    return Message(role, content, calls, tool_call_id, m.name)
 
 
 def _trace(value: Any, record: _Record | None = None) -> Trace | None:
