@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from assay.evaluators.code import output_text as code_output_text
 from assay.evaluators.llm_judge import CompiledPrompt, LLMJudge, LLMJudgeParams
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.base import JudgeRequest
@@ -56,15 +57,13 @@ def extract_markdown_code(text: str) -> str | None:
 
 def output_text(value: Any) -> str:
     """The text code is extracted from: a string, a message's ``content``, the last of ``messages``."""
-    if isinstance(value, str):
-        return value
+    text = code_output_text(value)
+    if text is not None:
+        return text
     if isinstance(value, dict):
-        if "content" in value:
-            return content_text(value["content"])
         msgs = value.get("messages")
-        if isinstance(msgs, list) and msgs:
-            last = msgs[-1]
-            return content_text(last.get("content") if isinstance(last, dict) else last)
+        if isinstance(msgs, list) and msgs:  # a last message that is not a dict
+            return content_text(msgs[-1])
     if value is None:
         return ""
     raise EvaluatorError(f"cannot extract code from a {type(value).__name__} output")
