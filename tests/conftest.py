@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+def load_module(path: Path, name: str) -> Any:
+    """A module from a file outside the package (benchmarks/, conformance helpers), loaded once."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def tool_call(i: int, name: str, args: Any) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import gzip
-import importlib.util
 import json
 from functools import cache
 from pathlib import Path
@@ -25,20 +24,13 @@ import pytest
 
 from assay.evaluators import TrajectoryMatch
 from assay.exceptions import AssayError, ConfigError
+from tests.conftest import load_module
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden" / "trajectory.json.gz"
 
 
-def _load_callables() -> dict[str, Any]:
-    spec = importlib.util.spec_from_file_location("_trajectory_callables", HERE / "_trajectory_callables.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return dict(module.CALLABLES)
-
-
-CALLABLES = _load_callables()
+CALLABLES: dict[str, Any] = dict(load_module(HERE / "_trajectory_callables.py", "_trajectory_callables").CALLABLES)
 
 
 @cache

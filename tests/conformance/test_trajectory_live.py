@@ -12,13 +12,13 @@ openevals' machinery (see ``generate_trajectory_golden.py``).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.conftest import load_module
 
 pytest.importorskip("openevals")
 pytest.importorskip("agentevals")
@@ -31,20 +31,9 @@ ROOT = HERE.parent.parent
 N = 150
 
 
-def _load(path: Path, name: str) -> Any:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-golden_gen = _load(HERE / "generate_trajectory_golden.py", "generate_trajectory_golden")
-gen_corpus = _load(ROOT / "benchmarks" / "gen_corpus.py", "gen_corpus")
-golden_test = _load(HERE / "test_trajectory_golden.py", "test_trajectory_golden_helpers")
+golden_gen = load_module(HERE / "generate_trajectory_golden.py", "generate_trajectory_golden")
+gen_corpus = load_module(ROOT / "benchmarks" / "gen_corpus.py", "gen_corpus")
+golden_test = load_module(HERE / "test_trajectory_golden.py", "test_trajectory_golden_helpers")
 
 CONFIGS = golden_gen.BASE_CONFIGS + golden_gen.CORPUS_OVERRIDE_CONFIGS
 

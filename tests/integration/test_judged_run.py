@@ -138,22 +138,12 @@ def test_dry_run_estimates_without_calling(tmp_path: Path, corpus: Path, server:
 
 def test_sigterm_stops_cleanly_and_rerun_resumes(tmp_path: Path, corpus: Path) -> None:
     import signal
-    import time
 
     with JudgeServerThread(latency=0.3, seed=5) as s:
         f = run_file(tmp_path, s.url, workers=1)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 60
-        while s.stats.requests < 10 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 130, err
+        cmd = [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache"]
+        proc = signal_after_requests(cmd, s, signal.SIGTERM)
+        assert proc.returncode == 130, proc.stderr
         partial = rows(tmp_path / "out")
         assert 0 < len(partial) < 40
         summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
@@ -171,22 +161,12 @@ def test_sigterm_stops_every_worker_and_rerun_resumes_each_shard(tmp_path: Path,
     real sink, nothing is orphaned, and the same command completes every shard (a file sink gets
     the new rows appended, a directory sink new part numbers)."""
     import signal
-    import time
 
     with JudgeServerThread(latency=0.3, seed=5) as s:
-        f = run_file(tmp_path, s.url, workers=1)
-        cfg = json.loads(f.read_text())
-        cfg["sink"] = {"path": sink}
-        f.write_text(json.dumps(cfg))
-        cmd = [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache", "--workers", "2"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while s.stats.requests < 10 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 130, err
-        assert "resume" in err
+        _, cmd = sharded_run_file(tmp_path, s.url, sink)
+        proc = signal_after_requests(cmd, s, signal.SIGTERM)
+        assert proc.returncode == 130, proc.stderr
+        assert "resume" in proc.stderr
         out = tmp_path / sink
         summary_dir = out if sink.endswith("/") else tmp_path
 
@@ -218,18 +198,9 @@ def test_parent_killed_mid_run_loses_nothing(tmp_path: Path, corpus: Path) -> No
     import time
 
     with JudgeServerThread(latency=0.3, seed=5) as s:
-        f = run_file(tmp_path, s.url, workers=1)
-        cfg = json.loads(f.read_text())
-        cfg["sink"] = {"path": "out.jsonl"}
-        f.write_text(json.dumps(cfg))
+        f, cmd = sharded_run_file(tmp_path, s.url, "out.jsonl")
         (tmp_path / "out.jsonl").write_text('{"stale": "row from another day"}\n')
-        cmd = [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache", "--workers", "2"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while s.stats.requests < 10 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
+        signal_after_requests(cmd, s, signal.SIGKILL)
         deadline = time.monotonic() + 60  # the orphaned workers stop by themselves
         while time.monotonic() < deadline and _workers_alive(str(f)):
             time.sleep(0.1)
@@ -240,6 +211,30 @@ def test_parent_killed_mid_run_loses_nothing(tmp_path: Path, corpus: Path) -> No
     assert sorted(r["trace_id"] for r in final) == sorted(f"t{i}" for i in range(40))
     assert (tmp_path / ".assay" / "checkpoints").is_dir()
     assert not list((tmp_path / ".assay" / "checkpoints").glob("*.json"))
+
+
+def signal_after_requests(
+    cmd: list[str], server: JudgeServerThread, sig: int, requests: int = 10
+) -> subprocess.CompletedProcess[str]:
+    """Start ``cmd``, send it ``sig`` once the judge has seen ``requests`` requests, wait for it."""
+    import time
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while server.stats.requests < requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def sharded_run_file(tmp_path: Path, url: str, sink: str) -> tuple[Path, list[str]]:
+    """A run file with the given sink, and the command running it with ``--workers 2``."""
+    f = run_file(tmp_path, url, workers=1)
+    cfg = json.loads(f.read_text())
+    cfg["sink"] = {"path": sink}
+    f.write_text(json.dumps(cfg))
+    return f, [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache", "--workers", "2"]
 
 
 def _workers_alive(run_file: str) -> bool:

@@ -5,7 +5,6 @@ equal ``normalize_record``'s, except ``scenario`` (the record's ``scenario`` obj
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from assay.stages.normalize import RecordParser
 from assay.traces.model import Trace
 from assay.traces.normalize import NormalizeOptions, normalize_record
 from assay.traces.openai_decode import decode_openai_record
+from tests.conftest import load_module
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "formats"
@@ -121,10 +121,7 @@ def test_hand_written_cases_agree_or_are_declined() -> None:
 
 @pytest.mark.parametrize("shape", ["flat", "nested", "mixed"])
 def test_generated_corpus_agrees(tmp_path: Path, shape: str) -> None:
-    spec = importlib.util.spec_from_file_location("gen_corpus", ROOT / "benchmarks" / "gen_corpus.py")
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = load_module(ROOT / "benchmarks" / "gen_corpus.py", "gen_corpus")
     path = tmp_path / "c.jsonl"
     with gen.open_out(str(path)) as out:
         gen.generate(400, out, seed=11, shape=shape, malformed=0.1)
