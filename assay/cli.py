@@ -115,16 +115,18 @@ def _print_dry_run(report: dict[str, Any]) -> None:
     print_dry_run(report)
 
 
+WorkersOption = Annotated[
+    str, typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges).")
+]
+
+
 @app.command()
 def run(
     run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
     ds: Annotated[str | None, typer.Option("--ds", help="Logical date YYYY-MM-DD for {{ ds }} templating.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier stopped run.")] = False,
-    workers: Annotated[
-        str,
-        typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges)."),
-    ] = "auto",
+    workers: WorkersOption = "auto",
     shard: Annotated[str | None, typer.Option("--shard", help="Run one shard i/N (e.g. for Airflow mapping).")] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Estimate judge calls, tokens and cost; spend nothing.")
@@ -168,10 +170,7 @@ def score(
         typer.Option("--judge", help="NAME=provider:model@base_url (api key from OPENAI_API_KEY etc.)."),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 256,
-    workers: Annotated[
-        str,
-        typer.Option("--workers", help="Processes on disjoint shards: a number, or auto (large files, no judges)."),
-    ] = "auto",
+    workers: WorkersOption = "auto",
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override any run-file key: a.b.c=value.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,

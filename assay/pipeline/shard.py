@@ -172,11 +172,11 @@ class _Signals:
 
     def __init__(self) -> None:
         self.pids: list[int] = []
-        self.received: list[int] = []
+        self.stopping = False
         self._sent = 0.0
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.received.append(signum)
+        self.stopping = True
         self.forward()
 
     def forward(self) -> None:
@@ -186,7 +186,7 @@ class _Signals:
                 os.kill(pid, signal.SIGTERM)
 
     def resend_due(self) -> bool:
-        return bool(self.received) and time.monotonic() - self._sent >= self.RESEND_S
+        return self.stopping and time.monotonic() - self._sent >= self.RESEND_S
 
     @contextmanager
     def installed(self) -> Iterator[_Signals]:
@@ -359,8 +359,7 @@ def execute_sharded(
         # shards (a crash in between leaves checkpoints with nothing to merge: the rerun is a no-op);
         # unfinished shards' checkpoints note that their rows are merged (the rerun appends)
         shutil.rmtree(scratch, ignore_errors=True)
-        for i, summary in enumerate(summaries):
-            ledger = shard_ledger(config.state_dir, layout.sink_path, (i, workers))
+        for ledger, summary in zip(ledgers, summaries, strict=True):
             if summary.get("status", "ok") == "ok":
                 ledger.remove()
             elif ledger.load():
