@@ -15,9 +15,8 @@ from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, as_dict, usage_of
 from assay.traces.base import TraceFormat
 from assay.traces.model import Message, ToolCall, Trace, content_text
-from assay.traces.openai import parse_args
+from assay.traces.openai import has_anthropic_blocks, parse_args
 
-_ANTHROPIC_ONLY_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 _ROLES = frozenset({"user", "assistant"})
 
 
@@ -25,11 +24,8 @@ def _has_anthropic_blocks(messages: list[Any]) -> bool:
     for m in messages:
         if type(m) is not dict:
             return False
-        content = m.get("content")
-        if type(content) is list:
-            for block in content:
-                if type(block) is dict and block.get("type") in _ANTHROPIC_ONLY_BLOCKS:
-                    return True
+        if has_anthropic_blocks(m.get("content")):
+            return True
     return False
 
 

@@ -204,10 +204,8 @@ def parse_plain_openai(messages: list[Any]) -> list[Message] | None:
         content = get("content")
         if content is None:
             content = ""
-        elif type(content) is list:
-            for block in content:
-                if type(block) is dict and block.get("type") in _NOT_OPENAI_BLOCKS:
-                    return None
+        elif type(content) is list and has_anthropic_blocks(content):
+            return None
         name = get("name")
         if name is not None and type(name) is not str:
             name = None
@@ -232,7 +230,13 @@ def parse_plain_openai(messages: list[Any]) -> list[Message] | None:
     return out
 
 
-_NOT_OPENAI_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+#: Content blocks only Anthropic messages carry: a message holding one is not OpenAI chat.
+ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def has_anthropic_blocks(content: Any) -> bool:
+    """Whether message content is a list of blocks with an Anthropic-only block among them."""
+    return type(content) is list and any(type(b) is dict and b.get("type") in ANTHROPIC_BLOCKS for b in content)
 
 
 def parse_messages(messages: Any) -> list[Message]:

@@ -26,8 +26,8 @@ from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
 from assay.traces.normalize import CONTEXT_KEYS
 from assay.traces.openai import (
     _ARGS_MEMO,
-    _NOT_OPENAI_BLOCKS,
     args_defects,
+    has_anthropic_blocks,
     object_args,
     parse_args,
     parse_message,
@@ -154,10 +154,8 @@ def _messages(wire: list[_Message]) -> list[Message] | None:
         if type(content) is not str:
             if content is None:
                 content = ""
-            elif type(content) is list:
-                for block in content:
-                    if type(block) is dict and block.get("type") in _NOT_OPENAI_BLOCKS:
-                        return None
+            elif has_anthropic_blocks(content):
+                return None
         if m.role in _ALIASED or m.function_call is not UNSET:
             msg = _legacy_message(m)
             if msg is None:

@@ -7,9 +7,7 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.base import TraceFormat
 from assay.traces.model import Message, Trace, final_assistant_text
-from assay.traces.openai import ROLE_ALIASES, parse_messages, parse_plain_openai
-
-_BLOCK_TYPES_NOT_OPENAI = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+from assay.traces.openai import ROLE_ALIASES, has_anthropic_blocks, parse_messages, parse_plain_openai
 
 
 def _messages_of(value: Any) -> Any:
@@ -42,11 +40,8 @@ def detect(value: Any) -> bool:
             return False
         if m.get("role") not in ROLE_ALIASES:
             return False
-        content = m.get("content")
-        if type(content) is list:
-            for block in content:
-                if type(block) is dict and block.get("type") in _BLOCK_TYPES_NOT_OPENAI:
-                    return False
+        if has_anthropic_blocks(m.get("content")):
+            return False
     return True
 
 
