@@ -611,7 +611,7 @@ class JsonlSink(Sink):
                 self._part = None
         return finished
 
-    async def write_batch(self, rows: Sequence[bytes]) -> None:
+    async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         if not rows:
             return
         try:
