@@ -35,7 +35,9 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Hashable, Iterable, Sequence
 from typing import Any
 
-from assay.records import Envelope, Position
+import orjson
+
+from assay.records import Envelope, Failure, Position
 from assay.resources import AsyncResource
 
 
@@ -82,6 +84,12 @@ class Sink(AsyncResource, ABC):
     @abstractmethod
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         """Write rows (may buffer). ``keys``: the rows' trace ids (a Kafka sink keys messages by them)."""
+
+    async def write_failures(self, failures: Sequence[Failure]) -> None:
+        """Dead-letter role: write failed records. The default writes each as a JSON row
+        (``Failure.to_dict``: raw payload, position, stage, error type, error); a sink with a richer
+        form (Kafka: the original bytes with headers) overrides this."""
+        await self.write_batch([orjson.dumps(f.to_dict(), default=str) for f in failures])
 
     async def flush(self) -> None:
         """Make everything written so far durable (fsync, completed upload, delivery confirmed)."""
