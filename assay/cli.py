@@ -94,6 +94,8 @@ def _run_config(
         print_summary(result.summary)
     for msg in result.messages:
         typer.echo(f"assay: {msg}", err=True)
+    if result.error is not None:
+        typer.echo(f"assay: error: {result.error}", err=True)
     raise typer.Exit(result.exit_code)
 
 

@@ -31,13 +31,24 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class SourceConfig(_Model):
-    """Where traces come from."""
+def _connector_type(v: Any) -> Any:
+    """``type`` defaults to ``file``, or ``s3`` for ``s3://`` paths."""
+    if isinstance(v, dict) and "type" not in v:
+        path = v.get("path")
+        first = path[0] if isinstance(path, list) and path else path
+        v = {**v, "type": "s3" if isinstance(first, str) and first.startswith("s3://") else "file"}
+    return v
 
-    type: Literal["file"] = "file"
-    """Connector type: ``file`` (kafka and s3 are planned)."""
+
+class SourceConfig(_Model):
+    """Where traces come from: local files (``type: file``) or S3 (``type: s3``, selected by
+    ``s3://`` paths)."""
+
+    type: Literal["file", "s3"] = "file"
+    """Connector type (default from the path)."""
     path: str | list[str]
-    """File(s), directories, globs, or ``-`` for stdin. ``.gz`` and ``.zst`` are decompressed."""
+    """File(s), directories, globs, ``-`` for stdin, or ``s3://bucket/prefix/`` (an object, a
+    prefix or a glob). Compression (gzip, zstd) is detected."""
     input_format: Literal["auto", "jsonl", "json"] = "auto"
     """``auto``: JSON array for ``.json`` files that start with ``[``, JSON lines otherwise."""
     read_mode: Literal["records", "sessions"] = "records"
@@ -61,9 +72,9 @@ class EvaluatorSpec(_Model):
 
 
 class SinkConfig(_Model):
-    """Where result rows go."""
+    """Where result rows go: local files (``type: file``) or S3 (``s3://`` paths)."""
 
-    type: Literal["file"] = "file"
+    type: Literal["file", "s3"] = "file"
     path: str
     """A file (``out.jsonl[.gz|.zst]``) or a directory (``out/``: parts, ``_SUMMARY.json``, ``_SUCCESS``)."""
     compression: Literal["auto", "none", "gzip", "zstd"] = "auto"
@@ -75,6 +86,7 @@ class SinkConfig(_Model):
 class DeadLetterConfig(_Model):
     """Where records that could not be parsed, normalized or evaluated go."""
 
+    type: Literal["file", "s3"] = "file"
     path: str
     """A JSONL file or a directory."""
 
@@ -96,13 +108,25 @@ class LimitsConfig(_Model):
     """Stop cleanly (exit 5, resumable) when judge spending reaches this."""
     grace_period_s: float = Field(default=30.0, ge=0)
     """On SIGTERM/SIGINT: time allowed for in-flight work before it is abandoned."""
+    commit_interval_s: float = Field(default=5.0, gt=0)
+    """How often written rows are made durable, acknowledged and checkpointed (a kill -9 redoes
+    at most this much work; the output never repeats a row)."""
+    max_error_rate: float | None = Field(default=0.5, ge=0, le=1)
+    """Fail the run (exit 1, no ``_SUCCESS``) when more than this fraction of an evaluator's
+    results are errors (a judge that is down, a broken evaluator). None: never."""
 
 
 class GateConfig(_Model):
     """A quality gate on one result key: the run exits 3 when it fails."""
 
     min_mean: float | None = None
+    """Fail when the key's mean score is below this."""
+    max_mean: float | None = None
+    """Fail when the key's mean score is above this (e.g. an escalation rate)."""
     min_pass_rate: float | None = None
+    """Fail when the share of passing results is below this."""
+    max_pass_rate: float | None = None
+    """Fail when the share of passing results is above this ("escalation rate above 15 %")."""
 
 
 class RunConfig(_Model):
@@ -121,7 +145,18 @@ class RunConfig(_Model):
     limits: LimitsConfig = LimitsConfig()
     gates: dict[str, GateConfig] = Field(default_factory=dict)
     state_dir: str = ".assay"
-    """Checkpoint ledger and judge cache (relative to the run file)."""
+    """Checkpoints and judge cache (relative to the run file)."""
+    summary_path: str | None = None
+    """Where ``_SUMMARY.json`` goes when the sink has no directory of its own (Kafka); default
+    ``<state_dir>/summaries/<sink>/_SUMMARY.json``."""
+    s3: dict[str, Any] | None = None
+    """S3 connection settings for every ``s3://`` path: ``endpoint_url``, ``region``, ``profile``
+    (default: the standard AWS chain, including ``AWS_ENDPOINT_URL``)."""
+
+    @field_validator("source", "sink", "dead_letter", mode="before")
+    @classmethod
+    def _default_type(cls, v: Any) -> Any:
+        return _connector_type(v)
 
     @field_validator("evaluators", mode="before")
     @classmethod

@@ -98,9 +98,10 @@ class Sink(AsyncResource, ABC):
         """JSON-able durable state after the last ``flush`` (restored exactly on resume)."""
         return None
 
-    async def publish(self, summary: dict[str, Any], *, success: bool) -> str | None:
-        """Finalize the output, write the summary, then the success marker when ``success``.
-        Returns where the summary went (a path or URL), or None."""
+    async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
+        """Finalize the output, write the summary (as ``summary_name``, default ``_SUMMARY.json``),
+        then the success marker when ``success``. Returns where the summary went (a path or URL),
+        or None for a sink with no place of its own (the engine then writes it locally)."""
         return None
 
     @abstractmethod
@@ -163,11 +164,7 @@ class Watermarks:
     def committable(self) -> dict[tuple[str, int], int]:
         """Partitions whose watermark moved since the last ``committed``: the offset to commit
         (Kafka convention: the next offset to read)."""
-        out: dict[tuple[str, int], int] = {}
-        for key, nxt in self._next.items():
-            if self._committed.get(key) != nxt:
-                out[key] = nxt  # type: ignore[index]
-        return out
+        return {key: nxt for key, nxt in self._next.items() if self._committed.get(key) != nxt}  # type: ignore[misc]
 
     def committed(self, offsets: dict[tuple[str, int], int]) -> None:
         """These offsets were committed (only partitions still assigned are recorded)."""

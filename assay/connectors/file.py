@@ -338,8 +338,16 @@ class FileSource(Source):
         shard: tuple[int, int] | None = None,
         skip: Callable[[str, int], bool] | None = None,
         read_mode: str = "records",
+        resume_state: Any = None,
     ) -> None:
         super().__init__()
+        from assay.pipeline.checkpoint import Ledger
+
+        self.ledger = Ledger(Path(os.devnull))
+        if isinstance(resume_state, dict) and resume_state:
+            self.ledger.done = {k: [list(iv) for iv in v] for k, v in resume_state.items()}
+            self.ledger._starts = {k: [iv[0] for iv in v] for k, v in self.ledger.done.items()}
+            skip = self.ledger.is_done
         self.read_mode = read_mode
         self.paths = list(paths)
         self.batch_size = batch_size
@@ -357,6 +365,20 @@ class FileSource(Source):
 
     def stop(self) -> None:
         self._stopped = True
+
+    async def ack(self, positions: Sequence[Position]) -> None:
+        self.ledger.add(positions)
+
+    def snapshot(self) -> Any:
+        return self.ledger.done
+
+    def size_hint(self) -> int | None:
+        try:
+            return sum(os.path.getsize(f) for f in self.files if f != "-")
+        except OSError:
+            return None
+
+    size_unit = "bytes"
 
     def _records(self, path: str, f: IO[bytes]) -> Iterator[tuple[int, bytes]]:
         mode = self.input_format

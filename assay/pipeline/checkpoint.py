@@ -10,6 +10,7 @@ completes removes its ledger (a rerun then redoes everything; the judge cache ma
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterable
@@ -94,3 +95,83 @@ class Ledger:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+class CheckpointStore:
+    """The checkpoints of one run (one sink), one file per writer process.
+
+    ``<state_dir>/checkpoints/<key>/writer-<i>.json`` holds what writer ``i`` had made durable at
+    its last commit: the source's resume state, every sink's state, the cumulative stats and judge
+    counts. ``carried.json`` keeps the stats of writers of an earlier attempt with more processes,
+    whose rows stay in the output (a resume with another ``--workers``). The files are replaced
+    atomically (temp file, fsync, rename).
+    """
+
+    def __init__(self, state_dir: str | Path, key: str) -> None:
+        self.dir = Path(state_dir) / "checkpoints" / key
+
+    @staticmethod
+    def key_for(sink_url: str, scope: str = "") -> str:
+        target = sink_url if "://" in sink_url else os.path.abspath(sink_url)
+        return hashlib.sha256((target + scope).encode()).hexdigest()[:16]
+
+    def writer_path(self, writer: int) -> Path:
+        return self.dir / f"writer-{writer}.json"
+
+    def load(self) -> dict[int, dict[str, Any]]:
+        """Every writer's last checkpoint (empty: nothing to resume)."""
+        out: dict[int, dict[str, Any]] = {}
+        if not self.dir.is_dir():
+            return out
+        for f in self.dir.glob("writer-*.json"):
+            try:
+                out[int(f.stem.split("-", 1)[1])] = orjson.loads(f.read_bytes())
+            except (ValueError, OSError, orjson.JSONDecodeError):
+                continue  # a torn file cannot exist (atomic rename); anything else is not ours
+        return out
+
+    def save(self, writer: int, state: dict[str, Any]) -> None:
+        _write_atomic(self.writer_path(writer), state)
+
+    def remove_writer(self, writer: int) -> None:
+        self.writer_path(writer).unlink(missing_ok=True)
+
+    def carried(self) -> dict[str, Any]:
+        try:
+            return dict(orjson.loads((self.dir / "carried.json").read_bytes()))
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+
+    def save_carried(self, data: dict[str, Any]) -> None:
+        _write_atomic(self.dir / "carried.json", data)
+
+    def clear(self) -> None:
+        """Forget the run (it completed, or ``--fresh``)."""
+        if self.dir.is_dir():
+            for f in self.dir.iterdir():
+                f.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.dir.rmdir()
+
+
+def _write_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(orjson.dumps(data, default=str))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def merge_ledgers(states: Iterable[Any]) -> Any:
+    """The union of several ledger resume states (``{source: [[first, last], …]}``); None if none."""
+    merged: dict[str, list[list[int]]] = {}
+    found = False
+    for state in states:
+        if not isinstance(state, dict):
+            continue
+        found = True
+        for source, ivs in state.items():
+            merged[source] = _merge(merged.get(source, []), [list(iv) for iv in ivs])
+    return merged if found else None

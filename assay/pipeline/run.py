@@ -10,27 +10,25 @@ import contextlib
 import datetime as dt
 import gc
 import os
-import platform
 import signal
-import socket
-from collections.abc import AsyncIterator, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-import orjson
 
 from assay.config import RunConfig
-from assay.connectors.file import FileSource, JsonlSink, expand_paths, is_directory_target
+from assay.connectors.file import expand_paths
 from assay.evaluators.base import BaseEvaluator
 from assay.exceptions import AssayError, ConfigError
-from assay.pipeline.checkpoint import Ledger
+from assay.pipeline.outputs import RunPlan, build_summary
 from assay.pipeline.progress import ProgressSink
 from assay.pipeline.runner import Pipeline, RunOptions
 from assay.pipeline.summary import RunStats
+from assay.pipeline.writer import WriterResult, run_writer
 from assay.registry import build_evaluator
-from assay.stages.evaluate import EvaluateStage
 
 EXIT_OK = 0
 EXIT_INFRA = 1
@@ -61,54 +59,41 @@ def build_evaluators(config: RunConfig, origin: str = "run file") -> list[BaseEv
 
 
 @dataclass
-class Layout:
-    """Where a run writes its rows, dead letters, summary and success marker."""
-
-    sink_path: str
-    dead_letter_path: str
-    summary_path: Path
-    success_path: Path | None
-
-    @classmethod
-    def from_config(cls, config: RunConfig) -> Layout:
-        sink = config.sink.path
-        if is_directory_target(sink):
-            out_dir = Path(sink)
-            dead = config.dead_letter.path if config.dead_letter else str(out_dir / "_dead_letter" / "")
-            return cls(sink, dead, out_dir / "_SUMMARY.json", out_dir / "_SUCCESS")
-        p = Path(sink)
-        stem = p.name.split(".")[0]
-        dead = config.dead_letter.path if config.dead_letter else str(p.with_name(f"{stem}.dead_letter.jsonl"))
-        return cls(sink, dead, p.parent / "_SUMMARY.json", None)
-
-
-@dataclass
 class RunReport:
     exit_code: int
     summary: dict[str, Any]
     status: str
     messages: list[str] = field(default_factory=list)
+    error: AssayError | None = None
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str))
-    os.replace(tmp, path)
+def gate_results(config: RunConfig, stats: RunStats) -> list[dict[str, Any]]:
+    """Every gate check of the run file: key, check, threshold, actual, passed, message."""
+    out: list[dict[str, Any]] = []
+    for key, gate in config.gates.items():
+        ks = stats.keys.get(key)
+        for check, op in (("min_mean", ">="), ("max_mean", "<="), ("min_pass_rate", ">="), ("max_pass_rate", "<=")):
+            threshold = getattr(gate, check, None)
+            if threshold is None:
+                continue
+            actual = None if ks is None else (ks.mean if check.endswith("mean") else ks.pass_rate)
+            passed = actual is not None and (actual >= threshold if op == ">=" else actual <= threshold)
+            what = check.split("_", 1)[1].replace("_", " ")
+            message = (
+                f"gate {key}: no results with this key"
+                if ks is None
+                else f"gate {key}: {what} {actual} {'<' if op == '>=' else '>'} {check} {threshold}"
+            )
+            out.append(
+                {"key": key, "check": check, "threshold": threshold, "actual": actual, "passed": passed}
+                | ({} if passed else {"message": message})
+            )
+    return out
 
 
 def evaluate_gates(config: RunConfig, stats: RunStats) -> list[str]:
-    failures = []
-    for key, gate in config.gates.items():
-        ks = stats.keys.get(key)
-        if ks is None:
-            failures.append(f"gate {key}: no results with this key")
-            continue
-        if gate.min_mean is not None and (ks.mean is None or ks.mean < gate.min_mean):
-            failures.append(f"gate {key}: mean {ks.mean} < min_mean {gate.min_mean}")
-        if gate.min_pass_rate is not None and (ks.pass_rate is None or ks.pass_rate < gate.min_pass_rate):
-            failures.append(f"gate {key}: pass rate {ks.pass_rate} < min_pass_rate {gate.min_pass_rate}")
-    return failures
+    """The messages of the failed gates."""
+    return [g["message"] for g in gate_results(config, stats) if not g["passed"]]
 
 
 @contextlib.asynccontextmanager
@@ -157,102 +142,6 @@ async def _stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -
     cancel.cancel()
 
 
-def shard_ledger(state_dir: str, sink_path: str, shard: tuple[int, int] | None) -> Ledger:
-    """The checkpoint ledger of a run (or of shard i/N of it) writing to ``sink_path``."""
-    return Ledger.for_run(state_dir, sink_path + (f"#{shard[0]}/{shard[1]}" if shard else ""))
-
-
-async def execute(
-    config: RunConfig,
-    *,
-    origin: str = "run file",
-    fresh: bool = False,
-    shard: tuple[int, int] | None = None,
-    use_cache: bool = True,
-    progress: ProgressSink | None = None,
-    handle_signals: bool = False,
-    stop_requested: Callable[[], bool] | None = None,
-    ledger_key: str | None = None,
-    keep_ledger: bool = False,
-) -> RunReport:
-    """Run one process's share of a run and write its summary.
-
-    ``ledger_key``: the sink path the checkpoint ledger is kept under (default: this run's sink; a
-    ``--workers`` shard writes into scratch space but checkpoints under the run's real sink).
-    ``stop_requested``: polled instead of handling signals here (a shard worker's flag).
-    ``keep_ledger``: keep it even when the run completes (a shard's rows are not final until the
-    parent has merged them; the parent removes the ledgers then)."""
-    tune_gc()
-    started_at = dt.datetime.now(dt.UTC)
-    layout = Layout.from_config(config)
-    run_id = config.run_id or RunOptions().run_id
-    ledger = shard_ledger(config.state_dir, ledger_key or layout.sink_path, shard)
-    if fresh:
-        ledger.remove()
-    resuming = ledger.load()
-    async with _judge_pool(config, use_cache=use_cache) as pool:
-        evaluators = build_evaluators(config, origin)
-        stats = RunStats(thresholds={ev.key: ev.threshold for ev in evaluators})
-        if resuming and isinstance(ledger.extra.get("stats"), dict):
-            stats.merge(RunStats.from_dict(ledger.extra["stats"]))
-        source = FileSource(
-            config.source.paths,
-            batch_size=config.limits.batch_size,
-            input_format=config.source.input_format,
-            read_mode=config.source.read_mode,
-            shard=shard,
-            skip=ledger.is_done if resuming else None,
-        )
-        shard_no = shard[0] if shard else 0
-        sink = JsonlSink(
-            layout.sink_path,
-            compression=config.sink.compression,
-            max_rows_per_part=config.sink.max_rows_per_part,
-            shard=shard_no,
-            append=resuming,
-        )
-        dead = JsonlSink(layout.dead_letter_path, prefix="dead", shard=shard_no, append=resuming)
-        options = RunOptions(
-            batch_size=config.limits.batch_size,
-            buffer=config.limits.buffer,
-            workers=config.limits.workers,
-            normalize=config.normalize,
-            run_id=run_id,
-        )
-        pipeline = Pipeline(
-            source,
-            EvaluateStage(evaluators),
-            sink,
-            dead,
-            options,
-            stats=stats,
-            on_progress=progress.update if progress else None,
-            on_durable=ledger.add,  # folded into line intervals as it goes: memory stays flat
-        )
-        try:
-            async with source, sink, dead, anyio.create_task_group() as tg:
-                grace = config.limits.grace_period_s
-                if stop_requested is not None:
-                    tg.start_soon(_watch_flag, stop_requested, pipeline, grace, tg.cancel_scope)
-                elif handle_signals:
-                    tg.start_soon(_watch_signals, pipeline, grace, tg.cancel_scope)
-                outcome = await pipeline.run()
-                tg.cancel_scope.cancel()
-        finally:
-            for ev in evaluators:
-                with anyio.CancelScope(shield=True):
-                    await ev.aclose()
-        judge_stats = pool.stats() if pool is not None else {}
-    status = pipeline.status
-    if status == "ok" and not keep_ledger:
-        ledger.remove()
-    else:
-        ledger.extra["stats"] = stats.to_dict()
-        ledger.save()
-    summary = build_summary(config, stats, status, outcome.wall_s, run_id, started_at, layout, judge_stats)
-    return finish(config, summary, stats, status, layout, write=True)
-
-
 def tune_gc() -> None:
     """Fewer young-generation collections: the hot path allocates many short-lived containers per
     record, and the default threshold (700) makes the collector run every couple of records.
@@ -286,52 +175,85 @@ def auto_workers(config: RunConfig) -> int:
 AUTO_WORKERS_MIN_BYTES = 64 << 20
 
 
-def build_summary(
+async def execute(
     config: RunConfig,
-    stats: RunStats,
-    status: str,
-    wall_s: float,
-    run_id: str,
-    started_at: dt.datetime,
-    layout: Layout,
-    judge_stats: dict[str, Any],
-) -> dict[str, Any]:
-    data = stats.to_dict()
-    counts = data["counts"]
-    judges_total = {
-        "requests": sum(int(j.get("requests", 0)) for j in judge_stats.values()),
-        "rate_limited_429": sum(int(j.get("http_429", 0)) for j in judge_stats.values()),
-        "server_errors_5xx": sum(int(j.get("http_5xx", 0)) for j in judge_stats.values()),
-        "timeouts": sum(int(j.get("timeouts", 0)) for j in judge_stats.values()),
-        "cached": sum(int(j.get("cached", 0)) for j in judge_stats.values()),
-        "retries": sum(int(j.get("retries", 0)) for j in judge_stats.values()),
-        "errors": sum(int(j.get("errors", 0)) for j in judge_stats.values()),
-        "input_tokens": sum(int(j.get("input_tokens", 0)) for j in judge_stats.values()),
-        "output_tokens": sum(int(j.get("output_tokens", 0)) for j in judge_stats.values()),
-        "cost_usd": round(sum(float(j.get("cost_usd", 0.0)) for j in judge_stats.values()), 8),
-    }
-    return {
-        "run_id": run_id,
-        "status": status,
-        "started_at": started_at.isoformat(),
-        "finished_at": dt.datetime.now(dt.UTC).isoformat(),
-        "wall_time_s": round(wall_s, 3),
-        "records_per_s": round(counts["read"] / wall_s, 1) if wall_s > 0 else None,
-        "counts": counts,
-        "evaluators": data["evaluators"],
-        "judges": judge_stats,
-        "totals": judges_total,
-        "outputs": {"results": layout.sink_path, "dead_letter": layout.dead_letter_path},
-        "source": config.source.paths,
-        "host": {"hostname": socket.gethostname(), "python": platform.python_version()},
-    }
+    *,
+    origin: str = "run file",
+    fresh: bool = False,
+    shard: tuple[int, int] | None = None,
+    use_cache: bool = True,
+    progress: ProgressSink | None = None,
+    handle_signals: bool = False,
+) -> RunReport:
+    """Run the whole job in this process (or one ``--shard i/N`` of it) and publish its outputs.
+
+    Starts over or resumes (see :mod:`assay.pipeline.outputs`), runs one writer, and publishes the
+    summary of the whole output: ``_SUCCESS`` only when the output is whole and the run passed."""
+    tune_gc()
+    started_at = dt.datetime.now(dt.UTC)
+    t0 = time.perf_counter()
+    config = config.model_copy(update={"run_id": config.run_id or RunOptions().run_id})
+    plan = RunPlan(config, shard)
+    writer = shard[0] if shard else 0
+    states = await plan.prepare(1, fresh=fresh) if shard is None else await _prepare_shard(plan, fresh)
+    result = await run_writer(
+        config,
+        origin=origin,
+        writer=writer,
+        n=1,
+        state=states.get(writer),
+        store=plan.store,
+        use_cache=use_cache,
+        progress=progress,
+        handle_signals=handle_signals,
+        shard=shard,
+    )
+    return await conclude(plan, [result], started_at=started_at, wall_s=time.perf_counter() - t0)
+
+
+async def _prepare_shard(plan: RunPlan, fresh: bool) -> dict[int, dict[str, Any]]:
+    """A ``--shard i/N`` run keeps one writer's checkpoint, numbered i."""
+    assert plan.shard is not None
+    states = await plan.prepare(plan.shard[0] + 1, fresh=fresh)
+    return {plan.shard[0]: states[plan.shard[0]]} if plan.shard[0] in states else {}
+
+
+async def conclude(
+    plan: RunPlan, results: list[WriterResult], *, started_at: dt.datetime, wall_s: float, **extra: Any
+) -> RunReport:
+    """The summary of the whole output, the exit code, and the published outputs."""
+    config = plan.config
+    stats, judges = plan.totals(results)
+    for r in results:  # thresholds travel with the key stats
+        for key, ks in (r.stats.get("evaluators") or {}).items():
+            if key in stats.keys:
+                stats.keys[key].threshold = ks.get("threshold", 0.5)
+    statuses = [r.status for r in results]
+    status = next((s for s in ("failed", "budget", "interrupted") if s in statuses), "ok")
+    error = next((r.error for r in results if r.error is not None), None)
+    summary = build_summary(config, stats, status, wall_s, str(config.run_id), started_at, judges)
+    summary.update(extra)
+    report = finish(config, summary, stats, status, error=error)
+    try:
+        where = await plan.publish(
+            summary, success=report.exit_code in (EXIT_OK, EXIT_GATE, EXIT_DEAD_LETTERS), completed=status == "ok"
+        )
+    except AssayError as exc:
+        report.error = report.error or exc
+        where = None
+    report.summary["summary_path"] = where
+    return report
 
 
 def finish(
-    config: RunConfig, summary: dict[str, Any], stats: RunStats, status: str, layout: Layout, *, write: bool
+    config: RunConfig, summary: dict[str, Any], stats: RunStats, status: str, *, error: AssayError | None = None
 ) -> RunReport:
+    """The exit code and status of a run from its stats; written into the summary."""
     messages: list[str] = []
-    if status == "budget":
+    gates = gate_results(config, stats)
+    if error is not None:
+        code = error.exit_code
+    elif status == "budget":
         code = EXIT_BUDGET
         messages.append("budget reached: the run stopped cleanly; run the same command again to resume")
     elif status == "interrupted":
@@ -341,7 +263,12 @@ def finish(
         code = EXIT_OK
         lim = config.limits
         dl = stats.counts["dead_letters"]
-        if lim.max_dead_letters is not None and dl > lim.max_dead_letters:
+        errs = error_rate_failures(config, stats)
+        if errs:
+            code = EXIT_INFRA
+            status = "failed"
+            messages.extend(errs)
+        elif lim.max_dead_letters is not None and dl > lim.max_dead_letters:
             code = EXIT_DEAD_LETTERS
             messages.append(f"{dl} dead letters > max_dead_letters {lim.max_dead_letters}")
         elif lim.max_dead_letter_ratio is not None and stats.dead_letter_ratio() > lim.max_dead_letter_ratio:
@@ -349,21 +276,33 @@ def finish(
             messages.append(
                 f"dead-letter ratio {stats.dead_letter_ratio():.4f} > max_dead_letter_ratio {lim.max_dead_letter_ratio}"
             )
-        gate_failures = evaluate_gates(config, stats)
-        if gate_failures and code == EXIT_OK:
+        failed_gates = [g for g in gates if not g["passed"]]
+        if failed_gates and code == EXIT_OK:
             code = EXIT_GATE
-        messages.extend(gate_failures)
+        messages.extend(g["message"] for g in failed_gates)
+        if code == EXIT_GATE:
+            status = "gate_failed"
+        elif code == EXIT_DEAD_LETTERS:
+            status = "too_many_dead_letters"
+    summary["status"] = status if error is None else "failed"
     summary["exit_code"] = code
     summary["messages"] = messages
-    if write:
-        _write_json_atomic(layout.summary_path, summary)
-        if layout.success_path is not None and status == "ok":
-            layout.success_path.touch()
-    return RunReport(code, summary, status, messages)
+    summary["gates"] = gates
+    if error is not None:
+        summary["error"] = {"type": type(error).__name__, "message": str(error)}
+    return RunReport(code, summary, summary["status"], messages, error)
 
 
-def merge_summaries(parts: Sequence[dict[str, Any]]) -> RunStats:
-    total = RunStats()
-    for p in parts:
-        total.merge(RunStats.from_dict(p))
-    return total
+def error_rate_failures(config: RunConfig, stats: RunStats) -> list[str]:
+    """Evaluators whose share of error results is above ``limits.max_error_rate``."""
+    limit = config.limits.max_error_rate
+    if limit is None:
+        return []
+    out = []
+    for key, ks in sorted(stats.keys.items()):
+        if ks.count and ks.errors / ks.count > limit:
+            out.append(
+                f"evaluator {key}: {ks.errors} of {ks.count} results are errors"
+                f" ({ks.errors / ks.count:.1%} > max_error_rate {limit:.0%})"
+            )
+    return out

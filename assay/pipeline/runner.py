@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ import orjson
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from assay.connectors.base import Sink, Source
+from assay.pipeline.commit import Committer
 from assay.pipeline.summary import RunStats
 from assay.records import Envelope, Failure, Position, Result
 from assay.stages.evaluate import EvaluateStage, PartialBatch
@@ -62,6 +63,7 @@ class Processed:
     read: int
     abandoned: int = 0
     warnings: int = 0
+    keys: list[str | None] | None = None
 
 
 @dataclass
@@ -85,7 +87,7 @@ class Pipeline:
         *,
         stats: RunStats | None = None,
         on_progress: Callable[[RunStats], None] | None = None,
-        on_durable: Callable[[Sequence[Position]], Any] | None = None,
+        committer: Committer | None = None,
     ) -> None:
         self.source = source
         self.evaluate = evaluate
@@ -94,7 +96,7 @@ class Pipeline:
         self.options = options or RunOptions()
         self.stats = stats or RunStats()
         self.on_progress = on_progress
-        self.on_durable = on_durable
+        self.committer = committer
         self.status = "ok"
         self.parse = RecordParser(self.options.normalize, projected=not evaluate.reads_scenario)
 
@@ -165,6 +167,7 @@ class Pipeline:
         kept: list[dict[str, Result]] = []
         failures: list[Failure] = []
         positions: list[Position] = []
+        keys: list[str | None] = []
         warnings = 0
         for env in batch:
             t = parse(env)
@@ -172,12 +175,13 @@ class Pipeline:
                 res = score_one(t)
                 row, warned = self._row(t, env, res, failures)
                 rows.append(row)
+                keys.append(t.id)
                 kept.append(res)
                 warnings += warned
             else:
                 failures.append(t)  # type: ignore[arg-type]
             positions.append(env.position)
-        return Processed(rows, failures, kept, positions, len(batch), 0, warnings)
+        return Processed(rows, failures, kept, positions, len(batch), 0, warnings, keys)
 
     async def _process(self, batch: list[Envelope]) -> Processed:
         if self.evaluate.streaming:
@@ -203,6 +207,7 @@ class Pipeline:
         positions: list[Position] = [f.position for f in failures]
         abandoned = 0
         warnings = 0
+        keys: list[str | None] = []
         for trace, env, res, ok in zip(traces, envs, results, done, strict=True):
             if not ok:
                 abandoned += 1
@@ -210,19 +215,21 @@ class Pipeline:
             row, warned = self._row(trace, env, res, failures)
             warnings += warned
             rows.append(row)
+            keys.append(trace.id)
             kept.append(res)
             positions.append(env.position)
-        return Processed(rows, failures, kept, positions, len(batch), abandoned, warnings)
+        return Processed(rows, failures, kept, positions, len(batch), abandoned, warnings, keys)
 
     async def _sink_loop(self, recv: ObjectReceiveStream[Processed]) -> None:
         stats = self.stats
         counts = stats.counts
+        commit = self.committer
         async with recv:
             async for p in recv:
                 if p.rows:
-                    await self.sink.write_batch(p.rows)
+                    await self.sink.write_batch(p.rows, p.keys)
                 if p.failures:
-                    await self.dead_letter.write_batch([_dumps(f.to_dict(), default=_default) for f in p.failures])
+                    await self.dead_letter.write_failures(p.failures)
                 counts["read"] += p.read
                 counts["scored"] += len(p.rows)
                 counts["abandoned"] += p.abandoned
@@ -236,13 +243,23 @@ class Pipeline:
                             counts["normalize_errors"] += 1
                 for res in p.results:
                     stats.add_results(res)
-                if self.on_durable is not None:
-                    self.on_durable(p.positions)
+                await self._read_errors()
+                if commit is not None:
+                    commit.add(p.positions)
+                    await commit.maybe_commit()
                 if self.on_progress is not None:
                     self.on_progress(stats)
-            # sources that could not split part of their input into records
-            for pos, msg in self.source.read_errors:
-                f = Failure(b"", pos, "read", "ReadError", msg)
-                await self.dead_letter.write_batch([_dumps(f.to_dict())])
-                counts["dead_letters"] += 1
-            self.source.read_errors.clear()
+            await self._read_errors()
+
+    async def _read_errors(self) -> None:
+        """Input the source could not split into records: a dead letter each, acknowledged too."""
+        errors = self.source.read_errors
+        if not errors:
+            return
+        failures = [Failure(b"", pos, "read", "ReadError", msg) for pos, msg in errors]
+        errors.clear()
+        await self.dead_letter.write_failures(failures)
+        self.stats.counts["dead_letters"] += len(failures)
+        self.stats.counts["read_errors"] += len(failures)
+        if self.committer is not None:
+            self.committer.add([f.position for f in failures])

@@ -1,28 +1,24 @@
-"""``--workers N``: N processes score disjoint shards of the input, then their outputs are merged.
+"""``--workers N``: N processes score disjoint shards of the input into one output.
 
-Each process runs the ordinary single-process pipeline on shard i/N (a byte range of a plain JSONL
-file, else the records whose running index is i modulo N), writing part files into a scratch
-directory under the state dir and publishing its counts into shared memory (the parent shows their
-sum as progress). The parent then moves the parts into a directory sink (part names carry the shard
-number, so they never collide), or concatenates them into a file sink (gzip members and zstd frames
-concatenate into valid streams), merges the shard summaries and writes one ``_SUMMARY.json``.
-Judge limits (rpm, tpm, concurrency) and the budget are the run's: each of N processes gets 1/N.
+Each process is one writer of the run (:mod:`assay.pipeline.writer`): it reads shard i/N (a byte
+range of a plain JSONL file, an object index for S3, else the records whose running index is i
+modulo N; a Kafka source joins one consumer group), writes its own parts
+(``part-{i:05d}-{seq:05d}``; file sinks stage them and the publish concatenates) and commits its own
+checkpoint; its counts go into shared memory (the parent shows their sum as progress). The parent
+prepares the outputs before the workers start (start over, or resume with any earlier N: see
+:mod:`assay.pipeline.outputs`) and publishes the summary of the whole output after they end.
+Judge limits (rpm, tpm, concurrency) and the budget are the run's: each of N processes gets 1/N
+(unless the judges share one limit through Redis).
 
 SIGTERM/SIGINT to the parent stop every worker gracefully, and so does the parent's death (Linux);
-each checkpoints under the run's real sink (``<sink>#i/N``) and keeps its checkpoint until the
-parent has merged its rows, so the same command with the same N resumes every shard: it merges any
-rows a crashed parent left in scratch (``<state_dir>/shards/<sink key>-<N>/``) with the new ones and
-appends to the output only if an earlier run of the lineage merged into it. At least once: a crash
-between the output's rename and the scratch removal can repeat rows, never lose them.
+the same command, with any ``--workers``, resumes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import gc
-import hashlib
 import os
-import shutil
 import signal
 import sys
 import time
@@ -31,28 +27,19 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from types import FrameType
-from typing import Any, BinaryIO
+from typing import Any
 
 import anyio
 
 from assay.config import RunConfig
-from assay.connectors.file import CHUNK, is_directory_target
 from assay.exceptions import AssayError, ConnectorError
+from assay.pipeline.checkpoint import CheckpointStore
+from assay.pipeline.outputs import RunPlan
 from assay.pipeline.progress import Progress
-from assay.pipeline.run import Layout, RunReport, build_summary, execute, finish, merge_summaries, shard_ledger
+from assay.pipeline.run import RunReport, conclude
 from assay.pipeline.summary import RunStats
-
-
-def _shard_config(config: RunConfig, scratch: Path, i: int, n: int) -> RunConfig:
-    return share_limits(config, n).model_copy(
-        update={
-            "sink": config.sink.model_copy(update={"path": str(scratch / f"rows-{i}") + "/"}),
-            "dead_letter": None,
-            "gates": {},
-        }
-    )
+from assay.pipeline.writer import WriterResult, run_writer
 
 
 def share_limits(config: RunConfig, n: int) -> RunConfig:
@@ -102,18 +89,16 @@ class _Job:
 
     origin: str
     n: int
-    fresh: bool
     use_cache: bool
-    ledger_key: str
+    store_key: str
     parent: int
+    states: dict[int, dict[str, Any]]
 
 
 def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters: Any) -> None:
-    """A worker process: one shard's run; its summary (or its error) goes back through ``conn``.
+    """A worker process: writer i of the run; its result (or its error) goes back through ``conn``.
     SIGTERM/SIGINT (from the parent, which repeats them until the worker is gone, or on the parent's
-    death) set a flag for the whole life of the process, and the run stops gracefully as a
-    one-process run does; its checkpoint ledger is kept under the run's real sink, so the same
-    command resumes every shard."""
+    death) set a flag for the whole life of the process, and the writer stops gracefully."""
     stop = [False]
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -123,24 +108,24 @@ def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters
         signal.signal(sig, request_stop)
     _stop_with_parent(job.parent)
     try:
-        report = anyio.run(
-            lambda: execute(
+        result = anyio.run(
+            lambda: run_writer(
                 config,
                 origin=job.origin,
-                fresh=job.fresh,
-                shard=(i, job.n),
+                writer=i,
+                n=job.n,
+                state=job.states.get(i),
+                store=CheckpointStore(config.state_dir, job.store_key),
                 use_cache=job.use_cache,
                 progress=_SharedCounts(counters, i),
                 stop_requested=lambda: stop[0],
-                ledger_key=job.ledger_key,
-                keep_ledger=True,
             )
         )
-        message: tuple[str, Any] = ("ok", report.summary)
+        message: tuple[str, Any] = ("ok", result)
     except BaseException as exc:  # everything is reported to the parent
         err = exc if isinstance(exc, AssayError) else ConnectorError(f"{type(exc).__name__}: {exc}")
         message = ("error", err)
-    with suppress(OSError):  # the parent may be gone: the ledger and the scratch rows remain
+    with suppress(OSError):  # the parent may be gone: the checkpoint remains
         try:
             conn.send(message)
         except Exception:  # an error that does not pickle
@@ -200,7 +185,7 @@ class _Signals:
 
 def _run_workers(
     configs: list[RunConfig], job: _Job, progress: Progress | None, signals: _Signals
-) -> list[dict[str, Any]]:
+) -> list[WriterResult]:
     """Start one process per shard config, show their summed progress, collect their summaries."""
     n = len(configs)
     # fork where available: the children start with assay already imported (the parent runs no
@@ -221,7 +206,7 @@ def _run_workers(
             procs.append(proc)
             signals.pids.append(proc.pid)
             pending[recv] = i
-        results: list[tuple[str, Any]] = [("error", None)] * n
+        results: list[tuple[str, Any]] = [("error", ConnectorError("no answer"))] * n
         stats = RunStats()
         while pending:
             ready = wait(list(pending), timeout=0.1)
@@ -232,7 +217,7 @@ def _run_workers(
                 except EOFError:
                     procs[i].join()
                     results[i] = ("error", ConnectorError(f"worker {i} exited with code {procs[i].exitcode}"))
-                if results[i][0] != "ok":  # one shard failed: stop the others
+                if results[i][0] != "ok" or results[i][1].status == "failed":  # one failed: stop the others
                     for p in procs:
                         if p.is_alive() and p.pid is not None:
                             os.kill(p.pid, signal.SIGTERM)
@@ -250,10 +235,13 @@ def _run_workers(
                 p.join()
         signals.pids.clear()
         gc.unfreeze()
+    out: list[WriterResult] = []
     for kind, value in results:
-        if kind != "ok":
-            raise value if isinstance(value, AssayError) else ConnectorError(f"a worker process failed: {value}")
-    return [value for _, value in results]
+        if kind != "ok":  # the worker died before its writer could report: its checkpoint remains
+            err = value if isinstance(value, AssayError) else ConnectorError(f"a worker process failed: {value}")
+            value = WriterResult("failed", {}, {}, 0.0, err)
+        out.append(value)
+    return out
 
 
 def _sum_counts(counters: Any, n: int) -> list[int]:
@@ -261,124 +249,32 @@ def _sum_counts(counters: Any, n: int) -> list[int]:
     return [sum(counters[i * k + j] for i in range(n)) for j in range(k)]
 
 
-def _parts(directory: Path, prefix: str) -> list[Path]:
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.iterdir() if p.name.startswith(prefix + "-") and p.is_file())
-
-
-def _concat(parts: list[Path], target: Path, *, append: bool = False) -> None:
-    """Concatenate the shards' parts into ``target`` atomically (a temp file, then a rename), the
-    copying done by the kernel (copy_file_range). ``append``: a resumed run adds to what ``target``
-    already holds. The parts are left in place: until the output is whole they are the only copy."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    if append and target.exists():
-        shutil.copyfile(target, tmp)
-    else:
-        open(tmp, "wb").close()
-    with open(tmp, "r+b", buffering=0) as out:
-        out.seek(0, os.SEEK_END)
-        for p in parts:
-            with open(p, "rb", buffering=0) as f:
-                _append(f, out)
-        os.fsync(out.fileno())
-    os.replace(tmp, target)
-
-
-def _append(src: BinaryIO, dst: BinaryIO) -> None:
-    """Copy the rest of ``src`` to ``dst`` (unbuffered files): in the kernel where it can."""
-    try:
-        while os.copy_file_range(src.fileno(), dst.fileno(), CHUNK << 4):
-            pass
-        return
-    except OSError:  # not supported here: copy through user space from where it stopped
-        pass
-    shutil.copyfileobj(src, dst, CHUNK)
-
-
-def _place(parts: list[Path], target: str, *, append: bool = False) -> None:
-    if is_directory_target(target):
-        directory = Path(target)
-        directory.mkdir(parents=True, exist_ok=True)
-        for p in parts:
-            dest = directory / p.name
-            if append:  # a resumed run: the next free sequence number of that shard's parts
-                stem, seq, ext = _split_part_name(p.name)
-                while dest.exists():
-                    seq += 1
-                    dest = directory / f"{stem}-{seq:05d}{ext}"
-            os.replace(p, dest)
-    else:
-        _concat(parts, Path(target), append=append)
-
-
-def _split_part_name(name: str) -> tuple[str, int, str]:
-    """``part-00001-00003.jsonl.gz`` → (``part-00001``, 3, ``.jsonl.gz``)."""
-    base, _, rest = name.rpartition("-")
-    digits, dot, ext = rest.partition(".")
-    return base, int(digits), dot + ext
-
-
 def execute_sharded(
     config: RunConfig,
     *,
     origin: str,
     workers: int,
-    fresh: bool = True,
+    fresh: bool = False,
     use_cache: bool = True,
     progress: Progress | None = None,
 ) -> RunReport:
-    """Run ``workers`` processes on disjoint shards and merge their outputs and summaries."""
+    """Run ``workers`` processes as the writers of one run and publish its whole output."""
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
-    layout = Layout.from_config(config)
-    run_id = config.run_id or os.urandom(6).hex()
-    base = config.model_copy(update={"run_id": run_id})
-    ledgers = [shard_ledger(config.state_dir, layout.sink_path, (i, workers)) for i in range(workers)]
-    # one scratch directory per sink and N: rows a crashed parent never merged are found again
-    key = hashlib.sha256(os.path.abspath(layout.sink_path).encode()).hexdigest()[:16]
-    scratch = Path(config.state_dir) / "shards" / f"{key}-{workers}"
-    for i, ledger in enumerate(ledgers):
-        if fresh or not ledger.path.exists():  # rows not covered by a checkpoint are redone
-            shutil.rmtree(scratch / f"rows-{i}", ignore_errors=True)
-    # append to the output only if an earlier run of this lineage merged into it (a parent that
-    # crashed before merging left its rows in scratch, and the output is not ours)
-    append = not fresh and any(ledger.load() and ledger.extra.get("merged") for ledger in ledgers)
-    scratch.mkdir(parents=True, exist_ok=True)
-    job = _Job(origin, workers, fresh, use_cache, layout.sink_path, os.getpid())
+    config = config.model_copy(update={"run_id": config.run_id or os.urandom(6).hex()})
+    plan = RunPlan(config, None)
+    states = anyio.run(lambda: plan.prepare(workers, fresh=fresh))
+    job = _Job(origin, workers, use_cache, plan.store.dir.name, os.getpid(), states)
     signals = _Signals()
-    with signals.installed():  # until the merge is done: a signal then cannot cut it short
-        configs = [_shard_config(base, scratch, i, workers) for i in range(workers)]
-        summaries = _run_workers(configs, job, progress, signals)
-        rows = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}", "part")]
-        dead = [p for i in range(workers) for p in _parts(scratch / f"rows-{i}" / "_dead_letter", "dead")]
-        _place(rows, layout.sink_path, append=append)
-        _place(dead, layout.dead_letter_path, append=append)
-        # the rows are in the output: drop the scratch copy first, then the checkpoints of finished
-        # shards (a crash in between leaves checkpoints with nothing to merge: the rerun is a no-op);
-        # unfinished shards' checkpoints note that their rows are merged (the rerun appends)
-        shutil.rmtree(scratch, ignore_errors=True)
-        for ledger, summary in zip(ledgers, summaries, strict=True):
-            if summary.get("status", "ok") == "ok":
-                ledger.remove()
-            elif ledger.load():
-                ledger.extra["merged"] = True
-                ledger.save()
-    stats = merge_summaries(summaries)
-    for s in summaries:  # thresholds travel with the key stats
-        for key, ks in s.get("evaluators", {}).items():
-            stats.keys[key].threshold = ks.get("threshold", 0.5)
-    statuses = {s.get("status", "ok") for s in summaries}
-    status = "budget" if "budget" in statuses else "interrupted" if "interrupted" in statuses else "ok"
-    judges: dict[str, Any] = {}
-    for i, s in enumerate(summaries):
-        for name, j in (s.get("judges") or {}).items():
-            judges[f"{name}#{i}"] = j
-    summary = build_summary(config, stats, status, time.perf_counter() - t0, run_id, started_at, layout, judges)
-    summary["workers"] = workers
-    summary["shards"] = [
-        {"shard": i, "wall_time_s": s.get("wall_time_s"), "records": s.get("counts", {}).get("read")}
-        for i, s in enumerate(summaries)
-    ]
-    return finish(config, summary, stats, status, layout, write=True)
+    with signals.installed():  # until the summary is published: a signal then cannot cut it short
+        results = _run_workers([share_limits(config, workers)] * workers, job, progress, signals)
+        return anyio.run(
+            lambda: conclude(
+                plan,
+                results,
+                started_at=started_at,
+                wall_s=time.perf_counter() - t0,
+                workers=workers,
+                shards=[{"shard": i, "wall_time_s": round(r.wall_s, 3)} for i, r in enumerate(results)],
+            )
+        )

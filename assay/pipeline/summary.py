@@ -119,6 +119,7 @@ COUNT_NAMES = (
     "warnings",
     "skipped",
     "abandoned",
+    "read_errors",
 )
 
 

@@ -66,10 +66,25 @@ class ListSink(Sink):
 
     def __init__(self) -> None:
         self.rows: list[bytes] = []
+        self.keys: list[str | None] = []
         self.closed = False
+        self.pending = 0
+        self.durable = 0
+        """How many rows were durable at the last flush."""
+        self.flushes = 0
 
-    async def write_batch(self, rows: Sequence[bytes]) -> None:
+    async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         self.rows.extend(rows)
+        self.keys.extend(keys if keys is not None else [None] * len(rows))
+        self.pending += len(rows)
+
+    async def flush(self) -> None:
+        self.durable = len(self.rows)
+        self.pending = 0
+        self.flushes += 1
+
+    def snapshot(self) -> Any:
+        return {"rows": self.durable}
 
     async def aclose(self) -> None:
         self.closed = True

@@ -78,7 +78,7 @@ def test_score_file_to_file(corpus: Path, tmp_path: Path) -> None:
     dead = rows(tmp_path / "res" / "scores.dead_letter.jsonl")
     assert sorted(d["line"] for d in dead) == [6, 13]
     assert all(d["file"] == str(corpus) for d in dead)
-    summary = json.loads((tmp_path / "res" / "_SUMMARY.json").read_text())
+    summary = json.loads((tmp_path / "res" / "scores.jsonl._SUMMARY.json").read_text())
     assert summary["evaluators"]["trajectory_superset_match"]["mean"] == pytest.approx(20 / 30)
     assert summary["evaluators"]["tool_call_accuracy"]["scored"] == 30
 

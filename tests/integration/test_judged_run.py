@@ -157,9 +157,9 @@ def test_sigterm_stops_cleanly_and_rerun_resumes(tmp_path: Path, corpus: Path) -
 
 @pytest.mark.parametrize("sink", ["out/", "out.jsonl"])
 def test_sigterm_stops_every_worker_and_rerun_resumes_each_shard(tmp_path: Path, corpus: Path, sink: str) -> None:
-    """``--workers 2``: the parent forwards SIGTERM, each worker drains and checkpoints under the run's
-    real sink, nothing is orphaned, and the same command completes every shard (a file sink gets
-    the new rows appended, a directory sink new part numbers)."""
+    """``--workers 2``: the parent forwards SIGTERM, each worker drains and checkpoints, nothing is
+    orphaned, and the same command completes every shard. A file sink publishes the file only when
+    the run is whole; a directory sink keeps its finished parts (without ``_SUCCESS``)."""
     import signal
 
     with JudgeServerThread(latency=0.3, seed=5) as s:
@@ -168,23 +168,27 @@ def test_sigterm_stops_every_worker_and_rerun_resumes_each_shard(tmp_path: Path,
         assert proc.returncode == 130, proc.stderr
         assert "resume" in proc.stderr
         out = tmp_path / sink
-        summary_dir = out if sink.endswith("/") else tmp_path
+        summary_path = out / "_SUMMARY.json" if sink.endswith("/") else tmp_path / "out.jsonl._SUMMARY.json"
 
         def got() -> list[dict[str, Any]]:
             if sink.endswith("/"):
                 return rows(out)
             return [json.loads(line) for line in out.read_text().splitlines()]
 
-        partial = got()
-        assert 0 < len(partial) < 40
-        summary = json.loads((summary_dir / "_SUMMARY.json").read_text())
+        if sink.endswith("/"):
+            assert 0 < len(got()) < 40
+            assert not (out / "_SUCCESS").exists()
+        else:
+            assert not out.exists()  # never a partial file under the final name
+        summary = json.loads(summary_path.read_text())
         assert summary["status"] == "interrupted" and summary["workers"] == 2
+        assert 0 < summary["counts"]["scored"] < 40
 
         proc2 = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         assert proc2.returncode == 0, proc2.stderr
     final = got()
     assert sorted(r["trace_id"] for r in final) == sorted(f"t{i}" for i in range(40))
-    summary = json.loads((summary_dir / "_SUMMARY.json").read_text())
+    summary = json.loads(summary_path.read_text())
     assert summary["status"] == "ok"
     assert summary["counts"]["scored"] == 40 and summary["counts"]["dead_letters"] == 1
 

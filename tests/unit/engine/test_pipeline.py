@@ -99,7 +99,7 @@ class Boom(Exception):
 
 
 class FailingSink(Sink):
-    async def write_batch(self, rows: Sequence[bytes]) -> None:
+    async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         raise ConnectorError("disk full")
 
     async def aclose(self) -> None:

@@ -1,0 +1,399 @@
+"""Local sinks: JSON lines in numbered parts, made durable in place and restored exactly on resume.
+
+A :class:`LocalSink` writes ``{prefix}-{shard:05d}-{seq:05d}.jsonl[.gz|.zst]`` parts. The part being
+written is a hidden temp file (``.{name}.tmp``) renamed into place when it is complete, so a reader
+never sees a half-written part. ``flush`` makes everything written so far durable: compressed
+streams end their gzip member / zstd frame (members and frames concatenate into valid streams), the
+file is fsynced, and :meth:`snapshot` records the finished parts and the committed length of the
+current one. A sink opened with that ``resume_state`` deletes every part of its shard written after
+it and truncates the current part to the committed length: rows written after the last commit are
+gone, and the source (which was never acknowledged for them) reads them again. ``resume_state=None``
+starts over: the outputs of earlier attempts are removed first (``_SUCCESS`` before anything).
+
+Two layouts:
+
+* a **directory** (``out/``): parts are the output; ``_SUMMARY.json`` and ``_SUCCESS`` beside them;
+* a **file** (``out.jsonl.gz``): parts are staged in ``.out.jsonl.gz.parts/`` next to it and
+  concatenated into the file by :meth:`publish` (atomically: temp file, then rename) only when the
+  run succeeded; its summary is ``out.jsonl.gz._SUMMARY.json``.
+
+>>> import anyio, tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> async def demo():
+...     async with LocalSink(str(d / "out.jsonl")) as sink:
+...         await sink.write_batch([b'{"a":1}', b'{"a":2}'])
+...         await sink.flush()
+...         await sink.publish({"status": "ok"}, success=True)
+...     return (d / "out.jsonl").read_bytes()
+>>> anyio.run(demo)
+b'{"a":1}\\n{"a":2}\\n'
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import anyio.to_thread
+import orjson
+
+from assay.connectors.base import Sink
+from assay.exceptions import ConfigError, ConnectorError
+
+CHUNK = 1 << 20
+SUCCESS = "_SUCCESS"
+SUMMARY = "_SUMMARY.json"
+_EXT = {"none": "", "gzip": ".gz", "zstd": ".zst"}
+
+
+def compression_for(path: str, compression: str | None) -> str:
+    """``none`` / ``gzip`` / ``zstd`` from an explicit setting or the path's suffix."""
+    if compression and compression != "auto":
+        if compression not in _EXT:
+            raise ConfigError(f"sink.compression: unknown {compression!r} (none | gzip | zstd)")
+        return compression
+    if path.endswith(".gz"):
+        return "gzip"
+    if path.endswith(".zst"):
+        return "zstd"
+    return "none"
+
+
+def is_directory_target(path: str) -> bool:
+    """An output path names a directory when it ends with '/', exists as one, or has no JSON suffix."""
+    if path.endswith(("/", os.sep)) or os.path.isdir(path):
+        return True
+    base = path.removesuffix(".gz").removesuffix(".zst")
+    return not base.endswith((".jsonl", ".ndjson", ".json"))
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to ``path`` through a temp file and a rename (readers never see half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class _Part:
+    """The part being written: a temp file in append mode with an optional compressor on top."""
+
+    def __init__(self, final: Path, compression: str, rows: int = 0) -> None:
+        self.final = final
+        self.tmp = final.with_name(f".{final.name}.tmp")
+        self.compression = compression
+        self.rows = rows
+        self.raw: IO[bytes] = open(self.tmp, "ab")  # noqa: SIM115 - closed in finish()/close()
+        self._z: Any = None
+
+    def write(self, data: bytes) -> None:
+        if self.compression == "none":
+            self.raw.write(data)
+            return
+        if self._z is None:
+            if self.compression == "gzip":
+                self._z = gzip.GzipFile(fileobj=self.raw, mode="wb", compresslevel=6, mtime=0)
+            else:
+                import zstandard
+
+                self._z = zstandard.ZstdCompressor(level=3).stream_writer(self.raw, closefd=False)
+        self._z.write(data)
+
+    def sync(self) -> int:
+        """Durable up to here: end the compressed member/frame, fsync; the committed length."""
+        if self._z is not None:
+            self._z.close()  # writes the gzip trailer / ends the zstd frame; the raw file stays open
+            self._z = None
+        self.raw.flush()
+        os.fsync(self.raw.fileno())
+        return self.raw.tell()
+
+    def finish(self) -> Path:
+        self.sync()
+        self.raw.close()
+        os.replace(self.tmp, self.final)
+        return self.final
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class LocalSink(Sink):
+    """JSON-lines parts on local disk (see the module docs).
+
+    ``marker``: this sink writes the run's summary and ``_SUCCESS`` (the results sink; not the
+    dead-letter sink). ``create_empty``: a published output with no rows still gets a (empty) file.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        prefix: str = "part",
+        shard: int = 0,
+        compression: str | None = None,
+        max_rows_per_part: int | None = None,
+        resume_state: Any = None,
+        marker: bool = True,
+        create_empty: bool = True,
+    ) -> None:
+        self.path = path
+        self.directory = is_directory_target(path)
+        self.compression = compression_for(path, compression)
+        self.max_rows = max_rows_per_part if self.directory else None
+        self.prefix = prefix
+        self.shard = shard
+        self.resume_state = resume_state
+        self.marker = marker
+        self.create_empty = create_empty
+        if self.directory:
+            self.out_dir = Path(path)
+            self.parts_dir = self.out_dir
+            self.summary_path = self.out_dir / SUMMARY
+            self.success_path: Path | None = self.out_dir / SUCCESS
+        else:
+            final = Path(path)
+            self.out_dir = final.parent
+            self.parts_dir = final.parent / f".{final.name}.parts"
+            self.summary_path = final.with_name(f"{final.name}.{SUMMARY}")
+            self.success_path = None
+        self.parts: list[str] = []
+        self.seq = 0
+        self.rows_written = 0
+        self._part: _Part | None = None
+        self._committed: dict[str, Any] | None = None
+        self.reset_only_shard = False
+        """Start-over removes only this shard's parts (a ``--shard i/N`` run)."""
+
+    def describe(self) -> str:
+        return self.path
+
+    # -- naming -------------------------------------------------------------------------------
+
+    def _pattern(self, shard: int | None) -> re.Pattern[str]:
+        s = r"\d{5}" if shard is None else f"{shard:05d}"
+        return re.compile(rf"^\.?{re.escape(self.prefix)}-{s}-\d{{5}}\.jsonl(\.gz|\.zst)?(\.tmp)?$")
+
+    def _part_name(self, seq: int) -> str:
+        return f"{self.prefix}-{self.shard:05d}-{seq:05d}.jsonl{_EXT[self.compression]}"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(self._open)
+        except OSError as exc:
+            raise ConnectorError(f"cannot prepare output {self.path!r}: {exc}") from exc
+
+    def _open(self) -> None:
+        if self.resume_state is None:
+            self.reset(shard=self.shard if self.reset_only_shard else None)
+        self.parts_dir.mkdir(parents=True, exist_ok=True)
+        if self.resume_state is not None:
+            self._restore(self.resume_state)
+
+    def reset(self, shard: int | None) -> None:
+        """Start over: remove the outputs of earlier attempts (``_SUCCESS`` first), of every shard
+        or of one shard (a ``--shard i/N`` run leaves the other shards' parts alone)."""
+        if self.marker and self.success_path is not None:
+            self.success_path.unlink(missing_ok=True)
+        if not self.directory:
+            Path(self.path).unlink(missing_ok=True)
+            if shard is None:
+                shutil.rmtree(self.parts_dir, ignore_errors=True)
+        if self.marker and shard is None:
+            self.summary_path.unlink(missing_ok=True)
+        if self.parts_dir.is_dir():
+            pattern = self._pattern(shard)
+            for f in self.parts_dir.iterdir():
+                if pattern.match(f.name):
+                    f.unlink(missing_ok=True)
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        keep = set(state.get("parts", []))
+        current = state.get("current")
+        cur_name = current["name"] if current else None
+        pattern = self._pattern(self.shard)
+        for f in self.parts_dir.iterdir():
+            if not pattern.match(f.name):
+                continue
+            name = f.name[1:].removesuffix(".tmp") if f.name.endswith(".tmp") else f.name
+            if name in keep and not f.name.endswith(".tmp"):
+                continue
+            if name == cur_name:
+                continue
+            f.unlink(missing_ok=True)  # written after the last commit: redone by this run
+        missing = [p for p in keep if not (self.parts_dir / p).exists()]
+        if missing:
+            raise ConnectorError(
+                f"{self.path}: parts recorded by the checkpoint are missing ({', '.join(sorted(missing)[:3])});"
+                " run again with --fresh to start over"
+            )
+        self.parts = sorted(keep)
+        self.seq = int(state.get("seq", 0))
+        if current:
+            final = self.parts_dir / cur_name  # type: ignore[operator]
+            tmp = final.with_name(f".{final.name}.tmp")
+            if not tmp.exists() and final.exists():
+                os.replace(final, tmp)  # renamed at a stop whose checkpoint was not saved after it
+            if not tmp.exists():
+                if current["bytes"]:
+                    raise ConnectorError(
+                        f"{self.path}: the part being written ({cur_name}) is missing; run again with --fresh"
+                    )
+                tmp.touch()
+            with open(tmp, "r+b") as fh:
+                fh.truncate(int(current["bytes"]))
+            self._part = _Part(final, self.compression, rows=int(current["rows"]))
+        self._committed = self._state()
+
+    async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
+        if not rows:
+            return
+        try:
+            await anyio.to_thread.run_sync(self._write, rows)
+        except OSError as exc:
+            raise ConnectorError(f"cannot write {self.path!r}: {exc}") from exc
+        self.rows_written += len(rows)
+
+    def _write(self, rows: Sequence[bytes]) -> None:
+        i = 0
+        while i < len(rows):
+            if self._part is None:
+                self._part = _Part(self.parts_dir / self._part_name(self.seq), self.compression)
+                self.seq += 1
+            take = len(rows) - i
+            if self.max_rows:
+                take = min(take, self.max_rows - self._part.rows)
+            chunk = rows[i : i + take]
+            self._part.write(b"\n".join(chunk) + b"\n")
+            self._part.rows += len(chunk)
+            i += take
+            if self.max_rows and self._part.rows >= self.max_rows:
+                self.parts.append(self._part.finish().name)
+                self._part = None
+
+    async def flush(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(self._flush)
+        except OSError as exc:
+            raise ConnectorError(f"cannot write {self.path!r}: {exc}") from exc
+
+    def _flush(self) -> None:
+        part = self._part
+        committed = part.sync() if part is not None else 0
+        self._committed = self._state(committed)
+        _fsync_dir(self.parts_dir)
+
+    def _state(self, committed: int | None = None) -> dict[str, Any]:
+        part = self._part
+        current = None
+        if part is not None:
+            size = committed if committed is not None else part.raw.tell()
+            current = {"name": part.final.name, "bytes": size, "rows": part.rows}
+        return {"parts": list(self.parts), "seq": self.seq, "current": current}
+
+    def snapshot(self) -> Any:
+        return self._committed if self._committed is not None else self._state()
+
+    async def aclose(self) -> None:
+        """Finish the current part (renamed into place, or dropped when empty)."""
+        with anyio.CancelScope(shield=True):
+            part, self._part = self._part, None
+            if part is None:
+                return
+            await anyio.to_thread.run_sync(self._finish, part)
+
+    def _finish(self, part: _Part) -> None:
+        if part.rows:
+            self.parts.append(part.finish().name)
+        else:
+            part.close()
+            part.tmp.unlink(missing_ok=True)
+            self.seq -= 1  # an empty part is not kept: its number is reused
+        self._committed = self._state()
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
+        """Finalize the output (a file sink: concatenate the parts into the file), write the summary,
+        then ``_SUCCESS`` when ``success``. The part being written is finished first."""
+        with anyio.CancelScope(shield=True):
+            where = await anyio.to_thread.run_sync(self._publish, summary, success, summary_name)
+        return where
+
+    def _publish(self, summary: dict[str, Any], success: bool, summary_name: str | None) -> str | None:
+        part, self._part = self._part, None
+        if part is not None:
+            self._finish(part)
+        if success:
+            self._finalize_rows()
+        if not self.marker:
+            return None
+        target = self.summary_path if summary_name is None else self.out_dir / summary_name
+        write_json_atomic(target, summary)
+        if success and self.success_path is not None:
+            self.success_path.touch()
+            _fsync_dir(self.out_dir)
+        return str(target)
+
+    def all_parts(self) -> list[Path]:
+        """Every finished part of every shard, in name order."""
+        if not self.parts_dir.is_dir():
+            return []
+        pattern = self._pattern(None)
+        return sorted(f for f in self.parts_dir.iterdir() if pattern.match(f.name) and not f.name.startswith("."))
+
+    def _finalize_rows(self) -> None:
+        parts = self.all_parts()
+        if self.directory:
+            if not parts and self.create_empty:
+                self.parts_dir.mkdir(parents=True, exist_ok=True)
+                (self.parts_dir / f"{self.prefix}-00000-00000.jsonl{_EXT[self.compression]}").touch()
+            return
+        if not parts and not self.create_empty:
+            return
+        final = Path(self.path)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.with_name(f".{final.name}.tmp")
+        with open(tmp, "wb", buffering=0) as out:
+            for p in parts:
+                with open(p, "rb", buffering=0) as f:
+                    _append(f, out)
+            os.fsync(out.fileno())
+        os.replace(tmp, final)
+        _fsync_dir(final.parent)
+        shutil.rmtree(self.parts_dir, ignore_errors=True)
+
+
+def _append(src: IO[bytes], dst: IO[bytes]) -> None:
+    """Copy the rest of ``src`` to ``dst`` (unbuffered files): in the kernel where it can."""
+    try:
+        while os.copy_file_range(src.fileno(), dst.fileno(), CHUNK << 4):
+            pass
+        return
+    except OSError:  # not supported here: copy through user space from where it stopped
+        pass
+    shutil.copyfileobj(src, dst, CHUNK)
