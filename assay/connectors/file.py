@@ -92,7 +92,7 @@ def open_binary(path: str) -> IO[bytes]:
             import zstandard
 
             raw = open(path, "rb")  # noqa: SIM115 - closed by the reader
-            return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+            return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True, read_across_frames=True)
         return open(path, "rb")
     except OSError as exc:
         raise ConnectorError(f"cannot open {path!r}: {exc}") from exc

@@ -250,3 +250,19 @@ def _workers_alive(run_file: str) -> bool:
         except OSError:
             continue
     return False
+
+
+def test_ctrl_c_while_judge_calls_hang_exits_130_with_a_summary(tmp_path: Path, corpus: Path) -> None:
+    """Every judge call hangs: SIGINT stops reading, the grace period ends the hung calls, and the run
+    still writes its summary and exits 130 (issue 8, 1b)."""
+    import signal
+
+    with JudgeServerThread(latency=0.01, seed=5, hang_rate=1.0) as s:
+        f = run_file(tmp_path, s.url, grace_period_s=1)
+        cmd = [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache"]
+        proc = signal_after_requests(cmd, s, signal.SIGINT, requests=3)
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr
+    summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    assert summary["status"] == "interrupted" and summary["exit_code"] == 130
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
