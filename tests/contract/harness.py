@@ -44,9 +44,9 @@ def read_parts(directory: Path, prefix: str = "part") -> list[bytes]:
         if p.name.endswith(".gz"):
             data = gzip.decompress(data)
         elif p.name.endswith(".zst"):
-            import zstandard
-
             import io
+
+            import zstandard
 
             reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
             data = reader.read()
