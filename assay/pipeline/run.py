@@ -11,6 +11,7 @@ import datetime as dt
 import gc
 import os
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -123,20 +124,28 @@ async def _watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.Cance
 
 
 async def _watch_flag(
-    requested: Callable[[], bool], pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope
+    requested: Callable[[], bool | float], pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope
 ) -> None:
     """The same as ``_watch_signals`` for a process whose own signal handler sets a flag (a shard
     worker: its handler stays installed for the life of the process, so a repeated signal never
-    meets the default action)."""
+    meets the default action). A float from ``requested`` is a shorter grace period (a worker whose
+    parent died stops at once instead of running beside a restarted run)."""
     # polled: the flag is set by a signal handler, which must not touch the event loop
-    while not requested():  # noqa: ASYNC110
+    while not (flag := requested()):  # noqa: ASYNC110
         await anyio.sleep(0.1)
-    await _stop(pipeline, grace_s, cancel)
+    grace = min(grace_s, flag) if isinstance(flag, float) else grace_s
+    await _stop(pipeline, grace, cancel)
 
 
 async def _stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
     """Stop reading; in-flight work has ``grace_s`` to drain before it is cancelled."""
     pipeline.stop("interrupted")
+    print(
+        f"assay: stopping: reading no more; finishing {pipeline.in_flight:,} in-flight records"
+        f" (grace period {grace_s:g} s, then they are abandoned and redone on resume)",
+        file=sys.stderr,
+        flush=True,
+    )
     with anyio.move_on_after(grace_s):
         await anyio.sleep_forever()
     cancel.cancel()

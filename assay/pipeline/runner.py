@@ -97,6 +97,8 @@ class Pipeline:
         self.stats = stats or RunStats()
         self.on_progress = on_progress
         self.committer = committer
+        self.emitted = 0
+        self._resumed_read = self.stats.counts["read"]  # read by earlier attempts of the run
         self.status = "ok"
         self.parse = RecordParser(self.options.normalize, projected=not evaluate.reads_scenario)
 
@@ -120,9 +122,15 @@ class Pipeline:
             tg.start_soon(self._sink_loop, out_recv)
         return RunOutcome(self.stats, self.status, time.perf_counter() - started, opts.run_id)
 
+    @property
+    def in_flight(self) -> int:
+        """Records taken from the source and not yet written."""
+        return self.emitted - self.stats.counts["read"] + self._resumed_read
+
     async def _pump(self, send: ObjectSendStream[list[Envelope]]) -> None:
         async with send:
             async for batch in self.source.batches():
+                self.emitted += len(batch)
                 await send.send(batch)
                 if self.status != "ok":
                     break

@@ -70,6 +70,10 @@ def share_judge(cfg: dict[str, Any], n: int) -> dict[str, Any]:
 _COUNTS = ("read", "scored", "dead_letters")
 
 
+ORPHAN_GRACE_S = 1.0
+"""A worker whose parent died gives its in-flight records this long (they are redone on resume)."""
+
+
 class _SharedCounts:
     """A worker's progress, published into its slots of a shared array the parent reads."""
 
@@ -99,10 +103,11 @@ def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters
     """A worker process: writer i of the run; its result (or its error) goes back through ``conn``.
     SIGTERM/SIGINT (from the parent, which repeats them until the worker is gone, or on the parent's
     death) set a flag for the whole life of the process, and the writer stops gracefully."""
-    stop = [False]
+    stop: list[bool | float] = [False]
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop[0] = True
+        # orphaned (the parent died): stop now; its restart may already be running beside us
+        stop[0] = ORPHAN_GRACE_S if os.getppid() != job.parent else True
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, request_stop)

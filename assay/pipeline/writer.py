@@ -78,7 +78,7 @@ async def run_writer(
     use_cache: bool = True,
     progress: ProgressSink | None = None,
     handle_signals: bool = False,
-    stop_requested: Callable[[], bool] | None = None,
+    stop_requested: Callable[[], bool | float] | None = None,
     shard: tuple[int, int] | None = None,
 ) -> WriterResult:
     """Run writer ``writer`` of ``n`` (``state``: its checkpoint; sinks must not be None-reset here:
