@@ -237,7 +237,10 @@ def test_cli_reports_a_truncated_gzip_as_an_assay_error(tmp_path: Path) -> None:
     cut.write_bytes(data[: len(data) // 2])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     proc = subprocess.run(
-        [sys.executable, "-m", "assay.cli", "normalize", "--json", "-n", "0", str(cut)], capture_output=True, env=env, timeout=60
+        [sys.executable, "-m", "assay.cli", "normalize", "--json", "-n", "0", str(cut)],
+        capture_output=True,
+        env=env,
+        timeout=60,
     )
     err = proc.stderr.decode()
     assert proc.returncode != 0 and "Traceback" not in err

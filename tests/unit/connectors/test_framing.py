@@ -31,7 +31,7 @@ FRAMINGS = {
     "array_one_line": json.dumps(RECORDS).encode(),
     "array_compact_lines": b"[\n" + b",\n".join(orjson.dumps(r) for r in RECORDS) + b"\n]\n",
     "concatenated_pretty": b"\n".join(json.dumps(r, indent=2).encode() for r in RECORDS),
-    "concatenated_arrays_pretty": json.dumps(RECORDS[:1], indent=1).encode() + json.dumps(RECORDS[1:], indent=1).encode(),
+    "concatenated_arrays_pretty": b"".join(json.dumps(part, indent=1).encode() for part in (RECORDS[:1], RECORDS[1:])),
 }
 
 
