@@ -27,6 +27,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _SUFFIXES = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 _ZSTD_IN = 1 << 17  # compressed bytes fed per step: bounds the decompressed output held at once
+_ZSTD_OUT = 1 << 20
 
 
 def detect_compression(head: bytes) -> str:
@@ -150,9 +151,9 @@ class _ZstdReader:
         self._dctx = zstandard.ZstdDecompressor()
         self._error = zstandard.ZstdError
         self._raw = raw
-        self._obj = self._dctx.decompressobj()
+        self._obj = self._dctx.decompressobj(write_size=_ZSTD_OUT)
         self._in_frame = False
-        self._pending = b""
+        self._pending = memoryview(b"")  # decompressed, not yet returned
         self._eof = False
 
     def _fill(self) -> None:
@@ -170,12 +171,12 @@ class _ZstdReader:
                 except self._error as exc:
                     raise ValueError(str(exc)) from exc
                 self._in_frame = not self._obj.eof
-                if self._obj.eof:
+                if self._obj.eof:  # the next frame (a resumed sink appends frames)
                     data = self._obj.unused_data
-                    self._obj = self._dctx.decompressobj()
+                    self._obj = self._dctx.decompressobj(write_size=_ZSTD_OUT)
                 else:
                     data = b""
-            self._pending = b"".join(out)
+            self._pending = memoryview(out[0] if len(out) == 1 else b"".join(out))
 
     def read(self, n: int = -1, /) -> bytes:
         if n is None or n < 0:
@@ -184,17 +185,18 @@ class _ZstdReader:
                 self._fill()
                 if not self._pending:
                     return b"".join(chunks)
-                chunks.append(self._pending)
-                self._pending = b""
+                chunks.append(bytes(self._pending))
+                self._pending = memoryview(b"")
         self._fill()
         out, self._pending = self._pending[:n], self._pending[n:]
-        return out
+        return bytes(out)
 
     def readinto(self, b: Any, /) -> int:
         self._fill()
-        k = min(len(b), len(self._pending))
-        b[:k] = self._pending[:k]
-        self._pending = self._pending[k:]
+        pending = self._pending
+        k = min(len(b), len(pending))
+        b[:k] = pending[:k]
+        self._pending = pending[k:]
         return k
 
     def readable(self) -> bool:
