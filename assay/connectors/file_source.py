@@ -57,6 +57,45 @@ def _line_envelopes(f: Any, name: str, line: int, done: _Done | None) -> Iterato
                     yield Envelope(text, Position(name, line))
 
 
+def stream_envelopes(
+    stream: Any,
+    name: str,
+    input_format: str = "auto",
+    *,
+    read_errors: list[tuple[Position, str]],
+    done: _Done | None = None,
+    keep: Callable[[], bool] | None = None,
+) -> Iterator[Envelope]:
+    """Envelopes of one decompressed input (a file, stdin, an object): framing by ``input_format``
+    (:func:`~assay.connectors.framing.sniff`), positions keyed as the ledger keys them (JSON lines:
+    the line; JSON documents: the record's ordinal in ``offset``, its first line in ``line``).
+
+    ``done(key)`` skips completed records; ``keep()``, called once per record or read error in
+    input order, drops those it returns False for (round-robin shards). Read errors are appended to
+    ``read_errors`` as ``(position, message)``. Used by FileSource and reusable by other sources.
+    """
+    kind, stream = sniff(stream, input_format)
+    if kind == "jsonl" and keep is None:
+        yield from _line_envelopes(stream, name, 0, done)
+        return
+    items = iter_jsonl(stream) if kind == "jsonl" else iter_documents(stream, name)
+    by_ordinal = kind == "json"
+    ordinal = 0
+    for line, payload in items:
+        ordinal += 1
+        if keep is not None and not keep():
+            continue
+        key = ordinal if by_ordinal else line
+        if done is not None and done(key):
+            continue
+        pos = Position(name, line, offset=ordinal) if by_ordinal else Position(name, line)
+        if type(payload) is bytes:
+            yield Envelope(payload, pos)
+        else:
+            assert isinstance(payload, ReadError)
+            read_errors.append((pos, payload.message))
+
+
 class FileSource(Source):
     """Read JSON lines, JSON arrays and JSON documents (plain, gzip or zstd, detected from the
     content) from files, directories, globs and stdin (``-``).
@@ -189,34 +228,16 @@ class FileSource(Source):
             yield from _line_envelopes(stream, name, line, self._done(name))
             return
         stream = open_stream(raw, name, suffix_name=None if path == STDIN else path)
-        kind, stream = sniff(stream, self.input_format)
-        if kind == "jsonl" and shard is None:
-            yield from _line_envelopes(stream, name, 0, self._done(name))
-            return
-        yield from self._records(stream, name, kind)
+        keep = None if shard is None else self._round_robin
+        yield from stream_envelopes(
+            stream, name, self.input_format, read_errors=self.read_errors, done=self._done(name), keep=keep
+        )
 
-    def _records(self, stream: Any, name: str, kind: str) -> Iterator[Envelope]:
-        """Records one by one (JSON documents, or round-robin sharded JSON lines)."""
-        items = iter_jsonl(stream) if kind == "jsonl" else iter_documents(stream, name)
-        by_ordinal = kind == "json"
-        done = self._done(name)
-        shard = self.shard
-        ordinal = 0
-        for line, payload in items:
-            ordinal += 1
-            if shard is not None:
-                self._index += 1
-                if self._index % shard[1] != shard[0]:
-                    continue
-            key = ordinal if by_ordinal else line
-            if done is not None and done(key):
-                continue
-            pos = Position(name, line, offset=ordinal) if by_ordinal else Position(name, line)
-            if type(payload) is bytes:
-                yield Envelope(payload, pos)
-            else:
-                assert isinstance(payload, ReadError)
-                self.read_errors.append((pos, payload.message))
+    def _round_robin(self) -> bool:
+        """Inputs not split by byte range: shard i keeps the records whose running index is i mod n."""
+        assert self.shard is not None
+        self._index += 1
+        return self._index % self.shard[1] == self.shard[0]
 
     def _iter_envelopes(self) -> Iterator[Envelope]:
         for path in self.files:
@@ -261,4 +282,4 @@ class FileSource(Source):
                 return
 
 
-__all__ = ["FileSource"]
+__all__ = ["FileSource", "stream_envelopes"]
