@@ -13,13 +13,22 @@ class FileConnector:
     """Local files, directories, globs and stdin; sinks are directories of parts or one file."""
 
     def build_source(self, config: Any, ctx: SourceContext) -> Source:
-        from assay.connectors.file import FileSource
+        from assay.connectors.file_source import FileSource
 
+        if config.read_mode == "sessions":
+            from assay.stages.sessions import GroupSessions
+
+            inner = FileSource(
+                config.paths,
+                batch_size=ctx.batch_size,
+                input_format=config.input_format,
+                resume_state=ctx.resume_state,
+            )
+            return GroupSessions(inner, shard=ctx.shard)
         return FileSource(
             config.paths,
             batch_size=ctx.batch_size,
             input_format=config.input_format,
-            read_mode=config.read_mode,
             shard=ctx.shard,
             resume_state=ctx.resume_state,
         )

@@ -9,7 +9,6 @@ completes removes its ledger (a rerun then redoes everything; the judge cache ma
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import hashlib
 import os
@@ -19,27 +18,8 @@ from typing import Any
 
 import orjson
 
+from assay.connectors.ledger import LineLedger, merge
 from assay.records import Position
-
-
-def _intervals(lines: Iterable[int]) -> list[list[int]]:
-    out: list[list[int]] = []
-    for n in sorted(set(lines)):
-        if out and n == out[-1][1] + 1:
-            out[-1][1] = n
-        else:
-            out.append([n, n])
-    return out
-
-
-def _merge(a: list[list[int]], b: list[list[int]]) -> list[list[int]]:
-    merged: list[list[int]] = []
-    for s, e in sorted(a + b):
-        if merged and s <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    return merged
 
 
 class Ledger:
@@ -47,9 +27,12 @@ class Ledger:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.done: dict[str, list[list[int]]] = {}
+        self.lines = LineLedger()
         self.extra: dict[str, Any] = {}
-        self._starts: dict[str, list[int]] = {}
+
+    @property
+    def done(self) -> dict[str, list[list[int]]]:
+        return self.lines.done
 
     @classmethod
     def for_run(cls, state_dir: str | Path, sink_path: str) -> Ledger:
@@ -62,30 +45,19 @@ class Ledger:
             data = orjson.loads(self.path.read_bytes())
         except FileNotFoundError:
             return False
-        self.done = {k: [list(iv) for iv in v] for k, v in data.get("done", {}).items()}
+        self.lines = LineLedger.from_json(data.get("done", {}))
         self.extra = data.get("extra", {})
-        self._starts = {k: [iv[0] for iv in v] for k, v in self.done.items()}
         return True
 
     @property
     def completed(self) -> int:
-        return sum(e - s + 1 for ivs in self.done.values() for s, e in ivs)
+        return self.lines.completed
 
     def is_done(self, source: str, line: int) -> bool:
-        ivs = self.done.get(source)
-        if not ivs:
-            return False
-        i = bisect.bisect_right(self._starts[source], line) - 1
-        return i >= 0 and ivs[i][0] <= line <= ivs[i][1]
+        return self.lines.is_done(source, line)
 
     def add(self, positions: Iterable[Position]) -> None:
-        per: dict[str, list[int]] = {}
-        for p in positions:
-            if p.line is not None:
-                per.setdefault(p.source, []).append(p.line)
-        for source, lines in per.items():
-            self.done[source] = _merge(self.done.get(source, []), _intervals(lines))
-            self._starts[source] = [iv[0] for iv in self.done[source]]
+        self.lines.add(positions)
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,13 +137,21 @@ def _write_atomic(path: Path, data: Any) -> None:
 
 
 def merge_ledgers(states: Iterable[Any]) -> Any:
-    """The union of several ledger resume states (``{source: [[first, last], …]}``); None if none."""
+    """The union of several ledger resume states of writers of one run: ``{input: [[first, last],
+    …]}`` (files), or ``{"done": {…}, "complete": […]}`` (S3); None when none keeps a ledger."""
     merged: dict[str, list[list[int]]] = {}
-    found = False
+    complete: set[str] = set()
+    found = nested = False
     for state in states:
         if not isinstance(state, dict):
             continue
         found = True
+        if isinstance(state.get("done"), dict):
+            nested = True
+            complete.update(state.get("complete") or [])
+            state = state["done"]
         for source, ivs in state.items():
-            merged[source] = _merge(merged.get(source, []), [list(iv) for iv in ivs])
-    return merged if found else None
+            merged[source] = merge(merged.get(source, []), [list(iv) for iv in ivs])
+    if not found:
+        return None
+    return {"done": merged, "complete": sorted(complete)} if nested else merged

@@ -23,6 +23,7 @@ import orjson
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from assay.connectors.base import Sink, Source
+from assay.exceptions import AssayError
 from assay.pipeline.commit import Committer
 from assay.pipeline.summary import RunStats
 from assay.records import Envelope, Failure, Position, Result
@@ -98,6 +99,7 @@ class Pipeline:
         self.on_progress = on_progress
         self.committer = committer
         self.emitted = 0
+        self.source_error: AssayError | None = None
         self._resumed_read = self.stats.counts["read"]  # read by earlier attempts of the run
         self.status = "ok"
         self.parse = RecordParser(self.options.normalize, projected=not evaluate.reads_scenario)
@@ -120,6 +122,8 @@ class Pipeline:
                 for _ in range(workers):
                     tg.start_soon(self._worker, raw_recv.clone(), out_send.clone())
             tg.start_soon(self._sink_loop, out_recv)
+        if self.source_error is not None:
+            raise self.source_error
         return RunOutcome(self.stats, self.status, time.perf_counter() - started, opts.run_id)
 
     @property
@@ -128,12 +132,17 @@ class Pipeline:
         return self.emitted - self.stats.counts["read"] + self._resumed_read
 
     async def _pump(self, send: ObjectSendStream[list[Envelope]]) -> None:
+        """Feed the workers. A source that fails ends the stream normally, so every record it
+        read before the fault is still scored, written and acknowledged; then the run fails."""
         async with send:
-            async for batch in self.source.batches():
-                self.emitted += len(batch)
-                await send.send(batch)
-                if self.status != "ok":
-                    break
+            try:
+                async for batch in self.source.batches():
+                    self.emitted += len(batch)
+                    await send.send(batch)
+                    if self.status != "ok":
+                        break
+            except AssayError as exc:
+                self.source_error = exc
 
     async def _worker(self, recv: ObjectReceiveStream[list[Envelope]], send: ObjectSendStream[Processed]) -> None:
         async with recv, send:

@@ -2,5 +2,6 @@
 
 from assay.stages.evaluate import EvaluateStage
 from assay.stages.normalize import parse_envelope, tool_argument_warnings
+from assay.stages.sessions import GroupSessions
 
-__all__ = ["EvaluateStage", "parse_envelope", "tool_argument_warnings"]
+__all__ = ["EvaluateStage", "GroupSessions", "parse_envelope", "tool_argument_warnings"]

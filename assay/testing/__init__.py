@@ -21,18 +21,29 @@ from typing import Any
 import orjson
 
 from assay.connectors.base import Sink, Source
+from assay.connectors.ledger import LineLedger
 from assay.records import Envelope, Position
 
 
 class ListSource(Source):
-    """Yields the given payloads (bytes, str, or JSON-serialisable values) as envelopes in batches."""
+    """Yields the given payloads (bytes, str, or JSON-serialisable values) as envelopes in batches.
 
-    def __init__(self, items: Iterable[Any], *, batch_size: int = 256, name: str = "<list>") -> None:
+    Positions are ``(name, i)`` with ``i`` the 1-based index of the item. Like a file source it keeps
+    a ledger: :meth:`ack` records positions (any order; each also appended to ``acked``),
+    :meth:`snapshot` returns ``{name: [[first, last], ...]}``, and ``resume_state`` (an earlier
+    snapshot) skips the items it covers.
+    """
+
+    def __init__(
+        self, items: Iterable[Any], *, batch_size: int = 256, name: str = "<list>", resume_state: Any = None
+    ) -> None:
         super().__init__()
         self.items = list(items)
         self.batch_size = batch_size
         self.name = name
         self.acked: list[Position] = []
+        self.ledger = LineLedger.from_json(resume_state)
+        self._resume = LineLedger.from_json(resume_state)
         self._stopped = False
 
     def _payload(self, item: Any) -> bytes:
@@ -47,6 +58,8 @@ class ListSource(Source):
         for i, item in enumerate(self.items, 1):
             if self._stopped:
                 return
+            if self._resume.is_done(self.name, i):
+                continue
             batch.append(Envelope(self._payload(item), Position(self.name, i)))
             if len(batch) >= self.batch_size:
                 yield batch
@@ -56,6 +69,14 @@ class ListSource(Source):
 
     async def ack(self, positions: Sequence[Position]) -> None:
         self.acked.extend(positions)
+        self.ledger.add(positions)
+
+    def snapshot(self) -> Any:
+        """The acknowledged positions as ``{name: [[first, last], ...]}``."""
+        return self.ledger.to_json()
+
+    def size_hint(self) -> int | None:
+        return len(self.items)
 
     def stop(self) -> None:
         self._stopped = True

@@ -195,3 +195,24 @@ def test_leftover_temp_files_of_a_killed_run_are_cleaned(job: Path) -> None:
     assert run(job, "--fresh").returncode == 0
     assert_exact(out)
     assert not [p for p in os.listdir(out) if p.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_truncated_gzip_is_a_clear_error_and_keeps_what_was_read(tmp_path: Path, workers: str) -> None:
+    lines = [json.dumps({"id": f"t{i}", "outputs": "a", "reference_outputs": "a"}) for i in range(20000)]
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    (tmp_path / "trunc.jsonl.gz").write_bytes(data[: len(data) // 2])
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay.cli", "score", str(tmp_path / "trunc.jsonl.gz"), "-e", "exact_match",
+         "-o", str(out) + "/", "-q", "--workers", workers],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and "ExceptionGroup" not in proc.stderr
+    assert "assay: error:" in proc.stderr and "trunc.jsonl.gz" in proc.stderr and "truncated" in proc.stderr
+    assert not (out / "_SUCCESS").exists()
+    summary = json.loads((out / "_SUMMARY.json").read_text())
+    assert summary["status"] == "failed" and summary["exit_code"] == 1
+    got = rows(out)
+    assert got and len(got) == summary["counts"]["scored"] == len({r["trace_id"] for r in got})

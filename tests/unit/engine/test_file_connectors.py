@@ -9,7 +9,7 @@ import anyio
 import pytest
 import zstandard
 
-from assay.connectors.file import FileSource, JsonlSink, expand_paths
+from assay.connectors.file import FileSource, expand_paths
 from assay.exceptions import ConfigError
 
 
@@ -104,51 +104,6 @@ def test_batches_bounded_by_batch_size(tmp_path: Path) -> None:
             return [len(b) async for b in src.batches()]
 
     assert anyio.run(sizes) == [4, 4, 2]
-
-
-def test_sink_file_is_atomic_and_compressed(tmp_path: Path) -> None:
-    target = tmp_path / "out" / "res.jsonl.gz"
-
-    async def go() -> None:
-        sink = JsonlSink(str(target))
-        async with sink:
-            await sink.write_batch([b'{"a":1}', b'{"a":2}'])
-            assert not target.exists()  # only the temp file exists until the sink closes
-            assert (target.parent / ".res.jsonl.gz.tmp").exists()
-
-    anyio.run(go)
-    assert gzip.decompress(target.read_bytes()) == b'{"a":1}\n{"a":2}\n'
-    assert not (target.parent / ".res.jsonl.gz.tmp").exists()
-
-
-def test_sink_directory_parts_deterministic_names_and_append(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-
-    async def write(append: bool) -> JsonlSink:
-        sink = JsonlSink(str(out) + "/", max_rows_per_part=2, append=append, compression="zstd")
-        async with sink:
-            await sink.write_batch([b"1", b"2", b"3"])
-        return sink
-
-    sink = anyio.run(write, False)
-    assert [p.name for p in sink.parts] == ["part-00000-00000.jsonl.zst", "part-00000-00001.jsonl.zst"]
-    sink = anyio.run(write, True)  # a resumed run continues the numbering
-    assert [p.name for p in sink.parts] == ["part-00000-00002.jsonl.zst", "part-00000-00003.jsonl.zst"]
-    dctx = zstandard.ZstdDecompressor()
-    with open(out / "part-00000-00000.jsonl.zst", "rb") as f:
-        assert dctx.stream_reader(f).read() == b"1\n2\n"
-
-
-def test_sink_file_append_keeps_earlier_rows(tmp_path: Path) -> None:
-    target = tmp_path / "res.jsonl"
-    target.write_text('{"old":1}\n')
-
-    async def go() -> None:
-        async with JsonlSink(str(target), append=True) as sink:
-            await sink.write_batch([b'{"new":1}'])
-
-    anyio.run(go)
-    assert target.read_text() == '{"old":1}\n{"new":1}\n'
 
 
 def test_lines_longer_than_the_read_buffer_and_readers_without_readinto(tmp_path: Path) -> None:

@@ -1,0 +1,285 @@
+"""The local file source: files, directories, globs and stdin, any framing, any compression.
+
+It combines the three pieces: where the bytes live (:mod:`assay.connectors.local`), compression
+(:mod:`assay.connectors.compression`, by magic bytes) and framing (:mod:`assay.connectors.framing`).
+Reading runs in a worker thread in 1 MiB chunks, so memory stays flat whatever the file size.
+
+>>> import anyio, tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "in.jsonl").write_text('{"a": 1}\\n\\n{"a": 2}\\n')
+>>> async def read():
+...     async with FileSource([str(d / "in.jsonl")]) as src:
+...         envs = [e async for b in src.batches() for e in b]
+...         await src.ack([e.position for e in envs])
+...     return [e.position.line for e in envs], src.snapshot()
+>>> lines, ledger = anyio.run(read)
+>>> lines, list(ledger.values())
+([1, 3], [[[1, 1], [3, 3]]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import IO, Any
+
+import anyio
+import anyio.to_thread
+
+from assay.connectors.base import Source
+from assay.connectors.compression import compression_of_suffix, detect_compression, open_stream
+from assay.connectors.framing import (
+    INPUT_FORMATS,
+    ReadError,
+    detect_format,
+    iter_documents,
+    iter_jsonl,
+    line_chunks,
+    sniff,
+)
+from assay.connectors.ledger import LineLedger
+from assay.connectors.local import STDIN, Limited, byte_range, display_name, expand_paths, file_size, open_raw
+from assay.exceptions import ConfigError, ConnectorError
+from assay.records import Envelope, Position
+
+_Done = Callable[[int], bool]
+
+
+def _line_envelopes(f: Any, name: str, line: int, done: _Done | None) -> Iterator[Envelope]:
+    """Envelopes of the non-blank lines of a stream; ``line`` = lines before the stream's start.
+    One loop from chunk to envelope: this is the reading hot path (same rules as
+    :func:`~assay.connectors.framing.iter_jsonl`)."""
+    for lines in line_chunks(f):
+        for text in lines:
+            line += 1
+            if text and not text.isspace():  # isspace() does not copy the line, strip() would
+                if text[-1] == 13:
+                    text = text[:-1]
+                if done is None or not done(line):
+                    yield Envelope(text, Position(name, line))
+
+
+def stream_envelopes(
+    stream: Any,
+    name: str,
+    input_format: str = "auto",
+    *,
+    read_errors: list[tuple[Position, str]],
+    done: _Done | None = None,
+    keep: Callable[[], bool] | None = None,
+) -> Iterator[Envelope]:
+    """Envelopes of one decompressed input (a file, stdin, an object): framing by ``input_format``
+    (:func:`~assay.connectors.framing.sniff`), positions keyed as the ledger keys them (JSON lines:
+    the line; JSON documents: the record's ordinal in ``offset``, its first line in ``line``).
+
+    ``done(key)`` skips completed records; ``keep()``, called once per record or read error in
+    input order, drops those it returns False for (round-robin shards). Read errors are appended to
+    ``read_errors`` as ``(position, message)``. Used by FileSource and reusable by other sources.
+    """
+    kind, stream = sniff(stream, input_format)
+    if kind == "jsonl" and keep is None:
+        yield from _line_envelopes(stream, name, 0, done)
+        return
+    items = iter_jsonl(stream) if kind == "jsonl" else iter_documents(stream, name)
+    by_ordinal = kind == "json"
+    ordinal = 0
+    for line, payload in items:
+        ordinal += 1
+        if keep is not None and not keep():
+            continue
+        key = ordinal if by_ordinal else line
+        if done is not None and done(key):
+            continue
+        pos = Position(name, line, offset=ordinal) if by_ordinal else Position(name, line)
+        if type(payload) is bytes:
+            yield Envelope(payload, pos)
+        else:
+            assert isinstance(payload, ReadError)
+            read_errors.append((pos, payload.message))
+
+
+class FileSource(Source):
+    """Read JSON lines, JSON arrays and JSON documents (plain, gzip or zstd, detected from the
+    content) from files, directories, globs and stdin (``-``).
+
+    * ``input_format``: ``auto`` (from the first non-blank bytes), ``jsonl`` or ``json``;
+    * ``shard=(i, n)``: plain JSON-lines files are split into n byte ranges and shard i reads only
+      its own; other inputs keep records whose running index is ``i`` modulo ``n``;
+    * ``resume_state``: what :meth:`snapshot` returned in an earlier run; positions it covers are
+      skipped. :meth:`ack` adds positions (any order) to the ledger :meth:`snapshot` returns.
+
+    Positions are the file (``<stdin>``) and 1-based line of the record's start; records of JSON
+    documents also carry their ordinal in the file as ``offset`` (several can share a line), which
+    is what the ledger records for them. A compressed stream that is cut short or corrupt, or a file
+    that is gone, raises ConnectorError naming it, after every record read before the fault.
+
+    ``skip`` and ``read_mode="sessions"`` are the previous engine's interface, kept until it moves
+    to ``resume_state`` and :class:`assay.stages.sessions.GroupSessions`.
+    """
+
+    size_unit = "bytes"
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        batch_size: int = 256,
+        input_format: str = "auto",
+        shard: tuple[int, int] | None = None,
+        resume_state: Any = None,
+        skip: Callable[[str, int], bool] | None = None,
+        read_mode: str = "records",
+    ) -> None:
+        super().__init__()
+        if input_format not in INPUT_FORMATS:
+            raise ConfigError(f"source.input_format: unknown {input_format!r} (auto | jsonl | json)")
+        self.paths = list(paths)
+        self.batch_size = batch_size
+        self.input_format = input_format
+        self.shard = shard
+        self.skip = skip
+        self.read_mode = read_mode
+        self.files: list[str] = []
+        self.ledger = LineLedger.from_json(resume_state)  # grows with ack()
+        self._resume = LineLedger.from_json(resume_state)  # what to skip; never changes during a run
+        self._stopped = False
+        self._index = 0  # running record index of round-robin sharded inputs
+        self._bytes_total: int | None = None
+        self._grouped: Source | None = None
+        if read_mode == "sessions":
+            from assay.stages.sessions import GroupSessions
+
+            inner = FileSource(
+                self.paths, batch_size=batch_size, input_format=input_format, resume_state=resume_state, skip=skip
+            )
+            self._grouped = GroupSessions(inner, shard=shard)
+            self.read_errors = self._grouped.read_errors
+        elif read_mode != "records":
+            raise ConfigError(f"source.read_mode: expected records or sessions, got {read_mode!r}")
+
+    async def open(self) -> None:
+        if self._grouped is not None:
+            await self._grouped.open()
+            return
+        self.files = expand_paths(self.paths)
+        if STDIN not in self.files:
+            self._bytes_total = sum(file_size(p) for p in self.files)
+
+    async def aclose(self) -> None:
+        if self._grouped is not None:
+            await self._grouped.aclose()
+
+    def describe(self) -> str:
+        return f"files: {', '.join(self.paths)}"
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._grouped is not None:
+            self._grouped.stop()
+
+    def size_hint(self) -> int | None:
+        """Total input bytes (compressed, as stored); None when reading stdin."""
+        if self._grouped is not None:
+            return self._grouped.size_hint()
+        return self._bytes_total
+
+    async def ack(self, positions: Sequence[Position]) -> None:
+        if self._grouped is not None:
+            await self._grouped.ack(positions)
+        else:
+            self.ledger.add(positions)
+
+    def snapshot(self) -> Any:
+        """The completed-positions ledger, ``{file: [[first, last], ...]}``."""
+        if self._grouped is not None:
+            return self._grouped.snapshot()
+        return self.ledger.to_json()
+
+    # -- reading (in a worker thread) ---------------------------------------------------------
+
+    def _done(self, name: str) -> _Done | None:
+        check = self._resume.checker(name)
+        skip = self.skip
+        if skip is None:
+            return check
+        if check is None:
+            return lambda key: skip(name, key)
+        return lambda key: check(key) or skip(name, key)
+
+    def _byte_range_shardable(self, raw: IO[bytes], path: str) -> bool:
+        """A plain (uncompressed) JSON-lines file: sharded by byte range, each worker reads its own."""
+        if path == STDIN or not raw.seekable():
+            return False
+        head = raw.read(1 << 16)
+        raw.seek(0)
+        if detect_compression(head) != "none" or compression_of_suffix(path) is not None:
+            return False
+        if self.input_format == "auto":
+            return detect_format(head, len(head) < 1 << 16) == "jsonl"
+        return self.input_format == "jsonl"
+
+    def _read_input(self, path: str, raw: IO[bytes]) -> Iterator[Envelope]:
+        name = display_name(path)
+        shard = self.shard
+        if shard is not None and self._byte_range_shardable(raw, path):
+            start, end, line = byte_range(raw, file_size(path), shard[0], shard[1])
+            raw.seek(start)
+            stream: Any = Limited(raw, end - start)
+            if start == 0:
+                _, stream = sniff(stream, "jsonl")  # drops a BOM
+            yield from _line_envelopes(stream, name, line, self._done(name))
+            return
+        stream = open_stream(raw, name, suffix_name=None if path == STDIN else path)
+        keep = None if shard is None else self._round_robin
+        yield from stream_envelopes(
+            stream, name, self.input_format, read_errors=self.read_errors, done=self._done(name), keep=keep
+        )
+
+    def _round_robin(self) -> bool:
+        """Inputs not split by byte range: shard i keeps the records whose running index is i mod n."""
+        assert self.shard is not None
+        self._index += 1
+        return self._index % self.shard[1] == self.shard[0]
+
+    def _iter_envelopes(self) -> Iterator[Envelope]:
+        for path in self.files:
+            if self._stopped:
+                return
+            raw = open_raw(path)
+            try:
+                yield from self._read_input(path, raw)
+            except (OSError, EOFError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise ConnectorError(f"{display_name(path)}: read failed: {reason}") from exc
+            finally:
+                if path != STDIN:
+                    raw.close()
+
+    async def batches(self) -> AsyncIterator[list[Envelope]]:
+        if self._grouped is not None:
+            async for batch in self._grouped.batches():
+                yield batch
+            return
+        it = self._iter_envelopes()
+        size = self.batch_size
+
+        def next_batch() -> tuple[list[Envelope], ConnectorError | None]:
+            batch: list[Envelope] = []
+            try:
+                for env in it:
+                    batch.append(env)
+                    if len(batch) >= size:
+                        break
+            except ConnectorError as exc:  # the records read before the fault still go out
+                return batch, exc
+            return batch, None
+
+        while not self._stopped:
+            batch, fault = await anyio.to_thread.run_sync(next_batch)
+            if batch:
+                yield batch
+            if fault is not None:
+                raise fault
+            if not batch:
+                return
+
+
+__all__ = ["FileSource", "stream_envelopes"]

@@ -1,0 +1,149 @@
+"""Session grouping as a Source wrapper: one record per agent session, whatever the source.
+
+Agent session transcripts (Claude Code, Agent SDK ``stream-json``) spread one trace over many
+rows. :class:`GroupSessions` wraps any :class:`~assay.connectors.base.Source` yielding such rows
+and yields one envelope per session (the JSON array of its rows), cut by
+:func:`assay.traces.claude_code.group_session_rows`; a session never spans two inputs (files,
+objects, partitions). A grouped record's position is its first row's position; when the engine
+acknowledges it, the wrapper acknowledges every member row to the inner source, so the inner
+source's resume state (a ledger of lines, committed offsets) stays exact.
+
+>>> import anyio
+>>> from assay.testing import ListSource
+>>> rows = [{"sessionId": "a", "n": 1}, {"sessionId": "a", "n": 2}, {"sessionId": "b", "n": 3}]
+>>> async def demo():
+...     inner = ListSource(rows, batch_size=1)
+...     async with GroupSessions(inner) as src:
+...         got = [(e.position.line, len(e.payload)) async for b in src.batches() for e in b]
+...         await src.ack([Position("<list>", 1)])
+...     return [line for line, _ in got], [p.line for p in inner.acked]
+>>> anyio.run(demo)
+([1, 3], [1, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import orjson
+
+from assay.connectors.base import Source
+from assay.records import Envelope, Position
+from assay.traces.claude_code import group_session_rows
+
+_Key = tuple[str, int | None, int | None, int | None]
+
+
+def _key(p: Position) -> _Key:
+    return (p.source, p.line, p.partition, p.offset)
+
+
+class GroupSessions(Source):
+    """Group the rows of ``inner`` into sessions (see the module docs).
+
+    ``shard=(i, n)`` keeps the sessions whose running index is ``i`` modulo ``n`` (give the inner
+    source no shard: a session must not be split between workers). A row that is not JSON is a
+    read error at its position.
+    """
+
+    def __init__(self, inner: Source, *, shard: tuple[int, int] | None = None) -> None:
+        super().__init__()
+        self.inner = inner
+        self.shard = shard
+        self.size_unit = inner.size_unit
+        self._pending: list[tuple[Any, Position]] = []  # rows of the session not known complete
+        self._members: dict[_Key, list[Position]] = {}  # grouped record → its rows, until acked
+        self._index = 0
+
+    async def open(self) -> None:
+        await self.inner.open()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def describe(self) -> str:
+        return f"sessions of {self.inner.describe()}"
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+    def size_hint(self) -> int | None:
+        return self.inner.size_hint()
+
+    def snapshot(self) -> Any:
+        return self.inner.snapshot()
+
+    async def ack(self, positions: Sequence[Position]) -> None:
+        expanded: list[Position] = []
+        for p in positions:
+            members = self._members.pop(_key(p), None)
+            if members is None:
+                expanded.append(p)  # a read error, or a record of the inner source as is
+            else:
+                expanded.extend(members)
+        await self.inner.ack(expanded)
+
+    async def batches(self) -> AsyncIterator[list[Envelope]]:
+        async for batch in self.inner.batches():
+            out = self._feed(batch)
+            self._take_errors()
+            if out:
+                yield out
+        out = self._cut(final=True)  # the stream ended: the last session is complete
+        self._take_errors()
+        if out:
+            yield out
+
+    def _take_errors(self) -> None:
+        errors = self.inner.read_errors
+        if errors:
+            self.read_errors.extend(errors)
+            errors.clear()
+
+    def _feed(self, batch: list[Envelope]) -> list[Envelope]:
+        out: list[Envelope] = []
+        for env in batch:
+            pos = env.position
+            try:
+                row = orjson.loads(env.payload)
+            except orjson.JSONDecodeError as exc:
+                if self.shard is None or (pos.line or 0) % self.shard[1] == self.shard[0]:
+                    self.read_errors.append((pos, f"{pos}: invalid JSON in session transcript: {exc}"))
+                continue
+            if self._pending and self._pending[-1][1].source != pos.source:
+                out.extend(self._cut(final=True))  # a session never spans two inputs
+            self._pending.append((row, pos))
+        out.extend(self._cut(final=False))
+        return out
+
+    def _cut(self, *, final: bool) -> list[Envelope]:
+        """Envelopes of the complete sessions among the pending rows (all of them when ``final``).
+
+        The last group is kept pending: the next rows may continue it. Re-grouping it with them
+        gives the same cut, since :func:`group_session_rows` depends only on the rows."""
+        if not self._pending:
+            return []
+        pending = self._pending
+        # groups are consecutive runs of the rows, in order: cut the pending list by their sizes
+        sizes = [len(group) for group in group_session_rows(row for row, _ in pending)]
+        if not final:
+            keep = sizes.pop()
+            self._pending = pending[len(pending) - keep :]
+        else:
+            self._pending = []
+        out: list[Envelope] = []
+        start = 0
+        for size in sizes:
+            members = pending[start : start + size]
+            start += size
+            self._index += 1
+            if self.shard is not None and self._index % self.shard[1] != self.shard[0]:
+                continue
+            positions = [pos for _, pos in members]
+            self._members[_key(positions[0])] = positions
+            out.append(Envelope(orjson.dumps([row for row, _ in members]), positions[0]))
+        return out
+
+
+__all__ = ["GroupSessions"]
