@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from assay.exceptions import NormalizationError
@@ -11,14 +13,38 @@ from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions, normalize_
 from assay.traces.openai_decode import decode_openai_record
 
 _loads = orjson.loads
+_BOM = b"\xef\xbb\xbf"
+
+
+def _decode_error(payload: bytes | memoryview, exc: orjson.JSONDecodeError) -> tuple[Any, str | None]:
+    """A record orjson rejected: retry without a UTF-8 byte-order mark, else say what is wrong.
+
+    Runs only on the failure path, so well-formed records pay nothing for it."""
+    raw = bytes(payload)
+    if raw.startswith(_BOM):
+        try:
+            return _loads(raw[3:]), None
+        except orjson.JSONDecodeError as inner:
+            exc, raw = inner, raw[3:]
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return None, f"invalid UTF-8 at byte {bad.start} (0x{raw[bad.start]:02x}): {bad.reason}"
+    return None, f"invalid JSON: {exc}"
 
 
 def parse_envelope(env: Envelope, options: NormalizeOptions) -> Trace | Failure:
-    """Parse and normalize one envelope; never raises for bad data."""
+    """Parse and normalize one envelope; never raises for bad data.
+
+    A UTF-8 byte-order mark before the record is ignored; invalid UTF-8 or JSON is a ``parse``
+    Failure naming the position and the reason."""
     try:
         record = _loads(env.payload)
     except orjson.JSONDecodeError as exc:
-        return Failure(env.payload, env.position, "parse", "JSONDecodeError", f"{env.position}: invalid JSON: {exc}")
+        record, reason = _decode_error(env.payload, exc)
+        if reason is not None:
+            kind = "UnicodeDecodeError" if reason.startswith("invalid UTF-8") else "JSONDecodeError"
+            return Failure(env.payload, env.position, "parse", kind, f"{env.position}: {reason}")
     try:
         trace = normalize_record(record, options)
     except NormalizationError as exc:
