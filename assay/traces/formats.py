@@ -22,6 +22,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "langchain": "assay.traces.langchain:FORMAT",
     "langfuse": "assay.traces.langfuse:FORMAT",
     "openai": "assay.traces.openai_format:FORMAT",
+    "gateway": "assay.traces.gateway:FORMAT",
+    "langgraph": "assay.traces.langgraph:FORMAT",
     "otel": "assay.traces.otel:FORMAT",
     "langsmith": "assay.traces.langsmith:FORMAT",
     "potato": "assay.traces.potato:FORMAT",

@@ -23,9 +23,9 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
-from assay.traces.langsmith import time_key
 from assay.traces.llm_io import input_messages, output_messages
 from assay.traces.model import Trace
+from assay.traces.timing import time_key
 
 OBSERVATION_TYPES = frozenset(
     {

@@ -16,15 +16,15 @@ visited depth first in execution order (``dotted_order``, else ``start_time``):
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from assay.exceptions import NormalizationError
-from assay.traces.assemble import TraceBuilder, add_usage, answer_of, as_int, task_of, usage_of
+from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
 from assay.traces.langchain import as_message_dict, is_lc_message
 from assay.traces.llm_io import input_messages, output_messages, output_usage
 from assay.traces.model import Trace
+from assay.traces.timing import time_key
 
 
 def _is_run(value: Any) -> bool:
@@ -42,21 +42,6 @@ def detect(value: Any) -> bool:
     if type(value) is list:
         return bool(value) and _is_run(value[0])
     return _is_run(value)
-
-
-def time_key(t: Any) -> float | None:
-    """A sortable timestamp from epoch seconds/ms/ns or an ISO-8601 string (None if unknown)."""
-    if isinstance(t, int | float) and not isinstance(t, bool):
-        return float(t)
-    if isinstance(t, str) and t:
-        n = as_int(t)
-        if n is not None:
-            return float(n)
-        try:
-            return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
 
 
 class _Tree:

@@ -142,6 +142,8 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
         outputs = record
     elif outputs is None and options.outputs is not None:
         raise NormalizationError(f"record has no value at outputs path {options.outputs!r}")
+    elif options.outputs is None and _record_is_trace(record, outputs, options.format):
+        outputs = record  # a run tree's own ``outputs`` (LangSmith), not the agent's outputs field
     if outputs is record and options.format == "auto" and (fast := try_plain(record)) is not None:
         trace = fast
     elif outputs is record and options.format == "auto":
@@ -195,6 +197,22 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
     if isinstance(usage, dict):
         trace.usage = usage
     return trace
+
+
+#: Formats whose records carry an ``outputs``-like key of their own (a run's outputs).
+_RECORD_FORMATS = ("langsmith", "langfuse", "otel", "gateway", "langgraph")
+
+
+def _record_is_trace(record: dict[str, Any], outputs: Any, format: str) -> bool:
+    """Whether the record itself, not the value under a default outputs key, is the trajectory:
+    a specific format claims the record while the value is only a plain answer (or, with a forced
+    format, is not of that format). Prefers a specific format over the plain-value fallback."""
+    if format != "auto":
+        fmt = load_format(format)
+        return not fmt.detect(outputs) and fmt.detect(record)
+    if type(outputs) is list or (type(outputs) is dict and "messages" in outputs):
+        return False  # a trajectory value (the common case): no second look
+    return any(load_format(name).detect(record) for name in _RECORD_FORMATS)
 
 
 def _trajectory_format(record: Any) -> TraceFormat | None:

@@ -123,6 +123,8 @@ class _Record(msgspec.Struct, gc=False):
     documents: Any = UNSET
     scenario: Any = UNSET
     metadata: Any = UNSET
+    # a proxy log's response (LiteLLM ``{messages, response}``): the gateway format reads it
+    response: UnsetType = UNSET
     # USAGE_KEYS
     usage: Any = UNSET
     metrics: Any = UNSET

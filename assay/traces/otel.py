@@ -33,9 +33,9 @@ import orjson
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, as_dict, as_int, usage_of
 from assay.traces.base import TraceFormat
-from assay.traces.langsmith import time_key
 from assay.traces.model import Message, ToolCall, Trace, content_text
 from assay.traces.openai import parse_args, parse_message
+from assay.traces.timing import time_key
 
 CHAT_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
