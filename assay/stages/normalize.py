@@ -99,11 +99,18 @@ class RecordParser:
         return parse_envelope(env, self.options)
 
 
-def tool_argument_warnings(trace: Trace) -> list[str] | None:
-    """Describe tool calls whose arguments were not a JSON object (kept raw, flagged)."""
+def trace_warnings(trace: Trace) -> list[str] | None:
+    """What is worth reporting about a trace that was scored anyway, or None.
+
+    Tool calls whose arguments were not a JSON object (kept raw, flagged), and the normalizer's
+    warnings (``trace.warnings``): e.g. a record that gave no messages and no tool calls while it
+    holds nested runs, observations, spans or messages somewhere (probably misread, not a quiet 0),
+    a failed LLM run, spans of several traces read as one. The engine counts these and writes a
+    warning row to the dead letter.
+    """
     if trace.args_defects == 0:  # counted while normalizing: nothing to look for
-        return None
-    warnings: list[str] | None = None
+        return trace.warnings or None
+    warnings: list[str] | None = list(trace.warnings) if trace.warnings else None
     for side, t in (("agent", trace), ("reference", trace.reference)):
         if t is None:
             continue
@@ -116,3 +123,7 @@ def tool_argument_warnings(trace: Trace) -> list[str] | None:
                         warnings = []
                     warnings.append(f"{side} message {i} tool call {tc.name!r}: {tc.args_error}")
     return warnings
+
+
+#: The former name (it reported only tool-argument defects).
+tool_argument_warnings = trace_warnings

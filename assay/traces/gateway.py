@@ -66,10 +66,11 @@ def _pair(value: Any) -> tuple[Any, Any] | None:
     for req_key, res_key in _PAIRS:
         if res_key in value and req_key in value:
             response = _body(value[res_key])
-            if req_key == "messages" and type(response) is dict and response.get("type") == "message":
-                continue  # an Anthropic request with its response: the anthropic format reads it
-            if is_completion(response):
-                return _body(value[req_key]), response
+            if not is_completion(response):
+                continue
+            if req_key != "request_body" and response is value[res_key] and response.get("type") == "message":
+                continue  # an Anthropic request with its response, unwrapped: the anthropic format reads it
+            return _body(value[req_key]), response
     return None
 
 
@@ -139,6 +140,8 @@ def normalize(value: Any) -> Trace:
         duration = _duration(value)
         if duration is not None:
             trace.metadata["duration_s"] = duration
+            name = trace.metadata.get("model") or "llm"
+            trace.metadata["spans"] = [{"name": name, "type": "llm", "duration_s": duration}]
         md = value.get("metadata")
         tid = value.get("trace_id") or value.get("request_id") or value.get("id")
         tid = tid or (md.get("trace_id") if type(md) is dict else None)  # Portkey

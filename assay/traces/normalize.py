@@ -10,6 +10,7 @@ export, a LangSmith run tree, …).
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -196,7 +197,54 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
     _, usage = _pick(record, options.usage, USAGE_KEYS)
     if isinstance(usage, dict):
         trace.usage = usage
+    if not trace.messages and type(outputs) in (dict, list):
+        hidden = hidden_trajectory(outputs, out_key if outputs is not record else "")
+        if hidden is not None:
+            note = (
+                f"no messages or tool calls were read ({trace.format} format), but the record holds "
+                f"{hidden}; set normalize.format or normalize.outputs"
+            )
+            trace.warnings = [*(trace.warnings or ()), note]
     return trace
+
+
+#: Keys under which trace formats keep a trajectory: finding one (non-empty) in a record that
+#: gave no messages means the record was probably misread, not that the agent did nothing.
+TRAJECTORY_KEYS = frozenset(
+    {
+        "child_runs",
+        "runs",
+        "observations",
+        "spans",
+        "resourceSpans",
+        "scopeSpans",
+        "messages",
+        "tool_calls",
+        "intermediate_steps",
+        "generations",
+        "channel_values",
+    }
+)
+
+
+def hidden_trajectory(value: Any, path: str | None = "", *, max_depth: int = 8, budget: int = 5000) -> str | None:
+    """Where a value holds a non-empty trajectory-like list or dict (``"'child_runs' at
+    outputs.steps"``), or None. A bounded breadth-first look: depth and visited nodes capped."""
+    queue: deque[tuple[Any, str, int]] = deque([(value, path or "", 0)])
+    seen = 0
+    while queue and seen < budget:
+        node, path, depth = queue.popleft()
+        seen += 1
+        if type(node) is dict:
+            for key, child in node.items():
+                if key in TRAJECTORY_KEYS and type(child) in (list, dict) and child:
+                    where = f"{path}.{key}" if path else key
+                    return f"{key!r} at {where}"
+                if depth < max_depth and type(child) in (dict, list):
+                    queue.append((child, f"{path}.{key}" if path else str(key), depth + 1))
+        elif type(node) is list and depth < max_depth:
+            queue.extend((child, f"{path}.{i}" if path else str(i), depth + 1) for i, child in enumerate(node[:50]))
+    return None
 
 
 #: Formats whose records carry an ``outputs``-like key of their own (a run's outputs).

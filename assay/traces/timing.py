@@ -48,7 +48,7 @@ def seconds_between(start: Any, end: Any) -> float | None:
     a, b = seconds(start), seconds(end)
     if a is None or b is None or b < a:
         return None
-    return b - a
+    return round(b - a, 6)
 
 
 class Timings:
@@ -57,7 +57,7 @@ class Timings:
     __slots__ = ("first", "last", "spans")
 
     def __init__(self) -> None:
-        self.spans: list[dict[str, Any]] = []
+        self.spans: list[tuple[float, str, str, float]] = []
         self.first: float | None = None
         self.last: float | None = None
 
@@ -66,12 +66,14 @@ class Timings:
         a, b = seconds(start), seconds(end)
         if a is None or b is None or b < a:
             return
-        self.first = a if self.first is None else min(self.first, a)
-        self.last = b if self.last is None else max(self.last, b)
-        self.spans.append({"name": str(name) if name is not None else "", "type": kind, "duration_s": b - a})
+        self.first = a if self.first is None or a < self.first else self.first
+        self.last = b if self.last is None or b > self.last else self.last
+        self.spans.append((a, str(name) if name is not None else "", kind, round(b - a, 6)))
 
     def apply(self, trace: Trace) -> Trace:
+        """Set ``duration_s`` (first start to last end) and ``spans`` (by start time)."""
         if self.first is not None and self.last is not None:
-            trace.metadata["duration_s"] = self.last - self.first
-            trace.metadata["spans"] = self.spans
+            self.spans.sort(key=lambda s: s[0])
+            trace.metadata["duration_s"] = round(self.last - self.first, 6)
+            trace.metadata["spans"] = [{"name": n, "type": k, "duration_s": d} for _, n, k, d in self.spans]
         return trace
