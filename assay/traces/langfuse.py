@@ -146,7 +146,7 @@ def normalize(value: Any) -> Trace:
     return trace
 
 
-_SPAN_TYPE = {"GENERATION": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "SPAN": "chain"}
+_SPAN_TYPE: dict[Any, str] = {"GENERATION": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "SPAN": "chain"}
 
 
 def _timings(observations: list[Any], tool_ids: set[Any]) -> Timings:

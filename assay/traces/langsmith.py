@@ -194,7 +194,7 @@ def normalize(value: Any) -> Trace:
     return _timings(tree).apply(trace)
 
 
-_SPAN_TYPE = {"llm": "llm", "tool": "tool", "chain": "chain"}
+_SPAN_TYPE: dict[Any, str] = {"llm": "llm", "tool": "tool", "chain": "chain"}
 
 
 def _timings(tree: _Tree) -> Timings:
