@@ -9,7 +9,8 @@ forwarded and the response it got back. The last call of an agent run holds the 
 * ``{"request_body": ..., "response_body": ...}`` (Helicone request exports);
 * ``{"messages": [...], "response": {...}}`` (LiteLLM's ``StandardLoggingPayload`` and proxy spend
   logs; bodies may be JSON text);
-* a bare ``ChatCompletion`` (``{"object": "chat.completion", "choices": [...]}``).
+* a bare ``ChatCompletion`` (``{"object": "chat.completion", "choices": [...]}``), and an OpenAI
+  Batch API output line (``{"custom_id", "response": {"body": ChatCompletion}}``).
 
 The request may be OpenAI chat (``messages``), Anthropic (``system`` + ``messages``) or Responses
 (``input`` + ``instructions``); the response a ChatCompletion, an Anthropic ``Message`` or a
@@ -63,6 +64,9 @@ def _pair(value: Any) -> tuple[Any, Any] | None:
     """The (request, response) a log record holds, or None."""
     if type(value) is not dict:
         return None
+    if "custom_id" in value and "request" not in value and type(value.get("response")) is dict:
+        response = _body(value["response"])  # an OpenAI Batch output line: no request is logged
+        return (None, response) if is_completion(response) else None
     for req_key, res_key in _PAIRS:
         if res_key in value and req_key in value:
             response = _body(value[res_key])
@@ -143,7 +147,7 @@ def normalize(value: Any) -> Trace:
             name = trace.metadata.get("model") or "llm"
             trace.metadata["spans"] = [{"name": name, "type": "llm", "duration_s": duration}]
         md = value.get("metadata")
-        tid = value.get("trace_id") or value.get("request_id") or value.get("id")
+        tid = value.get("trace_id") or value.get("custom_id") or value.get("request_id") or value.get("id")
         tid = tid or (md.get("trace_id") if type(md) is dict else None)  # Portkey
         if isinstance(tid, str | int) and not isinstance(tid, bool):
             trace.id = str(tid)

@@ -35,6 +35,8 @@ def _messages(state: Any) -> Any:
     values = state.get("values")
     if type(values) is dict and any(k in state for k in _SNAPSHOT_KEYS):
         return values.get("messages")
+    if type(values) is list and any(k in state for k in _SNAPSHOT_KEYS):
+        return values  # a MessageGraph: the state is the message list
     checkpoint = state.get("checkpoint")
     if type(checkpoint) is dict and type(checkpoint.get("channel_values")) is dict:
         return checkpoint["channel_values"].get("messages")

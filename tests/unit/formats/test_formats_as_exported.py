@@ -219,3 +219,19 @@ def test_no_timings_on_the_openai_fast_path() -> None:
     env = Envelope(orjson.dumps(load_fixture("openai.json")), Position("f.jsonl", 1))
     trace = RecordParser(projected=True)(env)
     assert isinstance(trace, Trace) and "duration_s" not in trace.metadata
+
+
+def test_openai_batch_output_line_and_message_graph_state() -> None:
+    completion = load_fixture("partial/chat_completion.json")
+    line = {
+        "id": "batch_req_1",
+        "custom_id": "task-7",
+        "response": {"status_code": 200, "request_id": "req_1", "body": completion},
+        "error": None,
+    }
+    trace = normalize_record(line)
+    assert trace.format == "gateway" and calls(trace) == EXPECTED_CALLS[:1]
+    msgs = load_fixture("openai.json")["messages"]
+    state = {"values": msgs, "next": [], "config": {"configurable": {"thread_id": "t1"}}}
+    trace = to_trace(state)
+    assert trace.format == "langgraph" and calls(trace) == EXPECTED_CALLS and trace.metadata["thread_id"] == "t1"
