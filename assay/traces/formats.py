@@ -24,6 +24,7 @@ BUILTIN_FORMATS: dict[str, str] = {
     "openai": "assay.traces.openai_format:FORMAT",
     "gateway": "assay.traces.gateway:FORMAT",
     "langgraph": "assay.traces.langgraph:FORMAT",
+    "langchain_agent": "assay.traces.agent_steps:FORMAT",
     "otel": "assay.traces.otel:FORMAT",
     "langsmith": "assay.traces.langsmith:FORMAT",
     "potato": "assay.traces.potato:FORMAT",

@@ -41,6 +41,7 @@ FORMAT_OF: dict[str, str] = {
     "proxy_log.json": "gateway",
     "langgraph_thread_state.json": "langgraph",
     "langgraph_checkpoint.json": "langgraph",
+    "langchain_agent_executor_result.json": "langchain_agent",
 }
 
 

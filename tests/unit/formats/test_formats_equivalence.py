@@ -29,6 +29,7 @@ MY_FORMATS = (
     "claude_code",
     "gateway",
     "langgraph",
+    "langchain_agent",
 )
 
 
