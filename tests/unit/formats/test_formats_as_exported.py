@@ -238,10 +238,9 @@ def test_openai_batch_output_line_and_message_graph_state() -> None:
 
 
 def test_agent_executor_result_as_plain_dicts_inside_a_record() -> None:
-    steps = [
-        [{"tool": "get_weather", "tool_input": {"city": "Paris"}, "log": "", "type": "AgentAction"}, "sunny"],
-        [{"tool": "get_forecast", "tool_input": "{'city': 'Paris', 'days': 1}", "log": "", "type": "AgentAction"}, "rain"],
-    ]
+    weather = {"tool": "get_weather", "tool_input": {"city": "Paris"}, "log": "", "type": "AgentAction"}
+    forecast = {"tool": "get_forecast", "tool_input": "{'city': 'Paris', 'days': 1}", "log": "", "type": "AgentAction"}
+    steps = [[weather, "sunny"], [forecast, "rain"]]
     record = {"id": "r1", "outputs": {"input": QUESTION, "output": FINAL, "intermediate_steps": steps}}
     trace = normalize_record(record)
     assert trace.format == "langchain_agent" and calls(trace) == EXPECTED_CALLS
