@@ -127,3 +127,15 @@ def trace_warnings(trace: Trace) -> list[str] | None:
 
 #: The former name (it reported only tool-argument defects).
 tool_argument_warnings = trace_warnings
+
+
+def warning_failure(env: Envelope, trace: Trace, warnings: list[str]) -> Failure:
+    """The warning row for the dead letter of a record scored with ``warnings`` (from
+    :func:`trace_warnings`): ``InvalidToolArguments`` when only arguments were defective, else
+    ``TraceWarning``."""
+    only_args = not trace.warnings
+    kind = "InvalidToolArguments" if only_args else "TraceWarning"
+    note = " (record scored with the raw arguments)" if only_args else " (record scored as read)"
+    return Failure(
+        env.payload, env.position, "normalize", kind, f"{env.position}: {'; '.join(warnings)}{note}", "warning"
+    )

@@ -12,7 +12,7 @@ from format_samples import EXPECTED_CALLS, FINAL, QUESTION, load_fixture
 
 from assay.evaluators.tool_use import ToolUse
 from assay.records import Envelope, Position
-from assay.stages.normalize import RecordParser, tool_argument_warnings, trace_warnings
+from assay.stages.normalize import RecordParser, tool_argument_warnings, trace_warnings, warning_failure
 from assay.traces import NormalizeOptions, detect_format, normalize_record, to_trace
 from assay.traces.model import Trace
 from assay.traces.normalize import hidden_trajectory
@@ -189,6 +189,11 @@ def test_args_defects_and_normalizer_warnings_are_both_reported() -> None:
     trace.warnings = ["spans of 2 traces were read as one trace"]
     warnings = trace_warnings(trace) or []
     assert len(warnings) == 2 and "tool call 'f'" in warnings[1]
+    env = Envelope(b"{}", Position("f.jsonl", 2))
+    row = warning_failure(env, trace, warnings)
+    assert row.severity == "warning" and row.error_type == "TraceWarning" and row.message.startswith("f.jsonl:2: ")
+    trace.warnings = None
+    assert warning_failure(env, trace, trace_warnings(trace) or []).error_type == "InvalidToolArguments"
 
 
 # ---- timings --------------------------------------------------------------------------------
