@@ -10,7 +10,6 @@ export, a LangSmith run tree, …).
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -227,23 +226,37 @@ TRAJECTORY_KEYS = frozenset(
 )
 
 
-def hidden_trajectory(value: Any, path: str | None = "", *, max_depth: int = 8, budget: int = 5000) -> str | None:
+def hidden_trajectory(value: Any, path: str | None = "", *, max_depth: int = 6) -> str | None:
     """Where a value holds a non-empty trajectory-like list or dict (``"'child_runs' at
-    outputs.steps"``), or None. A bounded breadth-first look: depth and visited nodes capped."""
-    queue: deque[tuple[Any, str, int]] = deque([(value, path or "", 0)])
-    seen = 0
-    while queue and seen < budget:
-        node, path, depth = queue.popleft()
-        seen += 1
-        if type(node) is dict:
+    outputs.steps.child_runs"``), or None. Depth-first, at most ``max_depth`` levels and the first
+    3 items of each list (items of one list share a shape); the path is built only for a hit (a
+    plain value is scanned on every record, so this must stay cheap)."""
+    steps = _find_hidden(value, max_depth)
+    if steps is None:
+        return None
+    where = ".".join([path, *steps] if path else steps)
+    return f"{steps[-1]!r} at {where}"
+
+
+def _find_hidden(node: Any, depth: int) -> list[str] | None:
+    if type(node) is dict:
+        if not TRAJECTORY_KEYS.isdisjoint(node):
+            for key in TRAJECTORY_KEYS.intersection(node):
+                child = node[key]
+                if type(child) in (list, dict) and child:
+                    return [key]
+        if depth:
             for key, child in node.items():
-                if key in TRAJECTORY_KEYS and type(child) in (list, dict) and child:
-                    where = f"{path}.{key}" if path else key
-                    return f"{key!r} at {where}"
-                if depth < max_depth and type(child) in (dict, list):
-                    queue.append((child, f"{path}.{key}" if path else str(key), depth + 1))
-        elif type(node) is list and depth < max_depth:
-            queue.extend((child, f"{path}.{i}" if path else str(i), depth + 1) for i, child in enumerate(node[:50]))
+                if type(child) in (dict, list) and child:
+                    found = _find_hidden(child, depth - 1)
+                    if found is not None:
+                        return [str(key), *found]
+    elif type(node) is list and depth:
+        for i, child in enumerate(node[:3]):
+            if type(child) in (dict, list) and child:
+                found = _find_hidden(child, depth - 1)
+                if found is not None:
+                    return [str(i), *found]
     return None
 
 
