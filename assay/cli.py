@@ -282,6 +282,8 @@ def normalize(
                 sys.stdout.write(orjson.dumps(item, default=str).decode() + "\n")
             else:
                 print_normalized(item)
+                for warning in item.get("trace", {}).get("warnings") or ():
+                    typer.echo(f"  warning: {warning}")
     except AssayError as exc:
         _fail(exc)
 

@@ -28,7 +28,7 @@ from assay.pipeline.commit import Committer
 from assay.pipeline.summary import RunStats
 from assay.records import Envelope, Failure, Position, Result
 from assay.stages.evaluate import EvaluateStage, PartialBatch
-from assay.stages.normalize import RecordParser, tool_argument_warnings
+from assay.stages.normalize import RecordParser, trace_warnings, warning_failure
 from assay.traces.model import Trace
 from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions
 
@@ -159,19 +159,10 @@ class Pipeline:
             "position": env.position.to_dict(),
             "results": res,
         }
-        warn = tool_argument_warnings(trace)
+        warn = trace_warnings(trace)
         if warn:
             row["warnings"] = warn
-            failures.append(
-                Failure(
-                    env.payload,
-                    env.position,
-                    "normalize",
-                    "InvalidToolArguments",
-                    f"{env.position}: {'; '.join(warn)} (record scored with the raw arguments)",
-                    severity="warning",
-                )
-            )
+            failures.append(warning_failure(env, trace, warn))
         return _dumps(row, default=_default), bool(warn)
 
     def _process_streaming(self, batch: list[Envelope]) -> Processed:

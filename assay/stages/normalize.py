@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from assay.exceptions import NormalizationError
@@ -11,14 +13,38 @@ from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions, normalize_
 from assay.traces.openai_decode import decode_openai_record
 
 _loads = orjson.loads
+_BOM = b"\xef\xbb\xbf"
+
+
+def _decode_error(payload: bytes | memoryview, exc: orjson.JSONDecodeError) -> tuple[Any, str | None]:
+    """A record orjson rejected: retry without a UTF-8 byte-order mark, else say what is wrong.
+
+    Runs only on the failure path, so well-formed records pay nothing for it."""
+    raw = bytes(payload)
+    if raw.startswith(_BOM):
+        try:
+            return _loads(raw[3:]), None
+        except orjson.JSONDecodeError as inner:
+            exc, raw = inner, raw[3:]
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return None, f"invalid UTF-8 at byte {bad.start} (0x{raw[bad.start]:02x}): {bad.reason}"
+    return None, f"invalid JSON: {exc}"
 
 
 def parse_envelope(env: Envelope, options: NormalizeOptions) -> Trace | Failure:
-    """Parse and normalize one envelope; never raises for bad data."""
+    """Parse and normalize one envelope; never raises for bad data.
+
+    A UTF-8 byte-order mark before the record is ignored; invalid UTF-8 or JSON is a ``parse``
+    Failure naming the position and the reason."""
     try:
         record = _loads(env.payload)
     except orjson.JSONDecodeError as exc:
-        return Failure(env.payload, env.position, "parse", "JSONDecodeError", f"{env.position}: invalid JSON: {exc}")
+        record, reason = _decode_error(env.payload, exc)
+        if reason is not None:
+            kind = "UnicodeDecodeError" if reason.startswith("invalid UTF-8") else "JSONDecodeError"
+            return Failure(env.payload, env.position, "parse", kind, f"{env.position}: {reason}")
     try:
         trace = normalize_record(record, options)
     except NormalizationError as exc:
@@ -73,11 +99,18 @@ class RecordParser:
         return parse_envelope(env, self.options)
 
 
-def tool_argument_warnings(trace: Trace) -> list[str] | None:
-    """Describe tool calls whose arguments were not a JSON object (kept raw, flagged)."""
+def trace_warnings(trace: Trace) -> list[str] | None:
+    """What is worth reporting about a trace that was scored anyway, or None.
+
+    Tool calls whose arguments were not a JSON object (kept raw, flagged), and the normalizer's
+    warnings (``trace.warnings``): e.g. a record that gave no messages and no tool calls while it
+    holds nested runs, observations, spans or messages somewhere (probably misread, not a quiet 0),
+    a failed LLM run, spans of several traces read as one. The engine counts these and writes a
+    warning row to the dead letter.
+    """
     if trace.args_defects == 0:  # counted while normalizing: nothing to look for
-        return None
-    warnings: list[str] | None = None
+        return trace.warnings or None
+    warnings: list[str] | None = list(trace.warnings) if trace.warnings else None
     for side, t in (("agent", trace), ("reference", trace.reference)):
         if t is None:
             continue
@@ -90,3 +123,19 @@ def tool_argument_warnings(trace: Trace) -> list[str] | None:
                         warnings = []
                     warnings.append(f"{side} message {i} tool call {tc.name!r}: {tc.args_error}")
     return warnings
+
+
+#: The former name (it reported only tool-argument defects).
+tool_argument_warnings = trace_warnings
+
+
+def warning_failure(env: Envelope, trace: Trace, warnings: list[str]) -> Failure:
+    """The warning row for the dead letter of a record scored with ``warnings`` (from
+    :func:`trace_warnings`): ``InvalidToolArguments`` when only arguments were defective, else
+    ``TraceWarning``."""
+    only_args = not trace.warnings
+    kind = "InvalidToolArguments" if only_args else "TraceWarning"
+    note = " (record scored with the raw arguments)" if only_args else " (record scored as read)"
+    return Failure(
+        env.payload, env.position, "normalize", kind, f"{env.position}: {'; '.join(warnings)}{note}", "warning"
+    )

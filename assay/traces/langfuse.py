@@ -23,9 +23,9 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
-from assay.traces.langsmith import time_key
 from assay.traces.llm_io import input_messages, output_messages
 from assay.traces.model import Trace
+from assay.traces.timing import Timings, time_key
 
 OBSERVATION_TYPES = frozenset(
     {
@@ -131,7 +131,7 @@ def normalize(value: Any) -> Trace:
     for key in ("name", "sessionId", "userId"):
         if isinstance(trace_obj.get(key), str):
             metadata[key] = trace_obj[key]
-    return builder.build(
+    trace = builder.build(
         "langfuse",
         id=trace_obj.get("id"),
         input=task,
@@ -139,6 +139,23 @@ def normalize(value: Any) -> Trace:
         usage=usage,
         metadata=metadata,
     )
+    _timings(observations, tool_ids).apply(trace)
+    latency = trace_obj.get("latency")  # the API's trace latency, in seconds
+    if isinstance(latency, int | float) and not isinstance(latency, bool) and latency >= 0:
+        trace.metadata["duration_s"] = float(latency)
+    return trace
+
+
+_SPAN_TYPE: dict[Any, str] = {"GENERATION": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "SPAN": "chain"}
+
+
+def _timings(observations: list[Any], tool_ids: set[Any]) -> Timings:
+    timings = Timings()
+    for o in observations:
+        if type(o) is dict and o.get("type") != "EVENT":
+            kind = "tool" if o.get("id") in tool_ids else _SPAN_TYPE.get(o.get("type"), "other")
+            timings.add(o.get("name"), kind, o.get("startTime"), o.get("endTime"))
+    return timings
 
 
 def _below(o: dict[str, Any], parents: dict[Any, Any], tool_ids: set[Any]) -> bool:

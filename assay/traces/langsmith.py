@@ -16,15 +16,15 @@ visited depth first in execution order (``dotted_order``, else ``start_time``):
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from assay.exceptions import NormalizationError
-from assay.traces.assemble import TraceBuilder, add_usage, answer_of, as_int, task_of, usage_of
+from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
 from assay.traces.langchain import as_message_dict, is_lc_message
 from assay.traces.llm_io import input_messages, output_messages, output_usage
 from assay.traces.model import Trace
+from assay.traces.timing import Timings, time_key
 
 
 def _is_run(value: Any) -> bool:
@@ -42,21 +42,6 @@ def detect(value: Any) -> bool:
     if type(value) is list:
         return bool(value) and _is_run(value[0])
     return _is_run(value)
-
-
-def time_key(t: Any) -> float | None:
-    """A sortable timestamp from epoch seconds/ms/ns or an ISO-8601 string (None if unknown)."""
-    if isinstance(t, int | float) and not isinstance(t, bool):
-        return float(t)
-    if isinstance(t, str) and t:
-        n = as_int(t)
-        if n is not None:
-            return float(n)
-        try:
-            return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
 
 
 class _Tree:
@@ -106,6 +91,16 @@ class _Tree:
         for kids in self.children.values():
             kids.sort(key=_order)
         return roots
+
+    def every_run(self) -> list[dict[str, Any]]:
+        """Every run of the tree, parents before children."""
+        out: list[dict[str, Any]] = []
+        stack = list(reversed(self.roots))
+        while stack:
+            run = stack.pop()
+            out.append(run)
+            stack.extend(reversed(self.children.get(id(run), [])))
+        return out
 
     def walk(self) -> list[dict[str, Any]]:
         """llm and tool runs in execution order; nothing below a tool run."""
@@ -188,7 +183,7 @@ def normalize(value: Any) -> Trace:
     metadata: dict[str, Any] = {}
     if isinstance(root.get("name"), str):
         metadata["name"] = root["name"]
-    return builder.build(
+    trace = builder.build(
         "langsmith",
         id=root.get("trace_id") or root.get("id"),
         input=task,
@@ -196,6 +191,18 @@ def normalize(value: Any) -> Trace:
         usage=usage,
         metadata=metadata,
     )
+    return _timings(tree).apply(trace)
+
+
+_SPAN_TYPE: dict[Any, str] = {"llm": "llm", "tool": "tool", "chain": "chain"}
+
+
+def _timings(tree: _Tree) -> Timings:
+    timings = Timings()
+    for run in tree.every_run():
+        kind = _SPAN_TYPE.get(run.get("run_type"), "other")
+        timings.add(run.get("name"), kind, run.get("start_time"), run.get("end_time"))
+    return timings
 
 
 FORMAT = TraceFormat(

@@ -142,6 +142,8 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
         outputs = record
     elif outputs is None and options.outputs is not None:
         raise NormalizationError(f"record has no value at outputs path {options.outputs!r}")
+    elif options.outputs is None and _record_is_trace(record, outputs, options.format):
+        outputs = record  # a run tree's own ``outputs`` (LangSmith), not the agent's outputs field
     if outputs is record and options.format == "auto" and (fast := try_plain(record)) is not None:
         trace = fast
     elif outputs is record and options.format == "auto":
@@ -194,7 +196,84 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
     _, usage = _pick(record, options.usage, USAGE_KEYS)
     if isinstance(usage, dict):
         trace.usage = usage
+    if not trace.messages and type(outputs) in (dict, list):
+        hidden = hidden_trajectory(outputs, out_key if outputs is not record else "")
+        if hidden is not None:
+            note = (
+                f"no messages or tool calls were read ({trace.format} format), but the record holds "
+                f"{hidden}; set normalize.format or normalize.outputs"
+            )
+            trace.warnings = [*(trace.warnings or ()), note]
     return trace
+
+
+#: Keys under which trace formats keep a trajectory: finding one (non-empty) in a record that
+#: gave no messages means the record was probably misread, not that the agent did nothing.
+TRAJECTORY_KEYS = frozenset(
+    {
+        "child_runs",
+        "runs",
+        "observations",
+        "spans",
+        "resourceSpans",
+        "scopeSpans",
+        "messages",
+        "tool_calls",
+        "intermediate_steps",
+        "generations",
+        "channel_values",
+    }
+)
+
+
+def hidden_trajectory(value: Any, path: str | None = "", *, max_depth: int = 6) -> str | None:
+    """Where a value holds a non-empty trajectory-like list or dict (``"'child_runs' at
+    outputs.steps.child_runs"``), or None. Depth-first, at most ``max_depth`` levels and the first
+    3 items of each list (items of one list share a shape); the path is built only for a hit (a
+    plain value is scanned on every record, so this must stay cheap)."""
+    steps = _find_hidden(value, max_depth)
+    if steps is None:
+        return None
+    where = ".".join([path, *steps] if path else steps)
+    return f"{steps[-1]!r} at {where}"
+
+
+def _find_hidden(node: Any, depth: int) -> list[str] | None:
+    if type(node) is dict:
+        if not TRAJECTORY_KEYS.isdisjoint(node):
+            for key in TRAJECTORY_KEYS.intersection(node):
+                child = node[key]
+                if type(child) in (list, dict) and child:
+                    return [key]
+        if depth:
+            for key, child in node.items():
+                if type(child) in (dict, list) and child:
+                    found = _find_hidden(child, depth - 1)
+                    if found is not None:
+                        return [str(key), *found]
+    elif type(node) is list and depth:
+        for i, child in enumerate(node[:3]):
+            if type(child) in (dict, list) and child:
+                found = _find_hidden(child, depth - 1)
+                if found is not None:
+                    return [str(i), *found]
+    return None
+
+
+#: Formats whose records carry an ``outputs``-like key of their own (a run's outputs).
+_RECORD_FORMATS = ("langsmith", "langfuse", "otel", "gateway", "langgraph")
+
+
+def _record_is_trace(record: dict[str, Any], outputs: Any, format: str) -> bool:
+    """Whether the record itself, not the value under a default outputs key, is the trajectory:
+    a specific format claims the record while the value is only a plain answer (or, with a forced
+    format, is not of that format). Prefers a specific format over the plain-value fallback."""
+    if format != "auto":
+        fmt = load_format(format)
+        return not fmt.detect(outputs) and fmt.detect(record)
+    if type(outputs) is list or (type(outputs) is dict and "messages" in outputs):
+        return False  # a trajectory value (the common case): no second look
+    return any(load_format(name).detect(record) for name in _RECORD_FORMATS)
 
 
 def _trajectory_format(record: Any) -> TraceFormat | None:

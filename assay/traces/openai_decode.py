@@ -10,8 +10,8 @@ the structs into canonical messages: about twice as fast per record.
 (``normalize_record`` with default options) would normalize as OpenAI messages, and then the very
 same Trace, with one difference: ``scenario`` is the record's ``scenario`` object or None, never
 the whole record (so the pipeline uses this path only when no evaluator reads scenario fields).
-For anything else (another format, a plain output value, an odd shape, invalid JSON) it returns
-None and the caller takes the general path, which decides, and names what is wrong.
+For anything else (another format, a plain output value, an odd shape, invalid JSON or UTF-8, a
+byte-order mark) it returns None and the caller takes the general path, which decides, and names what is wrong.
 """
 
 from __future__ import annotations
@@ -123,6 +123,8 @@ class _Record(msgspec.Struct, gc=False):
     documents: Any = UNSET
     scenario: Any = UNSET
     metadata: Any = UNSET
+    # a proxy log's response (LiteLLM ``{messages, response}``): the gateway format reads it
+    response: UnsetType = UNSET
     # USAGE_KEYS
     usage: Any = UNSET
     metrics: Any = UNSET
@@ -227,7 +229,9 @@ def decode_openai_record(payload: bytes | memoryview) -> Trace | None:
     """The Trace of one OpenAI-format record line, or None (use the general path)."""
     try:
         r = _decode(payload)
-    except _DecodeError:  # also msgspec.ValidationError: not a shape this path takes
+    except (_DecodeError, UnicodeDecodeError):
+        # DecodeError (and ValidationError): not a shape this path takes. UnicodeDecodeError:
+        # invalid UTF-8 in a string; the general path turns it into a dead letter naming the byte.
         return None
     reset_args_memo()
     outputs = _first(r.outputs, r.trajectory, r.actual)

@@ -22,8 +22,16 @@ def _messages_of(value: Any) -> Any:
             and ("content" in value or "tool_calls" in value)
         ):
             return [value]  # a single message, as openevals reads it
+        if "response" in value and msgs is not None and _is_log(value):
+            return None  # a proxy log (LiteLLM): the gateway format adds the response's message
         return msgs
     return None
+
+
+def _is_log(value: dict[str, Any]) -> bool:
+    from assay.traces.gateway import is_log  # imported on first use: rare, and keeps import light
+
+    return is_log(value)
 
 
 def detect(value: Any) -> bool:

@@ -33,9 +33,9 @@ import orjson
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, as_dict, as_int, usage_of
 from assay.traces.base import TraceFormat
-from assay.traces.langsmith import time_key
 from assay.traces.model import Message, ToolCall, Trace, content_text
 from assay.traces.openai import parse_args, parse_message
+from assay.traces.timing import Timings, time_key
 
 CHAT_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
@@ -82,7 +82,7 @@ def _attrs(raw: Any) -> dict[str, Any]:
 
 
 class _Span:
-    __slots__ = ("attrs", "events", "failed", "name", "start", "trace_id")
+    __slots__ = ("attrs", "end", "events", "failed", "name", "raw_start", "start", "trace_id")
 
     def __init__(self, raw: dict[str, Any]):
         name = raw.get("name")
@@ -93,6 +93,8 @@ class _Span:
         self.trace_id = tid.removeprefix("0x") if isinstance(tid, str) else tid  # SDK to_json: "0x…"
         start = raw.get("startTimeUnixNano", raw.get("start_time", raw.get("startTime")))
         self.start = time_key(start)
+        self.raw_start = start
+        self.end = raw.get("endTimeUnixNano", raw.get("end_time", raw.get("endTime")))
         self.events = [
             (e.get("name"), _attrs(e.get("attributes")), e.get("body"))
             for e in raw.get("events") or ()
@@ -415,9 +417,27 @@ def normalize(value: Any) -> Trace:
     trace_ids = {s.trace_id for s in spans if s.trace_id}
     if len(trace_ids) > 1:
         builder.warnings.append(f"spans of {len(trace_ids)} traces were read as one trace")
-    return builder.build(
+    trace = builder.build(
         "otel", id=next(iter(trace_ids)) if len(trace_ids) == 1 else None, usage=usage, metadata=metadata
     )
+    timings = Timings()
+    for span in spans:
+        timings.add(span.name, _span_type(span, chat_ids), span.raw_start, span.end)
+    return timings.apply(trace)
+
+
+_TRACELOOP_KIND = {"workflow": "chain", "task": "chain", "agent": "agent", "tool": "tool"}
+
+
+def _span_type(span: _Span, chat_ids: set[int]) -> str:
+    if _is_tool_span(span):
+        return "tool"
+    if span.get("gen_ai.operation.name") in AGENT_OPERATIONS:
+        return "agent"
+    if id(span) in chat_ids or _is_chat_span(span) or "llm.request.type" in span.attrs:
+        return "llm"
+    kind = _TRACELOOP_KIND.get(span.get("traceloop.span.kind"))
+    return kind or ("agent" if "gen_ai.agent.name" in span.attrs else "other")
 
 
 FORMAT = TraceFormat(

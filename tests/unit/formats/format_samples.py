@@ -34,6 +34,14 @@ FORMAT_OF: dict[str, str] = {
     "langfuse.json": "langfuse",
     "claude_code_session.jsonl": "claude_code",
     "claude_agent_sdk_stream.jsonl": "claude_code",
+    "langsmith_agent_executor.json": "langsmith",
+    "litellm_standard_logging_payload.json": "gateway",
+    "helicone.json": "gateway",
+    "portkey.json": "gateway",
+    "proxy_log.json": "gateway",
+    "langgraph_thread_state.json": "langgraph",
+    "langgraph_checkpoint.json": "langgraph",
+    "langchain_agent_executor_result.json": "langchain_agent",
 }
 
 

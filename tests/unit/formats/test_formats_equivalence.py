@@ -27,6 +27,9 @@ MY_FORMATS = (
     "langsmith",
     "langfuse",
     "claude_code",
+    "gateway",
+    "langgraph",
+    "langchain_agent",
 )
 
 
@@ -42,7 +45,7 @@ def session_value(name: str) -> object:
 def test_every_fixture_is_listed() -> None:
     from format_samples import FIXTURES
 
-    on_disk = {p.name for p in FIXTURES.iterdir()} - {"potato_from_langsmith.json"}
+    on_disk = {p.name for p in FIXTURES.iterdir() if p.is_file()} - {"potato_from_langsmith.json"}
     assert on_disk == set(FORMAT_OF)
 
 

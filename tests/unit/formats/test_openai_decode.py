@@ -131,7 +131,7 @@ def test_generated_corpus_agrees(tmp_path: Path, shape: str) -> None:
 
 
 def test_format_fixtures_agree_or_are_declined() -> None:
-    for f in sorted(FIXTURES.iterdir()):
+    for f in sorted(FIXTURES.rglob("*.json*")):
         data = f.read_bytes()
         lines = data.split(b"\n") if f.suffix == ".jsonl" else [orjson.dumps(orjson.loads(data))]
         for ln in lines:
