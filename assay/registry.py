@@ -51,6 +51,7 @@ BUILTIN_EVALUATORS: dict[str, str] = {
     # LLM judges
     "llm_judge": "assay.evaluators.llm_judge:LLMJudge",
     "trajectory_judge": "assay.evaluators.judge_trajectory:TrajectoryJudge",
+    "llm_trajectory_judge": "assay.evaluators.potato:LLMTrajectoryJudge",
     "rubric_dag": "assay.evaluators.rubric_dag:RubricDag",
     "rag_triad": "assay.evaluators.rag:RagTriad",
     "context_relevance": "assay.evaluators.rag:ContextRelevance",
@@ -68,7 +69,7 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "trajectory_superset_match": ("trajectory_match", {"mode": "superset"}),
     "trajectory_subsequence_match": ("trajectory_match", {"mode": "subsequence"}),
     "levenshtein": ("edit_distance", {}),
-    "levenshtein_distance": ("edit_distance", {}),
+    "levenshtein_distance": ("edit_distance", {"key": "levenshtein_distance"}),
     "embedding_distance": ("embedding_similarity", {}),
 }
 

@@ -134,8 +134,15 @@ class BaseEvaluator(ABC, Generic[P]):
         """Library face: every result this evaluator produces for one example."""
         trace = self.example_trace(outputs, reference_outputs, inputs, kwargs)
         if self.is_async:
-            return anyio.run(self.ascore_trace, trace)
-        return self.score_trace(trace)
+            return self.with_threshold(anyio.run(self.ascore_trace, trace))
+        return self.with_threshold(self.score_trace(trace))
+
+    def with_threshold(self, results: list[Result]) -> list[Result]:
+        """Stamp the evaluator's threshold on its results, so ``Result.passed`` honours it."""
+        for r in results:
+            if r.threshold is None:
+                r.threshold = self.threshold
+        return results
 
     async def aevaluate_all(
         self,
@@ -145,7 +152,9 @@ class BaseEvaluator(ABC, Generic[P]):
         inputs: Any = None,
         **kwargs: Any,
     ) -> list[Result]:
-        return await self.ascore_trace(self.example_trace(outputs, reference_outputs, inputs, kwargs))
+        return self.with_threshold(
+            await self.ascore_trace(self.example_trace(outputs, reference_outputs, inputs, kwargs))
+        )
 
 
 class Evaluator(BaseEvaluator[P]):
@@ -197,6 +206,17 @@ class MultiEvaluator(BaseEvaluator[P]):
         **kwargs: Any,
     ) -> list[Result]:
         return self.evaluate_all(outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs)
+
+    async def aevaluate(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> list[Result]:
+        """Async library face: every result for one example."""
+        return await self.aevaluate_all(outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs)
 
     __call__ = evaluate
 

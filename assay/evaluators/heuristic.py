@@ -276,6 +276,12 @@ class RegexMatch(Evaluator[RegexMatchParams]):
     Params = RegexMatchParams
     example: ClassVar[dict[str, Any]] = {"pattern": r"order #\d+", "flags": ["IGNORECASE"]}
 
+    def __init__(self, params: Any = None, /, **kwargs: Any) -> None:
+        # potato's spelling: RegexMatch(r"\d+") with the pattern as the positional argument
+        if isinstance(params, str):
+            params = {"pattern": params}
+        super().__init__(params, **kwargs)
+
     def setup(self) -> None:
         # a C engine whose matching loop honours a timeout (stdlib re cannot be stopped)
         import regex  # type: ignore[import-untyped,unused-ignore]
