@@ -22,6 +22,7 @@ BUILTIN_EVALUATORS: dict[str, str] = {
     "trajectory_match": "assay.evaluators.trajectory:TrajectoryMatch",
     "tool_use": "assay.evaluators.tool_use:ToolUse",
     "tool_call_accuracy": "assay.evaluators.tool_use:ToolCallAccuracy",
+    "graph_trajectory_strict_match": "assay.evaluators.graph_trajectory:GraphTrajectoryStrictMatch",
     # heuristic / string
     "exact_match": "assay.evaluators.heuristic:ExactMatch",
     "contains": "assay.evaluators.heuristic:Contains",
@@ -52,6 +53,7 @@ BUILTIN_EVALUATORS: dict[str, str] = {
     "llm_judge": "assay.evaluators.llm_judge:LLMJudge",
     "trajectory_judge": "assay.evaluators.judge_trajectory:TrajectoryJudge",
     "llm_trajectory_judge": "assay.evaluators.potato:LLMTrajectoryJudge",
+    "graph_trajectory_llm_judge": "assay.evaluators.graph_trajectory:GraphTrajectoryJudge",
     "rubric_dag": "assay.evaluators.rubric_dag:RubricDag",
     "rag_triad": "assay.evaluators.rag:RagTriad",
     "context_relevance": "assay.evaluators.rag:ContextRelevance",

@@ -18,6 +18,14 @@ from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse
 from assay.evaluators.trajectory import TrajectoryMatch
 
 _LAZY: dict[str, str] = {
+    "GraphTrajectoryJudge": "assay.evaluators.graph_trajectory",
+    "GraphTrajectoryStrictMatch": "assay.evaluators.graph_trajectory",
+    "aextract_langgraph_trajectory_from_thread": "assay.evaluators.graph_trajectory",
+    "create_graph_trajectory_llm_as_judge": "assay.evaluators.graph_trajectory",
+    "extract_langgraph_trajectory_from_snapshots": "assay.evaluators.graph_trajectory",
+    "extract_langgraph_trajectory_from_thread": "assay.evaluators.graph_trajectory",
+    "graph_trajectory_llm_judge": "assay.evaluators.graph_trajectory",
+    "graph_trajectory_strict_match": "assay.evaluators.graph_trajectory",
     "AgentAsJudgeEvaluator": "assay.evaluators.potato",
     "EmbeddingDistance": "assay.evaluators.potato",
     "JSONSchemaMatch": "assay.evaluators.potato",
@@ -92,6 +100,8 @@ __all__ = [
     "Evaluator",
     "EvaluatorParams",
     "ExactMatch",
+    "GraphTrajectoryJudge",
+    "GraphTrajectoryStrictMatch",
     "Groundedness",
     "InterruptRejection",
     "JSONSchemaMatch",
@@ -123,6 +133,12 @@ __all__ = [
     "TrajectoryJudge",
     "TrajectoryMatch",
     "TrajectoryMatchEvaluator",
+    "aextract_langgraph_trajectory_from_thread",
+    "create_graph_trajectory_llm_as_judge",
+    "extract_langgraph_trajectory_from_snapshots",
+    "extract_langgraph_trajectory_from_thread",
+    "graph_trajectory_llm_judge",
+    "graph_trajectory_strict_match",
     "make_rubric_dag",
     "rag_triad",
 ]
