@@ -138,6 +138,7 @@ class GraphTrajectoryJudge(LLMJudge):
     Params = GraphTrajectoryJudgeParams
     example: ClassVar[dict[str, Any]] = {"judge": "gpt4o_mini"}
     fallback_key: ClassVar[str] = "graph_trajectory_accuracy"
+    trace_variables: ClassVar[frozenset[str]] = frozenset({"thread", "outputs"})
 
     @staticmethod
     def example_trace(outputs: Any, reference_outputs: Any, inputs: Any, kwargs: dict[str, Any]) -> Trace:

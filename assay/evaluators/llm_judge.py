@@ -11,6 +11,11 @@ in ``variables`` (params), then the record's scenario fields, metadata and input
 inserted as they are, other values as compact JSON. A variable the trace does not have gives an
 error Result naming it (prebuilt prompts declare which variables may be left empty).
 
+A template of your own that names no ``{outputs}`` (nor ``{attachments}``) — a domain prompt
+such as "You are evaluating a customer support agent. Score the trajectory on: …" — is not sent
+blind: the rendered trace is appended as ``<outputs>…</outputs>`` (with ``<inputs>`` and
+``<reference_outputs>`` blocks when the template does not show them and the trace has them).
+
 Scores: a boolean verdict → 1.0/0.0 with ``value`` True/False; continuous → the number; choices →
 the choice (numbers in [0, 1] are the score, other numbers are scaled min→0 … max→1, labels score
 through a ``{label: score}`` mapping or not at all). Polarity: for prompts where the judge's
@@ -124,6 +129,9 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
 
     #: The feedback key used when neither ``key`` nor ``feedback_key`` nor a prebuilt name gives one.
     fallback_key: ClassVar[str] = "score"
+    #: Variables that show the judge what it grades; a prompt naming none of them gets the
+    #: rendered trace appended (see :meth:`trace_appendix`).
+    trace_variables: ClassVar[frozenset[str]] = frozenset({"outputs", ATTACHMENTS})
 
     def default_key(self) -> str:
         p = self.params
@@ -264,9 +272,26 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
         if self.params.system:
             messages.append({"role": "system", "content": self.params.system})
         messages.append({"role": "user", "content": content})
+        if compiled.info is None and not compiled.variables & self.trace_variables:
+            append_to_last_user(messages, self.trace_appendix(trace, compiled))
         if self.params.few_shot_examples:
             append_to_last_user(messages, few_shot_text(self.params.few_shot_examples))
         return messages
+
+    def trace_appendix(self, trace: Trace, compiled: CompiledPrompt) -> str:
+        """What is appended to a prompt that names none of :attr:`trace_variables` (a domain
+        prompt such as "You are evaluating a customer support agent…"): the trace, so the judge
+        never grades blind. The input and the reference are added when the prompt does not
+        already show them and the trace has them."""
+        parts = []
+        if "inputs" not in compiled.variables and (inputs := self.variable("inputs", trace, compiled)):
+            parts.append(f"<inputs>\n{inputs}\n</inputs>")
+        outputs = self.variable("outputs", trace, compiled)
+        parts.append(f"<outputs>\n{outputs if outputs is not None else MISSING_TEXT}\n</outputs>")
+        if "reference_outputs" not in compiled.variables and trace.reference is not None:
+            if reference := self.variable("reference_outputs", trace, compiled):
+                parts.append(f"<reference_outputs>\n{reference}\n</reference_outputs>")
+        return "\n\n".join(parts)
 
     def schema_for(self, compiled: CompiledPrompt) -> dict[str, Any]:
         custom = self.params.output_schema
