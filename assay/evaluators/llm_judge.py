@@ -61,6 +61,22 @@ ATTACHMENTS = "attachments"
 BUILTIN_VARIABLES = frozenset({"inputs", "outputs", "reference_outputs", "context", ATTACHMENTS})
 
 
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
+
+
+def _typeddict_schema(td: type) -> dict[str, Any]:
+    """A JSON schema from a TypedDict's annotations (simple field types; others unconstrained)."""
+    import typing
+
+    hints = typing.get_type_hints(td)
+    props = {
+        name: {"type": _JSON_TYPES[t]} if t in _JSON_TYPES else {}
+        for name, t in ((n, typing.get_origin(h) or h) for n, h in hints.items())
+    }
+    required = sorted(getattr(td, "__required_keys__", hints))
+    return {"type": "object", "title": td.__name__, "properties": props, "required": required}
+
+
 class LLMJudgeParams(JudgeParams):
     prompt: str
     """A template with ``{inputs}``, ``{outputs}``, ``{reference_outputs}``, ``{context}``,
@@ -80,8 +96,9 @@ class LLMJudgeParams(JudgeParams):
     system: str | None = None
     """A system message sent before the prompt."""
     output_schema: dict[str, Any] | None = None
-    """A custom JSON schema for the verdict: the parsed object becomes ``value``; its ``score``
-    (bool or number in [0, 1]) the score and its ``reasoning`` the comment."""
+    """A custom JSON schema for the verdict (library use: also a pydantic model or a TypedDict
+    class): the parsed object becomes ``value``; its ``score`` (bool or number in [0, 1]) the
+    score and its ``reasoning`` the comment."""
     attachments: str | list[Any] | None = None
     """Where the attachments are: a field path in the record (default ``attachments``), or a
     list of attachments (URL strings, ``{mime_type, data}`` dicts, or content blocks)."""
@@ -95,6 +112,21 @@ class LLMJudgeParams(JudgeParams):
     trajectory, or auto (trajectory when the agent used tools or answered more than once)."""
     max_tool_result_chars: int = 500
     """Tool results longer than this are truncated in rendered trajectories (0 = never)."""
+
+    @field_validator("output_schema", mode="before")
+    @classmethod
+    def _schema_from_type(cls, v: Any) -> Any:
+        """A pydantic model or a TypedDict (library use) becomes its JSON schema."""
+        if isinstance(v, type):
+            from pydantic import BaseModel, TypeAdapter
+
+            if issubclass(v, BaseModel):
+                return v.model_json_schema()
+            try:
+                return TypeAdapter(v).json_schema()
+            except Exception:  # typing.TypedDict on Python < 3.12: pydantic refuses it
+                return _typeddict_schema(v)
+        return v
 
     @field_validator("choices")
     @classmethod
@@ -288,9 +320,12 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
             parts.append(f"<inputs>\n{inputs}\n</inputs>")
         outputs = self.variable("outputs", trace, compiled)
         parts.append(f"<outputs>\n{outputs if outputs is not None else MISSING_TEXT}\n</outputs>")
-        if "reference_outputs" not in compiled.variables and trace.reference is not None:
-            if reference := self.variable("reference_outputs", trace, compiled):
-                parts.append(f"<reference_outputs>\n{reference}\n</reference_outputs>")
+        if (
+            "reference_outputs" not in compiled.variables
+            and trace.reference is not None
+            and (reference := self.variable("reference_outputs", trace, compiled))
+        ):
+            parts.append(f"<reference_outputs>\n{reference}\n</reference_outputs>")
         return "\n\n".join(parts)
 
     def schema_for(self, compiled: CompiledPrompt) -> dict[str, Any]:
