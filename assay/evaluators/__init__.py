@@ -18,6 +18,10 @@ from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse
 from assay.evaluators.trajectory import TrajectoryMatch
 
 _LAZY: dict[str, str] = {
+    "TRAJECTORY_ACCURACY_PROMPT": "assay.evaluators.catalog",
+    "TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE": "assay.evaluators.catalog",
+    "check_trajectory": "assay.evaluators.catalog",
+    "create_trajectory_llm_as_judge": "assay.evaluators.catalog",
     "GraphTrajectoryJudge": "assay.evaluators.graph_trajectory",
     "GraphTrajectoryStrictMatch": "assay.evaluators.graph_trajectory",
     "aextract_langgraph_trajectory_from_thread": "assay.evaluators.graph_trajectory",
@@ -83,6 +87,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "RUBRIC_PRESETS",
+    "TRAJECTORY_ACCURACY_PROMPT",
+    "TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE",
     "AgentAsJudge",
     "AgentAsJudgeEvaluator",
     "AnswerRelevance",
@@ -134,7 +140,9 @@ __all__ = [
     "TrajectoryMatch",
     "TrajectoryMatchEvaluator",
     "aextract_langgraph_trajectory_from_thread",
+    "check_trajectory",
     "create_graph_trajectory_llm_as_judge",
+    "create_trajectory_llm_as_judge",
     "extract_langgraph_trajectory_from_snapshots",
     "extract_langgraph_trajectory_from_thread",
     "graph_trajectory_llm_judge",

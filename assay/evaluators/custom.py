@@ -74,9 +74,7 @@ def run_result(trace: Trace) -> dict[str, Any]:
     ``metrics`` (the usage), over the record's own fields."""
     from assay.evaluators.scenario import calls_with_results
 
-    calls = [
-        {"name": c.name, "args": c.args, "id": c.id, "result": res} for c, res in calls_with_results(trace)
-    ]
+    calls = [{"name": c.name, "args": c.args, "id": c.id, "result": res} for c, res in calls_with_results(trace)]
     record = trace.scenario if isinstance(trace.scenario, dict) else {}
     return {
         **record,
