@@ -52,7 +52,7 @@ class Messages(list[Any]):
     ``outputs["messages"]`` / ``outputs.get("messages")``, so functions written for
     ``{"messages": [...]}`` outputs (agentevals' custom evaluators) work on either shape."""
 
-    def __getitem__(self, index: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, index: Any) -> Any:
         if index == "messages":
             return self
         if isinstance(index, str):
