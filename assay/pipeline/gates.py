@@ -51,7 +51,9 @@ class GateResult:
 
 def _bounds(gate: Any) -> dict[str, float]:
     """The bounds set on a gate: a mapping or a config model (``GateConfig``) with these fields."""
-    get = gate.get if isinstance(gate, Mapping) else lambda name: getattr(gate, name, None)
+    def get(name: str) -> Any:
+        return gate.get(name) if isinstance(gate, Mapping) else getattr(gate, name, None)
+
     return {check: float(v) for check in CHECKS if (v := get(check)) is not None}
 
 
