@@ -43,6 +43,7 @@ BUILTIN_EVALUATORS: dict[str, str] = {
     "error_suggestions": "assay.evaluators.scenario:ErrorSuggestions",
     "tool_graph": "assay.evaluators.scenario:ToolGraph",
     "routing_accuracy": "assay.evaluators.scenario:RoutingAccuracy",
+    "latency": "assay.evaluators.latency:Latency",
     # code
     "pyright": "assay.evaluators.code:PyrightCheck",
     "mypy": "assay.evaluators.code:MypyCheck",

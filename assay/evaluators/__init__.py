@@ -18,6 +18,7 @@ from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse
 from assay.evaluators.trajectory import TrajectoryMatch
 
 _LAZY: dict[str, str] = {
+    "Latency": "assay.evaluators.latency",
     "TRAJECTORY_ACCURACY_PROMPT": "assay.evaluators.catalog",
     "TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE": "assay.evaluators.catalog",
     "check_trajectory": "assay.evaluators.catalog",
@@ -118,6 +119,7 @@ __all__ = [
     "JudgeEvaluator",
     "LLMJudge",
     "LLMTrajectoryJudge",
+    "Latency",
     "MaxTurns",
     "MultiEvaluator",
     "MypyCheck",
