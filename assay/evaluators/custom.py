@@ -114,7 +114,7 @@ class PythonEvaluator(MultiEvaluator[PythonEvaluatorParams]):
         params = sig.parameters.values()
         var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
         names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-        self._wanted = tuple(a for a in ARG_NAMES if var_kw or a in names)
+        self._wanted = tuple(a for a in ARG_NAMES if (var_kw and a != "result") or a in names)
         # An instance flag: this evaluator is async exactly when the user's function is.
         self.is_async = inspect.iscoroutinefunction(fn)  # type: ignore[misc]
 

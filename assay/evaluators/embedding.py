@@ -147,7 +147,10 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
     def _pair(self, trace: Trace) -> tuple[str, str] | None:
         if trace.reference is None:
             return None
-        return as_text(trace.final_output), as_text(trace.reference.final_output)
+        ref = trace.reference.final_output
+        if ref is None or (isinstance(ref, str) and not ref.strip()):
+            return None  # an empty reference text: no reference, not a 0.0
+        return as_text(trace.final_output), as_text(ref)
 
     def _result(self, a: Vector, b: Vector) -> Result:
         raw = similarity(a, b, self.params.algorithm)

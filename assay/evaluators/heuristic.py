@@ -68,11 +68,15 @@ def as_text(value: Any, *, unwrap: bool = True) -> str:
 
 
 def reference_value(trace: Trace) -> Any:
-    """The reference's final output, or ``_MISSING`` when the trace has no reference."""
+    """The reference's final output, or ``_MISSING`` when the trace has no reference or an empty
+    reference text (scoring against ``""`` would be a silent 0, not a comparison)."""
     ref = trace.reference
     if ref is None:
         return _MISSING
-    return ref.final_output
+    value = ref.final_output
+    if isinstance(value, str) and not value.strip():
+        return _MISSING
+    return value
 
 
 def no_reference(key: str) -> Result:
@@ -211,7 +215,8 @@ class Contains(Evaluator[ContainsParams]):
     def score(self, trace: Trace) -> Result:
         needles = self._needles
         if needles is None:
-            ref = reference_value(trace)
+            # potato: an empty needle never matches (0.0), so "" is not "no reference" here
+            ref = _MISSING if trace.reference is None else trace.reference.final_output
             if ref is _MISSING:
                 return Result(self.key, None, None, "no substring in params and no reference output")
             needles = [as_text(x) for x in ref] if isinstance(ref, list) else [as_text(ref)]
