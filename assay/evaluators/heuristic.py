@@ -68,14 +68,15 @@ def as_text(value: Any, *, unwrap: bool = True) -> str:
 
 
 def reference_value(trace: Trace) -> Any:
-    """The reference's final output, or ``_MISSING`` when the trace has no reference or an empty
-    reference text (scoring against ``""`` would be a silent 0, not a comparison)."""
+    """The reference's final output, or ``_MISSING`` when the trace has no reference, or an empty
+    reference text against a non-empty output (a silent 0 there would not be a comparison)."""
     ref = trace.reference
     if ref is None:
         return _MISSING
     value = ref.final_output
-    if isinstance(value, str) and not value.strip():
-        return _MISSING
+    out = trace.final_output
+    if isinstance(value, str) and not value.strip() and not (out is None or (isinstance(out, str) and not out.strip())):
+        return _MISSING  # both empty still compares equal (1.0), as in openevals and potato
     return value
 
 

@@ -51,6 +51,7 @@ class GateResult:
 
 def _bounds(gate: Any) -> dict[str, float]:
     """The bounds set on a gate: a mapping or a config model (``GateConfig``) with these fields."""
+
     def get(name: str) -> Any:
         return gate.get(name) if isinstance(gate, Mapping) else getattr(gate, name, None)
 
