@@ -6,6 +6,7 @@ the hot path, and validation happens where data enters (normalizers, config), no
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,17 +40,26 @@ class Envelope:
     key: bytes | None = None
 
 
+_RESULT_FIELDS = ("key", "score", "value", "comment", "metadata")
+
+
 @dataclass(slots=True)
-class Result:
+class Result(Mapping[str, Any]):
     """One evaluator outcome.
 
     ``score`` is a float in [0, 1] (1.0/0.0 for pass/fail) or None when the evaluator could not
     score; ``value`` keeps the raw outcome (bool, label, count); ``error`` is set when scoring
     failed (a judge that exhausted its retries, an evaluator exception): such a result is never a
-    score.
+    score. ``threshold`` is the evaluator's pass mark (set by the evaluator; None: 0.5).
 
-    >>> Result("exact_match", 1.0, True).passed
-    True
+    A Result is also a read-only mapping of its :meth:`to_dict` keys, so code written for
+    openevals' dict results (``result["score"]``) works unchanged.
+
+    >>> r = Result("exact_match", 1.0, True)
+    >>> r.passed, r["score"], dict(r)["key"]
+    (True, 1.0, 'exact_match')
+    >>> Result("f1", 0.6, threshold=0.8).passed
+    False
     """
 
     key: str
@@ -58,13 +68,29 @@ class Result:
     comment: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    threshold: float | None = field(default=None, compare=False, repr=False)
 
     @property
     def passed(self) -> bool | None:
-        """True/False for a scored result (score >= 0.5 by default), None when not scored."""
+        """True/False for a scored result (score >= the evaluator's threshold, 0.5 by default),
+        None when not scored."""
         if self.score is None:
             return None
-        return self.score >= 0.5
+        return self.score >= (0.5 if self.threshold is None else self.threshold)
+
+    def _keys(self) -> tuple[str, ...]:
+        return (*_RESULT_FIELDS, "error") if self.error is not None else _RESULT_FIELDS
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._keys():
+            return getattr(self, name)
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -22,6 +22,7 @@ BUILTIN_EVALUATORS: dict[str, str] = {
     "trajectory_match": "assay.evaluators.trajectory:TrajectoryMatch",
     "tool_use": "assay.evaluators.tool_use:ToolUse",
     "tool_call_accuracy": "assay.evaluators.tool_use:ToolCallAccuracy",
+    "graph_trajectory_strict_match": "assay.evaluators.graph_trajectory:GraphTrajectoryStrictMatch",
     # heuristic / string
     "exact_match": "assay.evaluators.heuristic:ExactMatch",
     "contains": "assay.evaluators.heuristic:Contains",
@@ -42,6 +43,7 @@ BUILTIN_EVALUATORS: dict[str, str] = {
     "error_suggestions": "assay.evaluators.scenario:ErrorSuggestions",
     "tool_graph": "assay.evaluators.scenario:ToolGraph",
     "routing_accuracy": "assay.evaluators.scenario:RoutingAccuracy",
+    "latency": "assay.evaluators.latency:Latency",
     # code
     "pyright": "assay.evaluators.code:PyrightCheck",
     "mypy": "assay.evaluators.code:MypyCheck",
@@ -51,6 +53,8 @@ BUILTIN_EVALUATORS: dict[str, str] = {
     # LLM judges
     "llm_judge": "assay.evaluators.llm_judge:LLMJudge",
     "trajectory_judge": "assay.evaluators.judge_trajectory:TrajectoryJudge",
+    "llm_trajectory_judge": "assay.evaluators.potato:LLMTrajectoryJudge",
+    "graph_trajectory_llm_judge": "assay.evaluators.graph_trajectory:GraphTrajectoryJudge",
     "rubric_dag": "assay.evaluators.rubric_dag:RubricDag",
     "rag_triad": "assay.evaluators.rag:RagTriad",
     "context_relevance": "assay.evaluators.rag:ContextRelevance",
@@ -68,7 +72,7 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "trajectory_superset_match": ("trajectory_match", {"mode": "superset"}),
     "trajectory_subsequence_match": ("trajectory_match", {"mode": "subsequence"}),
     "levenshtein": ("edit_distance", {}),
-    "levenshtein_distance": ("edit_distance", {}),
+    "levenshtein_distance": ("edit_distance", {"key": "levenshtein_distance"}),
     "embedding_distance": ("embedding_similarity", {}),
 }
 

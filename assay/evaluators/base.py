@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from assay.exceptions import ConfigError
 from assay.records import Result
 from assay.traces.model import Trace
-from assay.traces.normalize import trace_from_args
+from assay.traces.normalize import USAGE_KEYS, trace_from_args
 
 
 class EvaluatorParams(BaseModel):
@@ -112,6 +112,9 @@ class BaseEvaluator(ABC, Generic[P]):
     def example_trace(outputs: Any, reference_outputs: Any, inputs: Any, kwargs: dict[str, Any]) -> Trace:
         """The Trace of one library call: ``context=`` and ``scenario=`` are taken from the keyword
         arguments, any other keyword argument becomes a scenario field."""
+        if outputs is None and reference_outputs is None and ("actual" in kwargs or "expected" in kwargs):
+            # the agent-evaluation catalog's spelling: evaluator(expected=..., actual=...)
+            outputs, reference_outputs = kwargs.pop("actual", None), kwargs.pop("expected", None)
         trace = trace_from_args(
             outputs,
             reference_outputs,
@@ -119,8 +122,18 @@ class BaseEvaluator(ABC, Generic[P]):
             context=kwargs.pop("context", None),
             scenario=kwargs.pop("scenario", None),
         )
+        if isinstance(outputs, dict):
+            # a run result such as {"messages", "all_tool_calls", "metrics"}: its own fields are
+            # visible to the evaluators as in the pipeline (the scenario's fields win)
+            if trace.usage is None:
+                trace.usage = next((outputs[k] for k in USAGE_KEYS if isinstance(outputs.get(k), dict)), None)
+            kwargs = {**{k: v for k, v in outputs.items() if k != "messages"}, **(trace.scenario or {}), **kwargs}
+        elif kwargs:
+            kwargs = {**(trace.scenario or {}), **kwargs}
         if kwargs:
-            trace.scenario = {**(trace.scenario or {}), **kwargs}
+            trace.scenario = kwargs
+        if trace.usage is None and isinstance(trace.scenario, dict):
+            trace.usage = next((trace.scenario[k] for k in USAGE_KEYS if isinstance(trace.scenario.get(k), dict)), None)
         return trace
 
     def evaluate_all(
@@ -134,8 +147,15 @@ class BaseEvaluator(ABC, Generic[P]):
         """Library face: every result this evaluator produces for one example."""
         trace = self.example_trace(outputs, reference_outputs, inputs, kwargs)
         if self.is_async:
-            return anyio.run(self.ascore_trace, trace)
-        return self.score_trace(trace)
+            return self.with_threshold(anyio.run(self.ascore_trace, trace))
+        return self.with_threshold(self.score_trace(trace))
+
+    def with_threshold(self, results: list[Result]) -> list[Result]:
+        """Stamp the evaluator's threshold on its results, so ``Result.passed`` honours it."""
+        for r in results:
+            if r.threshold is None:
+                r.threshold = self.threshold
+        return results
 
     async def aevaluate_all(
         self,
@@ -145,7 +165,9 @@ class BaseEvaluator(ABC, Generic[P]):
         inputs: Any = None,
         **kwargs: Any,
     ) -> list[Result]:
-        return await self.ascore_trace(self.example_trace(outputs, reference_outputs, inputs, kwargs))
+        return self.with_threshold(
+            await self.ascore_trace(self.example_trace(outputs, reference_outputs, inputs, kwargs))
+        )
 
 
 class Evaluator(BaseEvaluator[P]):
@@ -197,6 +219,17 @@ class MultiEvaluator(BaseEvaluator[P]):
         **kwargs: Any,
     ) -> list[Result]:
         return self.evaluate_all(outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs)
+
+    async def aevaluate(
+        self,
+        *,
+        outputs: Any = None,
+        reference_outputs: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> list[Result]:
+        """Async library face: every result for one example."""
+        return await self.aevaluate_all(outputs=outputs, reference_outputs=reference_outputs, inputs=inputs, **kwargs)
 
     __call__ = evaluate
 

@@ -90,8 +90,9 @@ class CodeCheckParams(EvaluatorParams):
         "none", validation_alias=AliasChoices("code_extraction", "code_extraction_strategy")
     )
     """none: the whole output is code; markdown_code_blocks: the fenced blocks (openevals rules)."""
-    code_extractor: str | None = None
-    """A user function ``"module:function"`` (output value -> code or None); excludes code_extraction."""
+    code_extractor: str | Callable[..., Any] | None = None
+    """A user function, ``"module:function"`` or (library use) a callable (output value -> code or
+    None); excludes code_extraction."""
     ignore_missing_imports: bool = True
     """Do not report imports that cannot be resolved (the checker has no project environment)."""
     timeout: float = Field(60.0, gt=0)

@@ -7,8 +7,12 @@ The code is extracted first (``code_extraction``):
   of word characters only) and whose closing fence stands alone on its line; blocks tagged as
   shell or data (``bash``, ``sh``, ``shell``, ``zsh``, ``fish``, ``console``, ``terminal``,
   ``json``; case-sensitive, as in openevals) are skipped; the blocks are joined with a newline;
+* ``llm`` — the judge itself is asked first to extract the code (a second call; openevals'
+  ``code_extraction_strategy="llm"``);
 * ``"module:function"`` — your extractor, called with the final output, returning the code
-  (or None/"" when there is none).
+  (or None/"" when there is none). ``code_extractor`` (openevals' name) takes the same, or a
+  Python callable in the library face; ``code_extraction_strategy`` is accepted for
+  ``code_extraction``.
 
 When no code is found the judge is not called: the result is a fail (score 0.0, value False)
 with ``metadata["code_extraction_failed"] = True``, as in openevals.
@@ -23,10 +27,16 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import msgspec
+from pydantic import AliasChoices, Field
+
+from assay.evaluators.code import load_function
 from assay.evaluators.code import output_text as code_output_text
+from assay.evaluators.judge_base import JudgeCalls
 from assay.evaluators.llm_judge import CompiledPrompt, LLMJudge, LLMJudgeParams
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.base import JudgeRequest
+from assay.judges.verdict import response_object
 from assay.loading import load_callable
 from assay.records import Result
 from assay.traces.model import Trace, content_text
@@ -73,8 +83,10 @@ class CodeJudgeParams(LLMJudgeParams):
     prompt: str = ""
     """A template or prebuilt prompt name; empty: ``code_correctness``, or
     ``code_correctness_with_reference`` when the record has reference code."""
-    code_extraction: str = "none"
-    """none | markdown_code_blocks | "module:function" (your extractor: output → code)."""
+    code_extraction: str = Field("none", validation_alias=AliasChoices("code_extraction", "code_extraction_strategy"))
+    """none | markdown_code_blocks | llm | "module:function" (your extractor: output → code)."""
+    code_extractor: str | Callable[..., Any] | None = None
+    """Your extractor (openevals' name): ``"module:function"`` or a callable, output → code."""
 
 
 class CodeJudge(LLMJudge):
@@ -99,17 +111,25 @@ class CodeJudge(LLMJudge):
         if not self.params.prompt:
             self._free = self.compile("code_correctness")
             self._with_ref = self.compile("code_correctness_with_reference")
-        self._extract = self._extractor(self.params.code_extraction)
+        p = self.params
+        if p.code_extractor is not None:
+            if p.code_extraction != "none":
+                raise ConfigError(
+                    f"evaluator {self.name!r}: params.code_extractor cannot be combined with code_extraction"
+                )
+            self._extract = load_function(p.code_extractor, f"evaluator {self.name!r}: params.code_extractor")
+        else:
+            self._extract = self._extractor(p.code_extraction)
 
     def _extractor(self, how: str) -> Callable[[Any], str | None]:
-        if how == "none":
+        if how in ("none", "llm"):  # llm: the judge extracts first (judge_trace), then the text is the code
             return output_text
         if how == "markdown_code_blocks":
             return lambda value: extract_markdown_code(output_text(value))
         module_name, sep, attr = how.partition(":")
         if not sep or not module_name or not attr:
             raise ConfigError(
-                f"evaluator {self.name!r}: params.code_extraction: expected none, markdown_code_blocks "
+                f"evaluator {self.name!r}: params.code_extraction: expected none, markdown_code_blocks, llm "
                 f"or 'module:function' (got {how!r})"
             )
         return load_callable(how, f"evaluator {self.name!r}: params.code_extraction")
@@ -135,6 +155,43 @@ class CodeJudge(LLMJudge):
         if self.code_of(trace) is None:
             return Result(self.key, 0.0, False, "no code found in the output", {"code_extraction_failed": True})
         return super().prepare(trace)
+
+    def extraction_request(self, trace: Trace) -> JudgeRequest:
+        """The first call of ``code_extraction: llm``: ask the judge for the code in the output."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "has_code": {"type": "boolean", "description": "whether the output contains code"},
+                "code": {"type": "string", "description": "the code, verbatim, without markdown fences"},
+            },
+            "required": ["has_code", "code"],
+            "additionalProperties": False,
+        }
+        prompt = (
+            "Extract the source code from the following output, verbatim and without markdown fences or "
+            "surrounding prose. If it contains no code, answer has_code false and code empty.\n\n"
+            f"<output>\n{output_text(trace.final_output)}\n</output>"
+        )
+        req = self.request([{"role": "user", "content": prompt}], schema)
+        req.schema_name = "code_extraction"
+        return req
+
+    def requests_for(self, trace: Trace) -> list[JudgeRequest]:
+        main = super().requests_for(trace)
+        if self.params.code_extraction == "llm" and self.code_of(trace) is not None:
+            return [self.extraction_request(trace), *main]
+        return main
+
+    async def judge_trace(self, trace: Trace, calls: JudgeCalls) -> Result:
+        if self.params.code_extraction == "llm" and self.code_of(trace) is not None:
+            obj, _ = response_object(await calls.complete(self.extraction_request(trace)))
+            code = obj.get("code")
+            if obj.get("has_code") is False or not isinstance(code, str) or not code.strip():
+                return Result(
+                    self.key, 0.0, False, "the judge found no code in the output", {"code_extraction_failed": True}
+                )
+            trace = msgspec.structs.replace(trace, final_output=code)
+        return await super().judge_trace(trace, calls)
 
 
 __all__ = ["CodeJudge", "CodeJudgeParams", "extract_markdown_code"]

@@ -2,8 +2,10 @@
 
 The function is named ``"module:function"`` in a run file (or passed as a callable in code) and
 is called with the keyword arguments it accepts among ``outputs``, ``reference_outputs``,
-``inputs``, ``trace`` (the canonical Trace), ``context``, ``scenario`` and ``metadata`` (a
-``**kwargs`` function receives them all), plus the constant ``kwargs`` from params. It may
+``inputs``, ``trace`` (the canonical Trace), ``context``, ``scenario``, ``metadata`` and
+``result`` (the agent-evaluation catalog's run dict: ``messages``, ``all_tool_calls`` with their
+results, ``metrics``; so ``def eval_escalation(result, scenario)`` binds), a ``**kwargs``
+function receiving them all, plus the constant ``kwargs`` from params. It may
 return (openevals / potato conventions):
 
 * a bool (1.0 / 0.0), a number in [0, 1] (a number outside it is kept as ``value``, score None),
@@ -17,7 +19,8 @@ So one function may produce several results: this is a multi-result evaluator an
 ``evaluate()`` returns a list. An exception raised by the function becomes an error result.
 
 ``outputs`` / ``reference_outputs`` are the plain values given, or, for a message trajectory,
-its canonical message dicts (``role``, ``content``, ``tool_calls: [{id, name, args}]``);
+its canonical message dicts (``role``, ``content``, ``tool_calls: [{id, name, args}]``), as a
+list that also answers ``outputs["messages"]`` (agentevals-style functions);
 take ``trace`` for the parsed Trace (``trace.final_output``, ``trace.tool_calls()``, …).
 
 >>> def short(outputs, reference_outputs):
@@ -41,7 +44,46 @@ from assay.evaluators.code import load_function
 from assay.records import Result
 from assay.traces.model import Trace
 
-ARG_NAMES = ("outputs", "reference_outputs", "inputs", "trace", "context", "scenario", "metadata")
+ARG_NAMES = ("outputs", "reference_outputs", "inputs", "trace", "context", "scenario", "metadata", "result")
+
+
+class Messages(list[Any]):
+    """A trajectory handed to a user function: a list of message dicts that also answers
+    ``outputs["messages"]`` / ``outputs.get("messages")``, so functions written for
+    ``{"messages": [...]}`` outputs (agentevals' custom evaluators) work on either shape."""
+
+    def __getitem__(self, index: Any) -> Any:
+        if index == "messages":
+            return self
+        if isinstance(index, str):
+            raise KeyError(index)
+        return super().__getitem__(index)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``outputs.get("messages")`` as on a dict."""
+        return self if key == "messages" else default
+
+    def keys(self) -> list[str]:
+        """``["messages"]``, as the dict it stands for."""
+        return ["messages"]
+
+
+def run_result(trace: Trace) -> dict[str, Any]:
+    """The agent-evaluation catalog's ``result``: the run as a dict with ``messages`` (message
+    dicts), ``tool_calls`` / ``all_tool_calls`` (``{name, args, id, result}``, in order) and
+    ``metrics`` (the usage), over the record's own fields."""
+    from assay.evaluators.scenario import calls_with_results
+
+    calls = [{"name": c.name, "args": c.args, "id": c.id, "result": res} for c, res in calls_with_results(trace)]
+    record = trace.scenario if isinstance(trace.scenario, dict) else {}
+    return {
+        **record,
+        "messages": [m.to_dict() for m in trace.messages],
+        "tool_calls": calls,
+        "all_tool_calls": calls,
+        "metrics": trace.usage or record.get("metrics") or {},
+        "final_output": trace.final_output,
+    }
 
 
 class PythonEvaluatorParams(EvaluatorParams):
@@ -72,7 +114,7 @@ class PythonEvaluator(MultiEvaluator[PythonEvaluatorParams]):
         params = sig.parameters.values()
         var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
         names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-        self._wanted = tuple(a for a in ARG_NAMES if var_kw or a in names)
+        self._wanted = tuple(a for a in ARG_NAMES if (var_kw and a != "result") or a in names)
         # An instance flag: this evaluator is async exactly when the user's function is.
         self.is_async = inspect.iscoroutinefunction(fn)  # type: ignore[misc]
 
@@ -86,7 +128,10 @@ class PythonEvaluator(MultiEvaluator[PythonEvaluatorParams]):
             "scenario": trace.scenario,
             "metadata": trace.metadata,
         }
-        return {**{k: available[k] for k in self._wanted}, **self.params.kwargs}
+        wanted = {k: available[k] for k in self._wanted if k != "result"}
+        if "result" in self._wanted:
+            wanted["result"] = run_result(trace)
+        return {**wanted, **self.params.kwargs}
 
     def score_trace(self, trace: Trace) -> list[Result]:
         if self.is_async:
@@ -118,7 +163,7 @@ def _outputs_of(trace: Trace) -> Any:
     """A plain output as given; a trajectory as its canonical message dicts."""
     if not trace.messages:
         return trace.final_output
-    return [m.to_dict() for m in trace.messages]
+    return Messages(m.to_dict() for m in trace.messages)
 
 
 def _score(key: str, raw: Any, comment: str | None = None, **extra: Any) -> Result:

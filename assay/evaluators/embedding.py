@@ -129,6 +129,16 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
     def setup(self) -> None:
         fn = self.params.embed_fn
         self._embed_fn = load_function(fn, f"evaluator {self.name!r}: params.embed_fn") if fn else None
+        model = self.params.model
+        provider, sep, _ = model.partition(":")
+        if fn is None and sep and "/" not in provider and not Path(model).exists():
+            # openevals' "openai:text-embedding-3-small": a hosted model this evaluator cannot load;
+            # failing here beats an error on every record
+            raise ConfigError(
+                f"evaluator {self.name!r}: params.model {model!r} is a provider:model name; assay embeds "
+                "locally with sentence-transformers (give a model name or path) or with params.embed_fn "
+                "(a function text -> vector, e.g. calling your embedding endpoint)"
+            )
 
     # -- embedding -------------------------------------------------------------------------------
 
@@ -147,7 +157,10 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
     def _pair(self, trace: Trace) -> tuple[str, str] | None:
         if trace.reference is None:
             return None
-        return as_text(trace.final_output), as_text(trace.reference.final_output)
+        ref = trace.reference.final_output
+        if ref is None or (isinstance(ref, str) and not ref.strip()):
+            return None  # an empty reference text: no reference, not a 0.0
+        return as_text(trace.final_output), as_text(ref)
 
     def _result(self, a: Vector, b: Vector) -> Result:
         raw = similarity(a, b, self.params.algorithm)

@@ -68,11 +68,16 @@ def as_text(value: Any, *, unwrap: bool = True) -> str:
 
 
 def reference_value(trace: Trace) -> Any:
-    """The reference's final output, or ``_MISSING`` when the trace has no reference."""
+    """The reference's final output, or ``_MISSING`` when the trace has no reference, or an empty
+    reference text against a non-empty output (a silent 0 there would not be a comparison)."""
     ref = trace.reference
     if ref is None:
         return _MISSING
-    return ref.final_output
+    value = ref.final_output
+    out = trace.final_output
+    if isinstance(value, str) and not value.strip() and not (out is None or (isinstance(out, str) and not out.strip())):
+        return _MISSING  # both empty still compares equal (1.0), as in openevals and potato
+    return value
 
 
 def no_reference(key: str) -> Result:
@@ -211,7 +216,8 @@ class Contains(Evaluator[ContainsParams]):
     def score(self, trace: Trace) -> Result:
         needles = self._needles
         if needles is None:
-            ref = reference_value(trace)
+            # potato: an empty needle never matches (0.0), so "" is not "no reference" here
+            ref = _MISSING if trace.reference is None else trace.reference.final_output
             if ref is _MISSING:
                 return Result(self.key, None, None, "no substring in params and no reference output")
             needles = [as_text(x) for x in ref] if isinstance(ref, list) else [as_text(ref)]
@@ -275,6 +281,12 @@ class RegexMatch(Evaluator[RegexMatchParams]):
     description: ClassVar[str] = "The output matches a regular expression (search | match | fullmatch), with a timeout."
     Params = RegexMatchParams
     example: ClassVar[dict[str, Any]] = {"pattern": r"order #\d+", "flags": ["IGNORECASE"]}
+
+    def __init__(self, params: Any = None, /, **kwargs: Any) -> None:
+        # potato's spelling: RegexMatch(r"\d+") with the pattern as the positional argument
+        if isinstance(params, str):
+            params = {"pattern": params}
+        super().__init__(params, **kwargs)
 
     def setup(self) -> None:
         # a C engine whose matching loop honours a timeout (stdlib re cannot be stopped)

@@ -11,6 +11,11 @@ in ``variables`` (params), then the record's scenario fields, metadata and input
 inserted as they are, other values as compact JSON. A variable the trace does not have gives an
 error Result naming it (prebuilt prompts declare which variables may be left empty).
 
+A template of your own that names no ``{outputs}`` (nor ``{attachments}``) — a domain prompt
+such as "You are evaluating a customer support agent. Score the trajectory on: …" — is not sent
+blind: the rendered trace is appended as ``<outputs>…</outputs>`` (with ``<inputs>`` and
+``<reference_outputs>`` blocks when the template does not show them and the trace has them).
+
 Scores: a boolean verdict → 1.0/0.0 with ``value`` True/False; continuous → the number; choices →
 the choice (numbers in [0, 1] are the score, other numbers are scaled min→0 … max→1, labels score
 through a ``{label: score}`` mapping or not at all). Polarity: for prompts where the judge's
@@ -56,6 +61,22 @@ ATTACHMENTS = "attachments"
 BUILTIN_VARIABLES = frozenset({"inputs", "outputs", "reference_outputs", "context", ATTACHMENTS})
 
 
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
+
+
+def _typeddict_schema(td: type) -> dict[str, Any]:
+    """A JSON schema from a TypedDict's annotations (simple field types; others unconstrained)."""
+    import typing
+
+    hints = typing.get_type_hints(td)
+    props = {
+        name: {"type": _JSON_TYPES[t]} if t in _JSON_TYPES else {}
+        for name, t in ((n, typing.get_origin(h) or h) for n, h in hints.items())
+    }
+    required = sorted(getattr(td, "__required_keys__", hints))
+    return {"type": "object", "title": td.__name__, "properties": props, "required": required}
+
+
 class LLMJudgeParams(JudgeParams):
     prompt: str
     """A template with ``{inputs}``, ``{outputs}``, ``{reference_outputs}``, ``{context}``,
@@ -75,8 +96,9 @@ class LLMJudgeParams(JudgeParams):
     system: str | None = None
     """A system message sent before the prompt."""
     output_schema: dict[str, Any] | None = None
-    """A custom JSON schema for the verdict: the parsed object becomes ``value``; its ``score``
-    (bool or number in [0, 1]) the score and its ``reasoning`` the comment."""
+    """A custom JSON schema for the verdict (library use: also a pydantic model or a TypedDict
+    class): the parsed object becomes ``value``; its ``score`` (bool or number in [0, 1]) the
+    score and its ``reasoning`` the comment."""
     attachments: str | list[Any] | None = None
     """Where the attachments are: a field path in the record (default ``attachments``), or a
     list of attachments (URL strings, ``{mime_type, data}`` dicts, or content blocks)."""
@@ -90,6 +112,21 @@ class LLMJudgeParams(JudgeParams):
     trajectory, or auto (trajectory when the agent used tools or answered more than once)."""
     max_tool_result_chars: int = 500
     """Tool results longer than this are truncated in rendered trajectories (0 = never)."""
+
+    @field_validator("output_schema", mode="before")
+    @classmethod
+    def _schema_from_type(cls, v: Any) -> Any:
+        """A pydantic model or a TypedDict (library use) becomes its JSON schema."""
+        if isinstance(v, type):
+            from pydantic import BaseModel, TypeAdapter
+
+            if issubclass(v, BaseModel):
+                return v.model_json_schema()
+            try:
+                return TypeAdapter(v).json_schema()
+            except Exception:  # typing.TypedDict on Python < 3.12: pydantic refuses it
+                return _typeddict_schema(v)
+        return v
 
     @field_validator("choices")
     @classmethod
@@ -124,6 +161,9 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
 
     #: The feedback key used when neither ``key`` nor ``feedback_key`` nor a prebuilt name gives one.
     fallback_key: ClassVar[str] = "score"
+    #: Variables that show the judge what it grades; a prompt naming none of them gets the
+    #: rendered trace appended (see :meth:`trace_appendix`).
+    trace_variables: ClassVar[frozenset[str]] = frozenset({"outputs", ATTACHMENTS})
 
     def default_key(self) -> str:
         p = self.params
@@ -264,9 +304,29 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
         if self.params.system:
             messages.append({"role": "system", "content": self.params.system})
         messages.append({"role": "user", "content": content})
+        if compiled.info is None and not compiled.variables & self.trace_variables:
+            append_to_last_user(messages, self.trace_appendix(trace, compiled))
         if self.params.few_shot_examples:
             append_to_last_user(messages, few_shot_text(self.params.few_shot_examples))
         return messages
+
+    def trace_appendix(self, trace: Trace, compiled: CompiledPrompt) -> str:
+        """What is appended to a prompt that names none of :attr:`trace_variables` (a domain
+        prompt such as "You are evaluating a customer support agent…"): the trace, so the judge
+        never grades blind. The input and the reference are added when the prompt does not
+        already show them and the trace has them."""
+        parts = []
+        if "inputs" not in compiled.variables and (inputs := self.variable("inputs", trace, compiled)):
+            parts.append(f"<inputs>\n{inputs}\n</inputs>")
+        outputs = self.variable("outputs", trace, compiled)
+        parts.append(f"<outputs>\n{outputs if outputs is not None else MISSING_TEXT}\n</outputs>")
+        if (
+            "reference_outputs" not in compiled.variables
+            and trace.reference is not None
+            and (reference := self.variable("reference_outputs", trace, compiled))
+        ):
+            parts.append(f"<reference_outputs>\n{reference}\n</reference_outputs>")
+        return "\n\n".join(parts)
 
     def schema_for(self, compiled: CompiledPrompt) -> dict[str, Any]:
         custom = self.params.output_schema

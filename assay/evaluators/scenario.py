@@ -26,6 +26,7 @@ from pydantic import Field
 
 from assay.evaluators.base import Evaluator, EvaluatorParams
 from assay.evaluators.heuristic import as_text
+from assay.evaluators.tool_calls import record_calls, trace_calls
 from assay.records import Result
 from assay.traces.base import get_path
 from assay.traces.model import Message, ToolCall, Trace, content_text
@@ -72,12 +73,25 @@ def parse_result(content: Any) -> Any:
     return content
 
 
+def agent_calls(trace: Trace) -> list[ToolCall]:
+    """The agent's tool calls: the record's ``all_tool_calls`` when it has them, else the trace's."""
+    listed = record_calls(trace)
+    return listed if listed is not None else trace_calls(trace)
+
+
 def calls_with_results(trace: Trace) -> list[tuple[ToolCall, Any]]:
     """Every tool call in order with its parsed result (None when there is none).
 
     A tool message is paired by ``tool_call_id``; a tool message without an id takes the oldest
-    call still waiting for a result. A ``ToolCall.result`` set by a normalizer wins.
+    call still waiting for a result. A ``ToolCall.result`` set by a normalizer wins. A record's
+    ``all_tool_calls`` list (the catalog's run result: ``{name, args, result}``) wins over the
+    messages; a plain list of tool names/calls as the outputs is read too.
     """
+    listed = record_calls(trace)
+    if listed is None and not trace.tool_calls():
+        listed = trace_calls(trace) or None
+    if listed is not None:
+        return [(tc, parse_result(tc.result)) for tc in listed]
     pairs: list[tuple[ToolCall, Any]] = []
     results: dict[int, Any] = {}
     pending: list[int] = []
@@ -297,7 +311,7 @@ class Escalation(ScenarioEvaluator[EscalationParams]):
         p = self.params
         tools = {p.escalation_tool} if isinstance(p.escalation_tool, str) else set(p.escalation_tool)
         should = bool(lookup(self.scenario(trace), p.should_escalate_field, False))
-        did = any(c.name in tools for c in trace.tool_calls())
+        did = any(c.name in tools for c in agent_calls(trace))
         ok = did == should
         comment = f"{'escalated' if did else 'did not escalate'}; expected {'to' if should else 'not to'}"
         return passed(self.key, ok, comment, should_escalate=should, escalated=did)
@@ -322,7 +336,7 @@ class TaskCompleteSignal(ScenarioEvaluator[TaskCompleteSignalParams]):
         p = self.params
         if p.required_field is not None and not lookup(self.scenario(trace), p.required_field, False):
             return self.not_applicable(f"scenario field {p.required_field!r} is not set")
-        ok = any(c.name == p.signal_tool for c in trace.tool_calls())
+        ok = any(c.name == p.signal_tool for c in agent_calls(trace))
         return passed(self.key, ok, f"{p.signal_tool} {'called' if ok else 'not called'}")
 
 
@@ -403,7 +417,7 @@ class InterruptRejection(ScenarioEvaluator[InterruptRejectionParams]):
         tool = p.tool(scenario)
         if tool is None:
             return self.not_applicable("no sensitive tool in the scenario")
-        names = [c.name for c in trace.tool_calls()]
+        names = [c.name for c in agent_calls(trace)]
         if tool not in names:
             return passed(self.key, True, f"{tool} was never attempted")
         # the first attempt is the one interrupted for approval; the rejection follows it
@@ -522,7 +536,7 @@ class RoutingAccuracy(ScenarioEvaluator[RoutingAccuracyParams]):
         if not expected:
             return self.not_applicable("no expected subagent")
         expected = str(expected)
-        delegations = [c.name for c in trace.tool_calls() if c.name.startswith(p.delegate_prefix)]
+        delegations = [c.name for c in agent_calls(trace) if c.name.startswith(p.delegate_prefix)]
         if p.match == "exact":
             ok = p.delegate_prefix + expected in delegations
         else:

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from assay.evaluators.args_match import MATCHERS, ArgsMode, build_overrides
 from assay.evaluators.base import Evaluator, EvaluatorParams
+from assay.evaluators.tool_calls import trace_calls
 from assay.evaluators.trajectory import CallMatcher
 from assay.records import Result
 from assay.traces.model import Trace
@@ -41,7 +42,7 @@ class ToolUse(Evaluator[ToolUseParams]):
 
     def score(self, trace: Trace) -> Result:
         p = self.params
-        calls = trace.tool_calls()
+        calls = trace_calls(trace)
         names = [c.name for c in calls]
         ok = any(
             c.name == p.expected_tool and (not p.expected_args or self._args(c.args, p.expected_args)) for c in calls
@@ -73,8 +74,8 @@ class ToolCallAccuracy(Evaluator[ToolCallAccuracyParams]):
         )
 
     def score(self, trace: Trace) -> Result:
-        ref = trace.reference.tool_calls() if trace.reference is not None else []
-        out = trace.tool_calls()
+        ref = trace_calls(trace.reference) if trace.reference is not None else []
+        out = trace_calls(trace)
         if not ref:
             return Result(self.key, None, None, "no reference tool calls to score against")
         used = [False] * len(out)

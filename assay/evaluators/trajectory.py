@@ -27,6 +27,7 @@ from pydantic import Field, field_validator
 
 from assay.evaluators.args_match import ARGS_MODES, MATCHERS, ArgsMode, Matcher, build_overrides
 from assay.evaluators.base import Evaluator, EvaluatorParams
+from assay.evaluators.tool_calls import is_listed, trace_calls
 from assay.exceptions import ConfigError
 from assay.records import Result
 from assay.traces.model import Message, ToolCall, Trace
@@ -201,13 +202,16 @@ class TrajectoryMatch(Evaluator[TrajectoryMatchParams]):
         if ref_trace is None:
             return Result(self.key, None, None, "no reference trajectory to compare with")
         for side, t in (("outputs", trace), ("reference_outputs", ref_trace)):
-            if _not_a_trajectory(t):
-                return Result.from_error(self.key, f"{side} is a list but not a list of chat messages")
+            if _not_a_trajectory(t) and not is_listed(t):
+                return Result.from_error(
+                    self.key, f"{side} is a list but not a list of chat messages, tool names or tool calls"
+                )
         mode = self.params.mode
-        out_calls = trace.tool_calls()
-        ref_calls = ref_trace.tool_calls()
+        out_calls = trace_calls(trace)
+        ref_calls = trace_calls(ref_trace)
         if mode == "strict":
-            if self.params.strict_scope == "messages":
+            flat = self.params.strict_scope == "tool_calls" or is_listed(trace) or is_listed(ref_trace)
+            if not flat:
                 why = _strict_messages(trace.messages, ref_trace.messages, self._match)
             else:
                 why = _strict_calls(out_calls, ref_calls, self._match)

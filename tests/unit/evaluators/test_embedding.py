@@ -132,3 +132,14 @@ def test_real_model_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     far = ev.evaluate(outputs="The cat sat on the mat.", reference_outputs="Quarterly revenue grew by 4%.")
     assert close.score is not None and far.score is not None
     assert close.score > 0.7 > 0.3 > far.score
+
+
+def test_provider_model_fails_at_build_time() -> None:
+    import pytest
+
+    from assay.evaluators import EmbeddingSimilarity
+    from assay.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="provider:model"):
+        EmbeddingSimilarity(model="openai:text-embedding-3-small")
+    assert EmbeddingSimilarity(model="openai:x", embed_fn=lambda t: [1.0]).key == "embedding_similarity"

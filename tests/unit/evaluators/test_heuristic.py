@@ -211,3 +211,11 @@ def test_evaluators_score_canonical_traces_directly() -> None:
     t = Trace(final_output="Paris", reference=Trace(final_output="Paris"))
     assert ExactMatch().score_trace(t)[0].score == 1.0
     assert EditDistance().score(t).score == 1.0
+
+
+def test_empty_reference_text_is_no_reference() -> None:
+    from assay.evaluators import EditDistance, EmbeddingSimilarity, ExactMatch
+
+    for ev in (EditDistance(), ExactMatch(), EmbeddingSimilarity(embed_fn=lambda t: [1.0, float(len(t))])):
+        r = ev.evaluate(outputs="some answer", reference_outputs="")
+        assert r.score is None and r.error is None, ev.name

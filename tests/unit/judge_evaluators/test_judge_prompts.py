@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from assay.evaluators import TrajectoryJudge
 from assay.exceptions import ConfigError
 from assay.judges.prompts import PROMPTS, SUPPORT_INTENTS, get_prompt, load_template, template_variables
 
@@ -83,3 +86,28 @@ def test_unknown_and_invalid() -> None:
         get_prompt("corectness")
     with pytest.raises(ConfigError, match="invalid placeholder"):
         template_variables("score {outputs[0]}")
+
+
+def test_a_prompt_without_outputs_gets_the_trace_appended(scripted: Any) -> None:
+    """The catalog's domain prompt names no variable: the judge must still see the trajectory."""
+
+    support_eval_prompt = """
+You are evaluating a customer support agent. Score the trajectory on:
+1. Did the agent resolve the customer's issue?
+Score 1.0 if all criteria met, 0.5 for partial, 0.0 for failure.
+Explain your reasoning.
+"""
+    judge = scripted({"reasoning": "fine", "score": 0.5})
+    ev = TrajectoryJudge(prompt=support_eval_prompt, judge=judge, continuous=True)
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup_order", "arguments": '{"id": 7}'}}
+    outputs = [
+        {"role": "user", "content": "refund order 7"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found"},
+        {"role": "assistant", "content": "Refunded."},
+    ]
+    assert ev.evaluate(outputs=outputs, reference_outputs=outputs[:2]).score == 0.5
+    prompt = judge.prompt()
+    assert prompt.startswith("\nYou are evaluating a customer support agent.")
+    assert "<outputs>" in prompt and "lookup_order" in prompt and "Refunded." in prompt
+    assert "<inputs>\nrefund order 7\n</inputs>" in prompt and "<reference_outputs>" in prompt

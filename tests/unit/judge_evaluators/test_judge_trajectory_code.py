@@ -110,3 +110,55 @@ def ev_trace(text: str) -> Any:
     from assay.traces.normalize import trace_from_args
 
     return trace_from_args(text, None, "t")
+
+
+class TestOpenevalsSpellings:
+    def test_code_extraction_strategy_and_callable_extractor(self, scripted: Any) -> None:
+        judge = scripted({"reasoning": "r", "score": True})
+        ev = CodeJudge(judge=judge, code_extraction_strategy="markdown_code_blocks")
+        assert ev.evaluate(inputs="t", outputs=FENCED).score == 1.0
+        ev = CodeJudge(judge=judge, code_extractor=lambda out: out.split("|")[1])
+        ev.evaluate(inputs="t", outputs="a|print(2)|b")
+        assert "<code>\nprint(2)\n</code>" in judge.prompt()
+        with pytest.raises(ConfigError, match="cannot be combined"):
+            CodeJudge(code_extractor=str, code_extraction="markdown_code_blocks")
+
+    def test_llm_extraction(self, scripted: Any) -> None:
+        judge = scripted({"has_code": True, "code": "def f():\n    return 1"}, {"reasoning": "ok", "score": True})
+        ev = CodeJudge(judge=judge, code_extraction_strategy="llm")
+        r = ev.evaluate(inputs="write f", outputs="Sure! def f(): return 1 — that's it.")
+        assert r.score == 1.0 and len(judge.requests) == 2
+        assert "Sure!" in judge.prompt(0) and "<code>\ndef f():\n    return 1\n</code>" in judge.prompt(1)
+        assert r.metadata["usage"]["calls"] == 2
+        none = scripted({"has_code": False, "code": ""})
+        r = CodeJudge(judge=none, code_extraction="llm").evaluate(inputs="t", outputs="no code here")
+        assert (r.score, r.metadata["code_extraction_failed"]) == (0.0, True)
+
+    def test_code_check_accepts_a_callable_extractor(self) -> None:
+        from assay.evaluators import MypyCheck
+
+        ev = MypyCheck(code_extractor=lambda out: out)
+        assert callable(ev.params.code_extractor)
+
+    def test_output_schema_as_typeddict_or_pydantic_model(self, scripted: Any) -> None:
+        from pydantic import BaseModel
+        from typing_extensions import TypedDict
+
+        from assay.evaluators import LLMJudge
+
+        class EqualityResult(TypedDict):
+            equality_justification: str
+            are_equal: bool
+
+        class Model(BaseModel):
+            equality_justification: str
+            are_equal: bool
+
+        for schema in (EqualityResult, Model):
+            judge = scripted({"equality_justification": "same", "are_equal": True})
+            ev = LLMJudge(
+                prompt="Are the following two values equal? {inputs} {outputs}", output_schema=schema, judge=judge
+            )
+            r = ev.evaluate(inputs="a", outputs="a")
+            assert r.value == {"equality_justification": "same", "are_equal": True}
+            assert set(judge.requests[0].schema["properties"]) == {"equality_justification", "are_equal"}  # type: ignore[index]
