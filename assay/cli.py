@@ -234,6 +234,11 @@ def validate(
             from assay.judges.pool import JudgePool
 
             JudgePool.from_config(config.judges, state_dir=Path(config.state_dir))
+        from assay.pipeline.gates import gate_keys_problems
+
+        problems = gate_keys_problems(config.gates, [k for ev in evaluators for k in ev.result_keys()])
+        if problems:
+            raise ConfigError("\n".join(f"{run_file}: gates: {p}" for p in problems))
     except AssayError as exc:
         _fail(exc)
         return

@@ -24,6 +24,7 @@ from assay.config import RunConfig
 from assay.connectors.file import expand_paths
 from assay.evaluators.base import BaseEvaluator
 from assay.exceptions import AssayError, ConfigError
+from assay.pipeline.gates import evaluate_gates
 from assay.pipeline.outputs import RunPlan, build_summary
 from assay.pipeline.progress import ProgressSink
 from assay.pipeline.runner import Pipeline, RunOptions
@@ -70,31 +71,7 @@ class RunReport:
 
 def gate_results(config: RunConfig, stats: RunStats) -> list[dict[str, Any]]:
     """Every gate check of the run file: key, check, threshold, actual, passed, message."""
-    out: list[dict[str, Any]] = []
-    for key, gate in config.gates.items():
-        ks = stats.keys.get(key)
-        for check, op in (("min_mean", ">="), ("max_mean", "<="), ("min_pass_rate", ">="), ("max_pass_rate", "<=")):
-            threshold = getattr(gate, check, None)
-            if threshold is None:
-                continue
-            actual = None if ks is None else (ks.mean if check.endswith("mean") else ks.pass_rate)
-            passed = actual is not None and (actual >= threshold if op == ">=" else actual <= threshold)
-            what = check.split("_", 1)[1].replace("_", " ")
-            message = (
-                f"gate {key}: no results with this key"
-                if ks is None
-                else f"gate {key}: {what} {actual} {'<' if op == '>=' else '>'} {check} {threshold}"
-            )
-            out.append(
-                {"key": key, "check": check, "threshold": threshold, "actual": actual, "passed": passed}
-                | ({} if passed else {"message": message})
-            )
-    return out
-
-
-def evaluate_gates(config: RunConfig, stats: RunStats) -> list[str]:
-    """The messages of the failed gates."""
-    return [g["message"] for g in gate_results(config, stats) if not g["passed"]]
+    return [r.to_dict() for r in evaluate_gates(config.gates, stats)]
 
 
 @contextlib.asynccontextmanager

@@ -185,7 +185,9 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
         scenario = get_path(record, options.scenario)
     else:
         scenario = record.get("scenario")
-        if not isinstance(scenario, dict):
+        if isinstance(scenario, dict):  # the record's own fields (e.g. requirements) stay visible
+            scenario = {**{k: v for k, v in record.items() if k != "scenario"}, **scenario}
+        else:
             scenario = record
     trace.scenario = scenario if isinstance(scenario, dict) else None
 
