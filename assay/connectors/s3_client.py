@@ -118,6 +118,18 @@ def translate(exc: BaseException, what: str) -> ConnectorError:
     return ConnectorError(f"{what}: {reason}")
 
 
+_LOADER: list[Any] = []
+
+
+def _data_loader() -> Any:
+    """botocore's loader of the (large) JSON API models, shared by every client of the process."""
+    if not _LOADER:
+        from botocore.loaders import create_loader
+
+        _LOADER.append(create_loader())
+    return _LOADER[0]
+
+
 class S3Client:
     """One aiobotocore S3 client, opened with ``async with`` (no I/O in ``__init__``).
 
@@ -148,6 +160,7 @@ class S3Client:
             raise ConfigError(INSTALL_HINT) from exc
         cfg = self.config
         session = AioSession(profile=cfg.profile) if cfg.profile else AioSession()
+        session.register_component("data_loader", _data_loader())  # parse the API models once
         botocfg = AioConfig(
             s3={"addressing_style": cfg.addressing_style},
             max_pool_connections=cfg.max_pool_connections,

@@ -58,15 +58,18 @@ class _ErrorsLast(io.RawIOBase):
 
 
 def open_stream(raw: io.BufferedReader[Any]) -> IO[bytes]:
-    """The decompressed stream: gzip or zstd by magic bytes, otherwise ``raw`` itself."""
+    """The decompressed stream: gzip or zstd by magic bytes, otherwise ``raw`` itself.
+
+    Not buffered again: a BufferedReader would drop the bytes before a decompression error
+    (it fills its buffer with several reads and loses them when one fails)."""
     head = raw.peek(4)[:4]
     if head.startswith(GZIP_MAGIC):
-        return io.BufferedReader(_ErrorsLast(gzip.GzipFile(fileobj=raw, mode="rb")), 1 << 20)
+        return _ErrorsLast(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[return-value]
     if head.startswith(ZSTD_MAGIC):
         import zstandard
 
         reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
-        return io.BufferedReader(_ErrorsLast(reader), 1 << 20)
+        return _ErrorsLast(reader)  # type: ignore[return-value]
     return raw
 
 
@@ -76,7 +79,9 @@ def iter_records(stream: io.BufferedReader[Any], name: str, input_format: str = 
     f = open_stream(stream)
     base = name.removesuffix(".gz").removesuffix(".zst")
     if input_format == "json" or (input_format == "auto" and base.endswith(".json")):
-        peek = f.peek(64) if hasattr(f, "peek") else b""
+        if not hasattr(f, "peek"):
+            f = io.BufferedReader(f, 1 << 20)  # type: ignore[type-var]
+        peek = f.peek(64)
         if not peek or peek.lstrip()[:1] == b"[":
             yield from iter_json_array(f, name)
             return

@@ -311,9 +311,10 @@ class S3Source(Source):
 
     async def ack(self, positions: Sequence[Position]) -> None:
         per: dict[str, list[int]] = {}
+        covers = self.ledger.covers
         for p in positions:
             per.setdefault(p.source, [])
-            if p.line is not None:
+            if p.line is not None and not covers(p.source, p.line):  # at most once, even if repeated
                 per[p.source].append(p.line)
                 if p.source in self._pending:
                     self._pending[p.source] -= 1
