@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import time
 from types import TracebackType
 from typing import Any
 
@@ -25,33 +28,62 @@ def free_port() -> int:
 
 
 class S3Server:
-    """``moto.server.ThreadedMotoServer`` bound to 127.0.0.1; ``endpoint_url`` points at it.
+    """moto's S3 server bound to 127.0.0.1; ``endpoint_url`` points at it.
 
-    ``start()`` also sets fake credentials in ``os.environ`` (only where none are set), because
+    In a thread of this process by default (``ThreadedMotoServer``); ``process=True`` runs
+    ``python -m moto.server`` as a child process instead, so that its CPU time does not compete
+    with the code under test for this process's GIL (benchmarks).
+
+    ``start()`` also sets fake credentials in ``os.environ`` , because
     the AWS credential chain needs some; ``stop()`` restores the environment.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, process: bool = False) -> None:
+        self.process = process
+        self._proc: subprocess.Popen[bytes] | None = None
         self.port = free_port()
         self.endpoint_url = f"http://127.0.0.1:{self.port}"
         self._server: Any = None
         self._saved: dict[str, str | None] = {}
 
     def start(self) -> S3Server:
+        for k, v in CREDENTIALS.items():
+            self._saved[k] = os.environ.get(k)
+            os.environ[k] = v
+        if self.process:
+            cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
+            self._proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self._wait_ready()
+            return self
         import logging
 
         from moto.server import ThreadedMotoServer
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-
-        for k, v in CREDENTIALS.items():
-            self._saved[k] = os.environ.get(k)
-            os.environ[k] = v
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
         return self
 
+    def _wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"moto server did not start on port {self.port}")
+
     def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
         if self._server is not None:
             self._server.stop()
             self._server = None
