@@ -158,13 +158,14 @@ class S3Source(Source):
         self._pending: dict[str, int] = {}  # positions yielded and not yet acknowledged
         self._read_to_end: set[str] = set()
         self._started = False
-        self._receivers: list[MemoryObjectReceiveStream[_Item]] = []
+        self._receivers: set[MemoryObjectReceiveStream[_Item]] = set()  # not yet drained
 
     def describe(self) -> str:
         return self.url
 
     def size_hint(self) -> int | None:
-        return sum(size for _, size in self.objects)
+        """Bytes of the objects this shard reads (known after ``open``)."""
+        return sum(size for _, size in self.objects) if self.objects else None
 
     def stop(self) -> None:
         self._stopped = True
@@ -209,6 +210,7 @@ class S3Source(Source):
         return keys
 
     def name(self, key: str) -> str:
+        """The position source of an object: its ``s3://bucket/key`` URL."""
         return f"s3://{self.target.bucket}/{key}"
 
     async def batches(self) -> AsyncIterator[list[Envelope]]:
@@ -233,6 +235,7 @@ class S3Source(Source):
                             return
                         self._pending[name] = self._pending.get(name, 0) + len(item)
                         yield item
+                self._receivers.discard(recv)
                 self._read_to_end.add(name)
                 self._maybe_finish(name)
                 if self._stopped:
@@ -251,7 +254,7 @@ class S3Source(Source):
                     return
                 await slots.acquire()
                 send, recv = anyio.create_memory_object_stream[_Item](2)
-                self._receivers.append(recv)
+                self._receivers.add(recv)
                 try:
                     await order.send((self.name(key), recv))
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -310,6 +313,8 @@ class S3Source(Source):
             anyio.from_thread.run(send.send, batch)
 
     async def ack(self, positions: Sequence[Position]) -> None:
+        """Record durable positions (any order); an object read to its end whose every record is
+        acknowledged becomes ``complete`` and its intervals are dropped (the snapshot stays small)."""
         per: dict[str, list[int]] = {}
         covers = self.ledger.covers
         for p in positions:
@@ -329,6 +334,7 @@ class S3Source(Source):
             self._pending.pop(name, None)
 
     def snapshot(self) -> dict[str, Any]:
+        """The ledger (``{"done": {url: [[first, last], ...]}, "complete": [url, ...]}``)."""
         return self.ledger.snapshot()
 
     async def aclose(self) -> None:

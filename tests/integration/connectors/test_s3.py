@@ -218,6 +218,25 @@ def test_stop_and_abandoned_iteration_close_cleanly(s3: S3Config, client: Any, b
     assert anyio.run(main) == 30
 
 
+def test_close_is_idempotent_and_nothing_is_read_before_open(s3: S3Config, client: Any, bucket: str) -> None:
+    put(client, bucket, "t/a.jsonl", jsonl(range(3)))
+
+    async def main() -> None:
+        src = S3Source(f"s3://{bucket}/t/", s3=s3)
+        sink = S3Sink(f"s3://{bucket}/out/", s3=s3)
+        assert src.size_hint() is None
+        await src.aclose()
+        await sink.aclose()
+        async with src, sink:
+            async for b in src.batches():
+                await sink.write_batch([e.payload for e in b])
+        await src.aclose()
+        await sink.aclose()
+
+    anyio.run(main)
+    assert keys(client, bucket, "out/") == ["out/part-00000-00000.jsonl"]
+
+
 # --- resume (source) -------------------------------------------------------------------------
 
 
