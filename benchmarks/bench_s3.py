@@ -88,9 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     bodies = make_objects(args.n, args.seed)
     size = sum(len(b) for b in bodies)
-    print(
-        f"# {args.n} traces as {OBJECTS} gzip objects, {size / 1e6:.1f} MB compressed ({time.perf_counter() - t0:.1f} s)"
-    )
+    took = time.perf_counter() - t0
+    print(f"# {args.n} traces as {OBJECTS} gzip objects, {size / 1e6:.1f} MB compressed (made in {took:.1f} s)")
 
     results: list[tuple[str, int, float, int]] = []
     with tempfile.TemporaryDirectory() as tmp, S3Server(process=True) as server:
