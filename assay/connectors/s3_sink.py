@@ -129,7 +129,8 @@ class S3Sink(Sink):
         self.max_rows = max_rows_per_part
         self.resume_state = resume_state
         self.markers = prefix != "dead" if markers is None else markers
-        self.start_over_scope = start_over_scope
+        self.reset_only_shard = start_over_scope == "shard"
+        """A start-over removes only this shard's parts (the engine's name for ``start_over_scope``)."""
         self.parts: list[str] = list(resume_state.get("parts", [])) if resume_state else []
         self.seq = int(resume_state.get("seq", 0)) if resume_state else 0
         self.rows_written = 0
@@ -160,7 +161,7 @@ class S3Sink(Sink):
         self._open = True
         try:
             if self.resume_state is None:
-                await self.clear(scope=self.start_over_scope)
+                await self.clear(scope="shard" if self.reset_only_shard else "prefix")
             else:
                 await self._drop_after_snapshot()
         except BaseException:
@@ -276,14 +277,15 @@ class S3Sink(Sink):
         """``{"parts": [completed keys], "seq": next seq}`` (after ``flush``)."""
         return {"parts": list(self.parts), "seq": self.seq if self._part is None else self.seq - 1}
 
-    async def publish(self, summary: dict[str, Any], *, success: bool) -> str | None:
-        """Complete the rows, write ``_SUMMARY.json``, then ``_SUCCESS`` last when ``success``.
-        Returns the summary's URL (None for the dead-letter role, which publishes nothing)."""
+    async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
+        """Complete the rows, write the summary (``summary_name``, default ``_SUMMARY.json``), then
+        ``_SUCCESS`` last when ``success``. Returns the summary's URL (None for the dead-letter role,
+        which publishes nothing)."""
         await self.flush()
         if not self.markers:
             return None
         raw = self._client.raw
-        key = self.dir + SUMMARY
+        key = self.dir + (summary_name or SUMMARY)
         body = orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=str)
         await self._client.call(self._where(key), raw.put_object, Bucket=self.bucket, Key=key, Body=body)
         if success:

@@ -26,7 +26,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from assay.connectors.base import Source
-from assay.connectors.s3_client import S3Client, S3Config, is_hidden, parse_s3_url
+from assay.connectors.s3_client import S3Client, S3Config, S3Url, is_hidden, parse_s3_url
 from assay.connectors.s3_framing import iter_records
 from assay.exceptions import ConnectorError
 from assay.records import Envelope, Position
@@ -110,7 +110,7 @@ class _Body(io.RawIOBase):
 class S3Source(Source):
     """Records of the objects under an ``s3://`` prefix, one object, or a key glob.
 
-    * ``url``: ``s3://bucket/prefix/`` (every object below, recursively), ``s3://bucket/key`` (one
+    * ``url`` (one or a list): ``s3://bucket/prefix/`` (every object below, recursively), ``s3://bucket/key`` (one
       object; a key that is not an object is read as the prefix ``key/``), or a glob such as
       ``s3://bucket/t/*.jsonl.gz`` (``fnmatch`` on the whole key). Keys are read in sorted order;
       keys with a ``_`` or ``.`` component (``_SUCCESS``, ``_dead_letter/``) are skipped.
@@ -130,7 +130,7 @@ class S3Source(Source):
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         *,
         s3: S3Config | None = None,
         batch_size: int = 256,
@@ -140,8 +140,9 @@ class S3Source(Source):
         max_concurrent_objects: int = 4,
     ) -> None:
         super().__init__()
-        self.url = url
-        self.target = parse_s3_url(url)
+        self.urls = [url] if isinstance(url, str) else list(url)
+        self.url = ", ".join(self.urls)
+        self.targets = [parse_s3_url(u) for u in self.urls]
         self.config = s3 or S3Config()
         self.batch_size = batch_size
         self.input_format = input_format
@@ -149,7 +150,7 @@ class S3Source(Source):
         self.max_concurrent_objects = max(1, max_concurrent_objects)
         self.ledger = _Ledger(resume_state)
         self._resume = _Ledger(resume_state)  # frozen: read by the framing threads
-        self.objects: list[tuple[str, int]] = []  # (key, size) this shard reads, in key order
+        self.objects: list[tuple[str, str, int]] = []  # (bucket, key, size) this shard reads, in order
         self._client = S3Client(self.config)
         self._opened = False
         self._tg: TaskGroup | None = None
@@ -165,7 +166,7 @@ class S3Source(Source):
 
     def size_hint(self) -> int | None:
         """Bytes of the objects this shard reads (known after ``open``)."""
-        return sum(size for _, size in self.objects) if self.objects else None
+        return sum(size for _, _, size in self.objects) if self.objects else None
 
     def stop(self) -> None:
         self._stopped = True
@@ -186,8 +187,21 @@ class S3Source(Source):
         self._tg = tg
         self._opened = True
 
-    async def _list(self) -> list[tuple[str, int]]:
-        t = self.target
+    async def _list(self) -> list[tuple[str, str, int]]:
+        """The objects every URL selects (each URL's in key order, each object once), this shard's."""
+        objects: list[tuple[str, str, int]] = []
+        seen: set[tuple[str, str]] = set()
+        for url, t in zip(self.urls, self.targets, strict=True):
+            for key, size in await self._list_one(url, t):
+                if (t.bucket, key) not in seen:
+                    seen.add((t.bucket, key))
+                    objects.append((t.bucket, key, size))
+        if self.shard is not None:
+            i, n = self.shard
+            objects = [o for j, o in enumerate(objects) if j % n == i]
+        return objects
+
+    async def _list_one(self, url: str, t: S3Url) -> list[tuple[str, int]]:
         prefix = t.list_prefix
         listed = [(o["Key"], int(o.get("Size", 0))) async for o in self._client.list_objects(t.bucket, prefix)]
         if t.pattern is None and t.key and not t.key.endswith("/"):
@@ -203,15 +217,13 @@ class S3Source(Source):
             if t.matches(k) and not k.endswith("/") and (k == t.key or not is_hidden(k[len(prefix) :]))
         )
         if not keys:
-            raise ConnectorError(f"{self.url}: no objects")
-        if self.shard is not None:
-            i, n = self.shard
-            keys = [kv for j, kv in enumerate(keys) if j % n == i]
+            raise ConnectorError(f"{url}: no objects")
         return keys
 
-    def name(self, key: str) -> str:
+    @staticmethod
+    def name(bucket: str, key: str) -> str:
         """The position source of an object: its ``s3://bucket/key`` URL."""
-        return f"s3://{self.target.bucket}/{key}"
+        return f"s3://{bucket}/{key}"
 
     async def batches(self) -> AsyncIterator[list[Envelope]]:
         """Batches in key order; an object's read error is raised after its earlier records."""
@@ -220,7 +232,7 @@ class S3Source(Source):
         if self._started:
             raise ConnectorError(f"{self.url}: batches() can be iterated once")
         self._started = True
-        todo = [(k, s) for k, s in self.objects if self.name(k) not in self.ledger.complete]
+        todo = [(b, k) for b, k, _ in self.objects if self.name(b, k) not in self.ledger.complete]
         order_send, order_recv = anyio.create_memory_object_stream[tuple[str, MemoryObjectReceiveStream[_Item]]](
             self.max_concurrent_objects
         )
@@ -243,35 +255,38 @@ class S3Source(Source):
 
     async def _launch(
         self,
-        todo: list[tuple[str, int]],
+        todo: list[tuple[str, str]],
         order: MemoryObjectSendStream[tuple[str, MemoryObjectReceiveStream[_Item]]],
     ) -> None:
         slots = anyio.Semaphore(self.max_concurrent_objects)
         limiter = anyio.CapacityLimiter(self.max_concurrent_objects)
         async with order, anyio.create_task_group() as tg:
-            for key, _ in todo:
+            for bucket, key in todo:
                 if self._stopped:
                     return
                 await slots.acquire()
                 send, recv = anyio.create_memory_object_stream[_Item](2)
                 self._receivers.add(recv)
                 try:
-                    await order.send((self.name(key), recv))
+                    await order.send((self.name(bucket, key), recv))
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     slots.release()
                     return
-                tg.start_soon(self._fetch, key, send, slots, limiter)
+                tg.start_soon(self._fetch, bucket, key, send, slots, limiter)
 
     async def _fetch(
-        self, key: str, send: MemoryObjectSendStream[_Item], slots: anyio.Semaphore, limiter: anyio.CapacityLimiter
+        self,
+        bucket: str,
+        key: str,
+        send: MemoryObjectSendStream[_Item],
+        slots: anyio.Semaphore,
+        limiter: anyio.CapacityLimiter,
     ) -> None:
-        name = self.name(key)
+        name = self.name(bucket, key)
         try:
             async with send:
                 try:
-                    resp = await self._client.call(
-                        name, self._client.raw.get_object, Bucket=self.target.bucket, Key=key
-                    )
+                    resp = await self._client.call(name, self._client.raw.get_object, Bucket=bucket, Key=key)
                     body = resp["Body"]
                     try:
                         await anyio.to_thread.run_sync(self._frame, name, body, send, limiter=limiter)

@@ -476,3 +476,53 @@ def test_killed_run_leaves_no_success_and_resume_writes_each_row_once(
     assert sorted(r["trace_id"] for r in rows) == sorted(f"t{i}" for i in range(500) if i % 100 != 7)
     assert len(read_rows(client, bucket, "scores/dt=2026-11-21/_dead_letter/")) == 5
     assert "scores/dt=2026-11-21/_SUCCESS" in output(client, bucket)
+
+
+# --- the registry's view: the connector, several URLs, the engine's publisher ------------------
+
+
+def test_connector_builds_from_run_file_sections(s3_server: S3Server, client: Any, bucket: str) -> None:
+    from types import SimpleNamespace
+
+    from assay.connectors.s3 import CONNECTOR
+
+    put(client, bucket, "a/1.jsonl", jsonl(range(2)))
+    put(client, bucket, "b/2.jsonl.gz", gzip.compress(jsonl(range(2, 4))))
+    options = {"endpoint_url": s3_server.endpoint_url}
+    src_cfg = SimpleNamespace(paths=[f"s3://{bucket}/a/", f"s3://{bucket}/b/*.gz"], input_format="auto")
+    src = CONNECTOR.build_source(src_cfg, SimpleNamespace(batch_size=1, shard=None, resume_state=None, options=options))
+    assert ids(anyio.run(read_all, src)) == ["t0", "t1", "t2", "t3"]
+
+    put(client, bucket, "out/part-00003-00000.jsonl.gz", b"")
+    sink_cfg = SimpleNamespace(path=f"s3://{bucket}/out", compression="gzip", max_rows_per_part=None)
+
+    def ctx(role: str, shard: int, state: Any, reset_only_shard: bool = False) -> Any:
+        return SimpleNamespace(
+            role=role, shard=shard, resume_state=state, options=options, reset_only_shard=reset_only_shard
+        )
+
+    async def main() -> str | None:
+        async with CONNECTOR.build_sink(sink_cfg, ctx("results", 0, None, reset_only_shard=True)) as sink:
+            await sink.write_batch([b'{"a":1}'])
+            await sink.flush()
+        dead_cfg = SimpleNamespace(path=f"s3://{bucket}/out/_dead_letter/")
+        async with CONNECTOR.build_sink(dead_cfg, ctx("dead_letter", 0, None)) as dead:
+            await dead.write_batch([b'{"bad":1}'])
+        empty = {"parts": [], "seq": 0, "current": None}  # the engine's publisher writes no parts
+        async with CONNECTOR.build_sink(sink_cfg, ctx("results", 99_999, empty)) as publisher:
+            return await publisher.publish({"ok": True}, success=False, summary_name="_SUMMARY.shard-0-of-2.json")
+
+    assert anyio.run(main) == f"s3://{bucket}/out/_SUMMARY.shard-0-of-2.json"
+    assert keys(client, bucket, "out/") == [
+        "out/_SUMMARY.shard-0-of-2.json",
+        "out/_dead_letter/dead-00000-00000.jsonl",
+        "out/part-00000-00000.jsonl.gz",
+        "out/part-00003-00000.jsonl.gz",  # reset_only_shard: another writer's part stays
+    ]
+
+
+def test_bad_s3_options_name_the_key() -> None:
+    from assay.connectors.s3 import s3_config
+
+    with pytest.raises(ConfigError, match=r"s3\.endpoint"):
+        s3_config({"endpoint": "http://x"})
