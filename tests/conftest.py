@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ["tests.support.s3_fixtures"]
+
 
 def load_module(path: Path, name: str) -> Any:
     """A module from a file outside the package (benchmarks/, conformance helpers), loaded once."""

@@ -79,7 +79,13 @@ class Source(AsyncResource, ABC):
 
 
 class Sink(AsyncResource, ABC):
-    """Writes encoded rows (one JSON document per row, without the trailing newline)."""
+    """Writes encoded rows (one JSON document per row, without the trailing newline).
+
+    ``commit_every_rows``: a sink whose ``flush`` ends a part (S3: a completed object) asks the
+    engine to commit after this many rows instead of on a clock, so that a rerun over the same input
+    cuts the same parts and writes the same keys with the same bytes."""
+
+    commit_every_rows: int | None = None
 
     @abstractmethod
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:

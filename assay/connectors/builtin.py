@@ -6,7 +6,6 @@ from typing import Any
 
 from assay.connectors.base import Sink, Source
 from assay.connectors.registry import SinkContext, SourceContext
-from assay.exceptions import ConfigError
 
 
 class FileConnector:
@@ -50,26 +49,4 @@ class FileConnector:
         return sink
 
 
-class S3Connector:
-    """``s3://bucket/prefix/`` sources and sinks (extra ``assay[s3]``)."""
-
-    def build_source(self, config: Any, ctx: SourceContext) -> Source:
-        raise ConfigError("the S3 connector is not available in this build")
-
-    def build_sink(self, config: Any, ctx: SinkContext) -> Sink:
-        raise ConfigError("the S3 connector is not available in this build")
-
-
-class KafkaConnector:
-    """Kafka topics (extra ``assay[kafka]``)."""
-
-    def build_source(self, config: Any, ctx: SourceContext) -> Source:
-        raise ConfigError("the Kafka connector is not available in this build")
-
-    def build_sink(self, config: Any, ctx: SinkContext) -> Sink:
-        raise ConfigError("the Kafka connector is not available in this build")
-
-
 FILE = FileConnector()
-S3 = S3Connector()
-KAFKA = KafkaConnector()

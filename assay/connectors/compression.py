@@ -96,12 +96,30 @@ def read_head(raw: Any, n: int) -> bytes:
     parts: list[bytes] = []
     have = 0
     while have < n:
-        data = raw.read(n - have)
+        try:
+            data = raw.read(n - have)
+        except ConnectorError as exc:
+            exc.partial = b"".join(parts)  # type: ignore[attr-defined]  # what came before the fault
+            raise
         if not data:
             break
         parts.append(data)
         have += len(data)
     return b"".join(parts)
+
+
+class Failing:
+    """A readable that raises ``error`` on its first read: a fault met while sniffing, deferred
+    until the records read before it are framed."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def read(self, n: int = -1, /) -> bytes:
+        raise self.error
+
+    def readinto(self, b: Any, /) -> int:
+        raise self.error
 
 
 class _Translating:
@@ -123,8 +141,9 @@ class _Translating:
         return ConnectorError(f"{self.name}: {reason}")
 
     def read(self, n: int = -1, /) -> bytes:
+        read1 = getattr(self.inner, "read1", None)  # one step: a fault loses only that step
         try:
-            return cast(bytes, self.inner.read(n))
+            return cast(bytes, read1(n) if read1 is not None and n > 0 else self.inner.read(n))
         except (OSError, EOFError, zlib.error, ValueError) as exc:
             raise self._fail(exc) from exc
 
@@ -228,4 +247,4 @@ def open_stream(raw: Any, name: str = "<stream>", *, suffix_name: str | None = N
     return cast(BinaryIO, stream)
 
 
-__all__ = ["Prefixed", "compression_of_suffix", "detect_compression", "open_stream", "read_head"]
+__all__ = ["Failing", "Prefixed", "compression_of_suffix", "detect_compression", "open_stream", "read_head"]

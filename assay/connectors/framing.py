@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from assay.connectors.compression import Prefixed, read_head
-from assay.exceptions import ConfigError
+from assay.connectors.compression import Failing, Prefixed, read_head
+from assay.exceptions import ConfigError, ConnectorError
 
 CHUNK = 1 << 20
 BOM = b"\xef\xbb\xbf"
@@ -154,8 +154,14 @@ def sniff(f: Any, input_format: str = "auto") -> tuple[str, Any]:
     if input_format not in INPUT_FORMATS:
         raise ConfigError(f"source.input_format: unknown {input_format!r} (auto | jsonl | json)")
     want = _SNIFF if input_format == "auto" else len(BOM)
-    head = read_head(f, want)
-    at_eof = len(head) < want
+    try:
+        head = read_head(f, want)
+        at_eof = len(head) < want
+    except ConnectorError as exc:
+        head = getattr(exc, "partial", b"")
+        if not head:
+            raise
+        f, at_eof = Failing(exc), True  # frame what came before the fault, then raise it
     if head.startswith(BOM):
         head = head[len(BOM) :]
     kind = input_format if input_format != "auto" else detect_format(head, at_eof)

@@ -24,8 +24,8 @@ from assay.exceptions import ConfigError
 
 BUILTIN_CONNECTORS: dict[str, str] = {
     "file": "assay.connectors.builtin:FILE",
-    "s3": "assay.connectors.builtin:S3",
-    "kafka": "assay.connectors.builtin:KAFKA",
+    "s3": "assay.connectors.s3:CONNECTOR",
+    "kafka": "assay.connectors.kafka:CONNECTOR",
 }
 
 #: the optional dependency each built-in connector needs, for the install hint

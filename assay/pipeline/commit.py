@@ -46,14 +46,22 @@ class Committer:
         self.interval_s = interval_s
         self.pending: list[Position] = []
         self.commits = 0
+        every = [s.commit_every_rows for s in self.sinks.values() if s.commit_every_rows]
+        self.every_rows = min(every) if every else None
+        """Commit on a row count (a sink whose parts end at flush) instead of on the clock."""
+        self.rows = 0
         self._last = time.monotonic()
 
-    def add(self, positions: list[Position]) -> None:
+    def add(self, positions: list[Position], rows: int = 0) -> None:
         """Positions whose rows (or dead letters) were written (not yet durable)."""
         self.pending.extend(positions)
+        self.rows += rows
 
     async def maybe_commit(self) -> None:
-        if time.monotonic() - self._last >= self.interval_s:
+        if self.every_rows is not None:
+            if self.rows >= self.every_rows:
+                await self.commit()
+        elif time.monotonic() - self._last >= self.interval_s:
             await self.commit()
 
     async def commit(self) -> None:
@@ -66,6 +74,7 @@ class Committer:
                 await self.source.ack(pending)
             self.save()
             self.commits += 1
+            self.rows = 0
             self._last = time.monotonic()
 
     def save(self, **extra: Any) -> None:

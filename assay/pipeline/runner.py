@@ -253,7 +253,7 @@ class Pipeline:
                     stats.add_results(res)
                 await self._read_errors()
                 if commit is not None:
-                    commit.add(p.positions)
+                    commit.add(p.positions, len(p.rows))
                     await commit.maybe_commit()
                 if self.on_progress is not None:
                     self.on_progress(stats)

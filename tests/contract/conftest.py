@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from assay.connectors.base import Sink, Source
 from assay.connectors.file import FileSource
 from assay.connectors.file_sink import LocalSink
-from assay.testing import ListSink
+from assay.testing import ListSink, ListSource
 from tests.contract.harness import SinkHarness, SourceHarness, read_parts
 
 
@@ -70,13 +71,63 @@ def _list_sink() -> SinkHarness:
     return SinkHarness("list", make, read)
 
 
-SOURCES = ["file"]
-SINKS = ["dir-none", "dir-gzip", "dir-zstd", "file-gzip", "list"]
+def _list_source() -> SourceHarness:
+    async def make(records: list[bytes], resume_state: Any) -> Source:
+        return ListSource(records, batch_size=7, resume_state=resume_state)
+
+    return SourceHarness("list", make)
+
+
+def _s3_source(request: pytest.FixtureRequest) -> SourceHarness:
+    from assay.connectors.s3 import S3Source
+
+    s3 = request.getfixturevalue("s3")
+    client = request.getfixturevalue("client")
+    bucket = request.getfixturevalue("bucket")
+
+    async def make(records: list[bytes], resume_state: Any) -> Source:
+        half = len(records) // 2
+        for i, chunk in enumerate((records[:half], records[half:])):  # two objects, one gzipped
+            body = b"\n".join(chunk) + b"\n"
+            client.put_object(
+                Bucket=bucket, Key=f"in/{i}.jsonl" + (".gz" if i else ""), Body=gzip.compress(body) if i else body
+            )
+        return S3Source(f"s3://{bucket}/in/", s3=s3, batch_size=7, resume_state=resume_state)
+
+    return SourceHarness("s3", make)
+
+
+def _s3_sink(request: pytest.FixtureRequest) -> SinkHarness:
+    from assay.connectors.s3 import S3Sink
+
+    s3 = request.getfixturevalue("s3")
+    client = request.getfixturevalue("client")
+    bucket = request.getfixturevalue("bucket")
+
+    async def make(resume_state: Any) -> Sink:
+        return S3Sink(f"s3://{bucket}/out/", s3=s3, max_rows_per_part=5, resume_state=resume_state, compression="gzip")
+
+    async def read() -> list[bytes]:
+        listing = client.list_objects_v2(Bucket=bucket, Prefix="out/part-").get("Contents", [])
+        out: list[bytes] = []
+        for obj in sorted(listing, key=lambda o: o["Key"]):
+            data = gzip.decompress(client.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read())
+            out += [x for x in data.split(b"\n") if x]
+        return out
+
+    return SinkHarness("s3", make, read)
+
+
+SOURCES = ["file", "list", "s3"]
+SINKS = ["dir-none", "dir-gzip", "dir-zstd", "file-gzip", "list", "s3"]
 
 
 @pytest.fixture(params=SOURCES)
 def source_harness(request: pytest.FixtureRequest, tmp_path: Path) -> SourceHarness:
-    return {"file": _file_source}[request.param](tmp_path)
+    name = request.param
+    if name == "s3":
+        return _s3_source(request)
+    return {"file": _file_source, "list": lambda _: _list_source()}[name](tmp_path)
 
 
 @pytest.fixture(params=SINKS)
@@ -86,4 +137,6 @@ def sink_harness(request: pytest.FixtureRequest, tmp_path: Path) -> SinkHarness:
         return _dir_sink(tmp_path, name.split("-", 1)[1])
     if name == "file-gzip":
         return _file_sink(tmp_path)
+    if name == "s3":
+        return _s3_sink(request)
     return _list_sink()

@@ -1,0 +1,77 @@
+"""S3 connectors (extra ``assay[s3]``): :class:`S3Source`, :class:`S3Sink` and their settings.
+
+>>> from assay.connectors.s3 import S3Source, S3Sink, S3Config
+>>> S3Sink.dead_letter("s3://lake/scores/dt=2026-11-21").url
+'s3://lake/scores/dt=2026-11-21/_dead_letter/'
+
+The modules split where the bytes live (:mod:`~assay.connectors.s3_client`), reading
+(:mod:`~assay.connectors.s3_source`) and writing (:mod:`~assay.connectors.s3_sink`).
+:data:`CONNECTOR` builds them from a run file's sections for the connector registry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay.connectors.base import Sink, Source
+from assay.connectors.s3_client import S3Config, S3Url, is_s3_url, parse_s3_url
+from assay.connectors.s3_sink import S3Sink
+from assay.connectors.s3_source import S3Source
+from assay.exceptions import ConfigError
+
+__all__ = ["CONNECTOR", "S3Config", "S3Connector", "S3Sink", "S3Source", "S3Url", "is_s3_url", "parse_s3_url"]
+
+
+def s3_config(options: Any) -> S3Config:
+    """The run file's ``s3:`` block (a dict, an S3Config or None) as an :class:`S3Config`."""
+    if options is None or isinstance(options, S3Config):
+        return options or S3Config()
+    try:
+        return S3Config.model_validate(options)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"s3.{where}: {first['msg']}") from exc
+
+
+class S3Connector:
+    """``s3://`` sources and sinks for the connector registry (``build_source(config, ctx)`` /
+    ``build_sink(config, ctx)``; ``ctx`` carries batch size, shard, resume state, the ``s3:``
+    options and, for sinks, the role and ``reset_only_shard``)."""
+
+    def build_source(self, config: Any, ctx: Any) -> Source:
+        paths = config.paths if hasattr(config, "paths") else [config.path]
+        sessions = getattr(config, "read_mode", "records") == "sessions"
+        source = S3Source(
+            paths,
+            s3=s3_config(getattr(ctx, "options", None)),
+            batch_size=ctx.batch_size,
+            input_format=getattr(config, "input_format", "auto"),
+            shard=None if sessions else ctx.shard,
+            resume_state=ctx.resume_state,
+        )
+        if sessions:  # session grouping works over any source
+            from assay.stages.sessions import GroupSessions
+
+            return GroupSessions(source, shard=ctx.shard)
+        return source
+
+    def build_sink(self, config: Any, ctx: Any) -> Sink:
+        results = getattr(ctx, "role", "results") == "results"
+        return S3Sink(
+            config.path,
+            s3=s3_config(getattr(ctx, "options", None)),
+            prefix="part" if results else "dead",
+            shard=ctx.shard,
+            compression=getattr(config, "compression", "auto") if results else "none",
+            max_rows_per_part=getattr(config, "max_rows_per_part", None) if results else None,
+            resume_state=ctx.resume_state,
+            markers=results,
+            start_over_scope="shard" if getattr(ctx, "reset_only_shard", False) else "prefix",
+        )
+
+
+CONNECTOR = S3Connector()
+"""The registry entry: ``"s3": "assay.connectors.s3:CONNECTOR"``."""

@@ -1,0 +1,318 @@
+"""Write result rows (or dead letters) as deterministic JSON-lines parts under an S3 prefix.
+
+Keys are ``{prefix}-{shard:05d}-{seq:05d}.jsonl[.gz|.zst]``, as the directory sink names its
+files, so a rerun of the same run writes the same keys. A part becomes visible only once it is
+complete: a small part is one PutObject, a large one a multipart upload in ``PART_SIZE`` pieces
+(memory stays bounded by one piece). ``flush`` completes the current part: that is what makes
+rows durable before their source positions are acknowledged.
+
+Outputs of earlier attempts never mix with this run's:
+
+* ``resume_state=None`` (start over): ``open`` deletes ``_SUCCESS`` first, then
+  ``_SUMMARY.json``, then the earlier ``{prefix}-*`` parts, and aborts their unfinished uploads;
+* ``resume_state=snapshot()`` of an interrupted run: ``open`` deletes this shard's parts that
+  are not in the snapshot (completed after the last checkpoint) and continues at its ``seq``.
+
+``publish`` writes ``_SUMMARY.json``, then ``_SUCCESS`` last and only on success.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import orjson
+
+from assay.connectors.base import Sink
+from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
+from assay.exceptions import ConfigError, ConnectorError
+
+PART_SIZE = 8 << 20  # multipart piece size (S3 needs >= 5 MiB for every piece but the last)
+SUCCESS = "_SUCCESS"
+SUMMARY = "_SUMMARY.json"
+_EXT = {"none": "", "gzip": ".gz", "zstd": ".zst"}
+
+
+class _Encoder:
+    """Compresses rows into an in-memory buffer that the sink drains piece by piece."""
+
+    def __init__(self, compression: str) -> None:
+        self.buf = io.BytesIO()
+        self.out: Any
+        if compression == "gzip":
+            self.out = gzip.GzipFile(fileobj=self.buf, mode="wb", compresslevel=6, mtime=0)
+        elif compression == "zstd":
+            import zstandard
+
+            self.out = zstandard.ZstdCompressor(level=3).stream_writer(self.buf, closefd=False)
+        else:
+            self.out = self.buf
+        self.rows = 0
+
+    def write(self, rows: Sequence[bytes]) -> int:
+        self.out.write(b"\n".join(rows) + b"\n")
+        self.rows += len(rows)
+        return self.buf.tell()
+
+    def take(self) -> bytes:
+        data = self.buf.getvalue()
+        self.buf.seek(0)
+        self.buf.truncate()
+        return data
+
+    def finish(self) -> bytes:
+        if self.out is not self.buf:
+            self.out.close()
+        return self.take()
+
+
+class _Upload:
+    """One part being written: pieces go to a multipart upload once they exceed PART_SIZE."""
+
+    def __init__(self, key: str, compression: str) -> None:
+        self.key = key
+        self.enc = _Encoder(compression)
+        self.upload_id: str | None = None
+        self.pieces: list[dict[str, Any]] = []
+
+
+DEFAULT_COMMIT_ROWS = 50_000
+"""Rows between commits (and so at most per part) when ``max_rows_per_part`` is not set."""
+
+
+class S3Sink(Sink):
+    """JSON-lines parts under an ``s3://bucket/prefix/`` (see the module docs).
+
+    * ``compression``: ``auto`` (= ``none``, as for a local directory), ``none``, ``gzip``, ``zstd``;
+    * ``max_rows_per_part``: a part also ends after that many rows;
+    * ``markers``: this sink writes ``_SUMMARY.json`` / ``_SUCCESS`` (default: yes, except for the
+      dead-letter role, ``prefix="dead"``, see :meth:`dead_letter`);
+    * ``start_over_scope``: ``"prefix"`` (a start-over deletes every ``{prefix}-*`` part: a run with
+      fewer workers leaves no parts of the earlier shards) or ``"shard"`` (only this shard's, for
+      worker processes whose parent cleared the prefix with :meth:`clear`).
+
+    >>> S3Sink("s3://lake/scores/dt=2026-11-21/", compression="gzip").key_for(3)
+    'scores/dt=2026-11-21/part-00000-00003.jsonl.gz'
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        s3: S3Config | None = None,
+        prefix: str = "part",
+        shard: int = 0,
+        compression: str = "auto",
+        max_rows_per_part: int | None = None,
+        resume_state: Any = None,
+        markers: bool | None = None,
+        start_over_scope: str = "prefix",
+    ) -> None:
+        target = parse_s3_url(url)
+        if target.pattern is not None:
+            raise ConfigError(f"sink {url!r}: an S3 sink takes a prefix, not a glob")
+        if target.key.removesuffix(".gz").removesuffix(".zst").endswith((".jsonl", ".ndjson", ".json")):
+            raise ConfigError(f"sink {url!r}: an S3 sink takes a prefix (s3://bucket/scores/), not an object name")
+        if compression not in ("auto", "none", "gzip", "zstd"):
+            raise ConfigError(f"sink.compression: unknown {compression!r} (auto | none | gzip | zstd)")
+        if start_over_scope not in ("prefix", "shard"):
+            raise ConfigError(f"sink: unknown start_over_scope {start_over_scope!r} (prefix | shard)")
+        self.url = url if url.endswith("/") else url + "/"
+        self.bucket = target.bucket
+        self.dir = target.key if not target.key or target.key.endswith("/") else target.key + "/"
+        self.config = s3 or S3Config()
+        self.prefix = prefix
+        self.shard = shard
+        self.compression = "none" if compression == "auto" else compression
+        self.max_rows = max_rows_per_part
+        # parts end at flush: commit on rows, never on the clock (a rerun cuts the same parts)
+        self.commit_every_rows = max_rows_per_part or DEFAULT_COMMIT_ROWS
+        self.resume_state = resume_state
+        self.markers = prefix != "dead" if markers is None else markers
+        self.reset_only_shard = start_over_scope == "shard"
+        """A start-over removes only this shard's parts (the engine's name for ``start_over_scope``)."""
+        self.parts: list[str] = list(resume_state.get("parts", [])) if resume_state else []
+        self.seq = int(resume_state.get("seq", 0)) if resume_state else 0
+        self.rows_written = 0
+        self._part: _Upload | None = None
+        self._client = S3Client(self.config)
+        self._open = False
+
+    @classmethod
+    def dead_letter(cls, url: str, **kwargs: Any) -> S3Sink:
+        """The dead-letter sink of a results prefix: ``dead-*`` parts under ``<url>/_dead_letter/``,
+        no markers of its own."""
+        base = url if url.endswith("/") else url + "/"
+        return cls(base + "_dead_letter/", prefix="dead", markers=False, **kwargs)
+
+    def describe(self) -> str:
+        return self.url
+
+    def key_for(self, seq: int) -> str:
+        return f"{self.dir}{self.prefix}-{self.shard:05d}-{seq:05d}.jsonl{_EXT[self.compression]}"
+
+    def _where(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    async def open(self) -> None:
+        if self._open:
+            return
+        await self._client.open()
+        self._open = True
+        try:
+            if self.resume_state is None:
+                await self.clear(scope="shard" if self.reset_only_shard else "prefix")
+            else:
+                await self._drop_after_snapshot()
+        except BaseException:
+            await self._client.aclose()
+            self._open = False
+            raise
+
+    async def clear(self, *, scope: str = "prefix") -> None:
+        """Remove the outputs of earlier attempts: ``_SUCCESS`` first (so no reader ever sees a
+        marker beside a partial output), then ``_SUMMARY.json``, then the parts and their
+        unfinished uploads (every shard's with ``scope="prefix"``, this shard's with ``"shard"``)."""
+        if self.markers:
+            await self._client.delete_keys(self.bucket, [self.dir + SUCCESS])
+            await self._client.delete_keys(self.bucket, [self.dir + SUMMARY])
+        mine = f"{self.dir}{self.prefix}-" + (f"{self.shard:05d}-" if scope == "shard" else "")
+        await self._client.abort_uploads(self.bucket, mine)
+        stale = [o["Key"] async for o in self._client.list_objects(self.bucket, mine) if self._is_part(o["Key"])]
+        await self._client.delete_keys(self.bucket, stale)
+
+    def _is_part(self, key: str) -> bool:
+        name = key[len(self.dir) :]
+        return re.fullmatch(rf"{re.escape(self.prefix)}-\d{{5}}-\d{{5}}\.jsonl(\.gz|\.zst)?", name) is not None
+
+    async def _drop_after_snapshot(self) -> None:
+        """Resume: this shard's parts completed after the checkpoint would repeat rows; drop them."""
+        if self.markers:
+            await self._client.delete_keys(self.bucket, [self.dir + SUCCESS])
+        mine = f"{self.dir}{self.prefix}-{self.shard:05d}-"
+        await self._client.abort_uploads(self.bucket, mine)
+        keep = set(self.parts)
+        extra = [
+            o["Key"]
+            async for o in self._client.list_objects(self.bucket, mine)
+            if self._is_part(o["Key"]) and o["Key"] not in keep
+        ]
+        await self._client.delete_keys(self.bucket, extra)
+
+    async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
+        i = 0
+        while i < len(rows):
+            if self._part is None:
+                self._part = _Upload(self.key_for(self.seq), self.compression)
+                self.seq += 1
+            part = self._part
+            take = len(rows) - i
+            if self.max_rows:
+                take = min(take, self.max_rows - part.enc.rows)
+            size = await anyio.to_thread.run_sync(part.enc.write, rows[i : i + take])
+            i += take
+            self.rows_written += take
+            if size >= PART_SIZE:
+                await self._upload_piece(part, part.enc.take())
+            if self.max_rows and part.enc.rows >= self.max_rows:
+                await self._complete()
+
+    async def _upload_piece(self, part: _Upload, data: bytes) -> None:
+        raw = self._client.raw
+        where = self._where(part.key)
+        if part.upload_id is None:
+            out = await self._client.call(where, raw.create_multipart_upload, Bucket=self.bucket, Key=part.key)
+            part.upload_id = out["UploadId"]
+        number = len(part.pieces) + 1
+        out = await self._client.call(
+            where,
+            raw.upload_part,
+            Bucket=self.bucket,
+            Key=part.key,
+            UploadId=part.upload_id,
+            PartNumber=number,
+            Body=data,
+        )
+        part.pieces.append({"PartNumber": number, "ETag": out["ETag"]})
+
+    async def _complete(self) -> None:
+        """Finish the current part: visible (and durable) from here on."""
+        part, self._part = self._part, None
+        if part is None:
+            return
+        raw = self._client.raw
+        where = self._where(part.key)
+        try:
+            data = await anyio.to_thread.run_sync(part.enc.finish)
+            if part.upload_id is None:
+                await self._client.call(where, raw.put_object, Bucket=self.bucket, Key=part.key, Body=data)
+            else:
+                if data:
+                    await self._upload_piece(part, data)
+                await self._client.call(
+                    where,
+                    raw.complete_multipart_upload,
+                    Bucket=self.bucket,
+                    Key=part.key,
+                    UploadId=part.upload_id,
+                    MultipartUpload={"Parts": part.pieces},
+                )
+        except BaseException:
+            if part.upload_id is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._abort(part)
+            raise
+        self.parts.append(part.key)
+
+    async def _abort(self, part: _Upload) -> None:
+        with contextlib.suppress(Exception):  # best effort: the next open() aborts leftovers too
+            await self._client.raw.abort_multipart_upload(Bucket=self.bucket, Key=part.key, UploadId=part.upload_id)
+
+    async def flush(self) -> None:
+        """Complete the current part (if it has rows); the next row starts the next ``seq``."""
+        if self._part is not None and self._part.enc.rows:
+            await self._complete()
+
+    def snapshot(self) -> dict[str, Any]:
+        """``{"parts": [completed keys], "seq": next seq}`` (after ``flush``)."""
+        return {"parts": list(self.parts), "seq": self.seq if self._part is None else self.seq - 1}
+
+    async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
+        """Complete the rows, write the summary (``summary_name``, default ``_SUMMARY.json``), then
+        ``_SUCCESS`` last when ``success``. Returns the summary's URL (None for the dead-letter role,
+        which publishes nothing)."""
+        await self.flush()
+        if not self.markers:
+            return None
+        raw = self._client.raw
+        key = self.dir + (summary_name or SUMMARY)
+        body = orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=str)
+        await self._client.call(self._where(key), raw.put_object, Bucket=self.bucket, Key=key, Body=body)
+        if success:
+            done = self.dir + SUCCESS
+            await self._client.call(self._where(done), raw.put_object, Bucket=self.bucket, Key=done, Body=b"")
+        return self._where(key)
+
+    async def aclose(self) -> None:
+        """Complete the current part (rows written are kept, as the directory sink does) and close.
+        A resume from an earlier snapshot drops such a part again."""
+        if not self._open:
+            return
+        self._open = False
+        with anyio.CancelScope(shield=True):
+            try:
+                if self._part is not None and self._part.enc.rows:
+                    await self._complete()
+            except ConnectorError:
+                raise
+            finally:
+                part, self._part = self._part, None
+                if part is not None and part.upload_id is not None:
+                    await self._abort(part)
+                await self._client.aclose()
