@@ -98,6 +98,7 @@ class KafkaSource(Source):
         self._stopping = False
         self._closed = False
         self._until_ms = to_millis(config.until_time) if config.until_time else None
+        self._from_ms = to_millis(config.from_time) if config.from_time else None
 
     def describe(self) -> str:
         what = ",".join(self.config.topics or []) or f"/{self.config.topic_pattern}/"
@@ -337,7 +338,7 @@ class KafkaSource(Source):
         return stop
 
     def _accept(self, consumer: AIOKafkaConsumer, data: dict[TopicPartition, list[Any]]) -> None:
-        until = self._until_ms
+        until, since = self._until_ms, self._from_ms
         for tp, msgs in data.items():
             if not msgs:
                 continue
@@ -350,13 +351,20 @@ class KafkaSource(Source):
             stop = self._partition_stop(consumer, tp)
             envs: list[Envelope] = []
             topic, partition = tp.topic, tp.partition
+            last = -1
             for m in msgs:
                 if (stop is not None and m.offset >= stop) or (until is not None and m.timestamp > until):
                     self._mark_done(consumer, tp)
                     break
+                last = m.offset
+                if since is not None and m.timestamp < since:
+                    # before from_time (a broker whose offsets_for_times is coarse): nothing to write
+                    self._watermarks.ack(topic, partition, m.offset)
+                    continue
                 envs.append(Envelope(m.value or b"", Position(topic, partition=partition, offset=m.offset), m.key))
+            if last >= 0:
+                self._next[tp] = last + 1
             if envs:
-                self._next[tp] = msgs[len(envs) - 1].offset + 1
                 self._queue.append((tp, gen, envs))
                 self._queued += len(envs)
         if self._queue:
