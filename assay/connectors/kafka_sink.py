@@ -25,6 +25,7 @@ require_aiokafka()
 
 from aiokafka import AIOKafkaProducer  # noqa: E402
 from aiokafka.errors import KafkaError, UnknownError, UnsupportedVersionError  # noqa: E402
+from aiokafka.partitioner import murmur2  # noqa: E402
 
 __all__ = ["KafkaSink", "failure_headers"]
 
@@ -64,6 +65,8 @@ class KafkaSink(Sink):
         self.config = config
         self._producer: AIOKafkaProducer | None = None
         self._pending: list[asyncio.Future[Any]] = []
+        self._partitions: list[int] | None = None
+        self._round_robin = 0
         self._closed = False
         self.sent = 0
 
@@ -124,17 +127,35 @@ class KafkaSink(Sink):
         return self._producer
 
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
+        """Send rows, one record batch per partition (a keyed row goes where the Java client's
+        murmur2 partitioner puts its key; unkeyed rows of one call share a partition)."""
         producer = self._live()
         topic = self.config.topic
-        send = producer.send
-        pending = self._pending
         try:
-            if keys is None:
-                for row in rows:
-                    pending.append(await send(topic, row))
-            else:
-                for row, key in zip(rows, keys, strict=True):
-                    pending.append(await send(topic, row, key=None if key is None else key.encode()))
+            if self._partitions is None:
+                self._partitions = sorted(await producer.partitions_for(topic))
+            parts = self._partitions
+            n = len(parts)
+            spread = parts[self._round_robin % n]
+            self._round_robin += 1
+            builders: dict[int, Any] = {}
+            for i, row in enumerate(rows):
+                key = keys[i] if keys is not None else None
+                kb = None if key is None else key.encode()
+                p = spread if kb is None else parts[(murmur2(kb) & 0x7FFFFFFF) % n]
+                b = builders.get(p)
+                if b is None:
+                    b = builders[p] = producer.create_batch()
+                if b.append(timestamp=None, key=kb, value=row) is None:  # full: send it, start another
+                    self._pending.append(await producer.send_batch(b, topic, partition=p))
+                    b = builders[p] = producer.create_batch()
+                    if b.append(timestamp=None, key=kb, value=row) is None:
+                        raise ConnectorError(
+                            f"kafka sink (topic {topic}): a row of {len(row)} bytes exceeds max_batch_bytes"
+                        )
+            for p, b in builders.items():
+                if b.record_count():
+                    self._pending.append(await producer.send_batch(b, topic, partition=p))
         except KafkaError as e:
             raise ConnectorError(f"kafka sink (topic {topic}): {type(e).__name__}: {e}") from e
         self.sent += len(rows)

@@ -92,7 +92,7 @@ class KafkaSource(Source):
         self._stop_offset: dict[TopicPartition, int] = {}  # end corrected by the first fetch's high watermark
         self._done: set[TopicPartition] = set()
         self._paused = False
-        self._size: int | None = None
+        self._starts: dict[TopicPartition, int] = {}  # start offsets estimated at open (size_hint)
         self._error: BaseException | None = None
         self._finished = False
         self._stopping = False
@@ -173,7 +173,10 @@ class KafkaSource(Source):
         self._ready.set()
 
     def size_hint(self) -> int | None:
-        return self._size
+        if not self._starts:
+            return None
+        # the end offsets corrected by the fetch high watermarks, once they are known
+        return sum(max(0, self._stop_offset.get(tp, end) - self._starts.get(tp, 0)) for tp, end in self._end.items())
 
     # ---------------------------------------------------------------- engine side
 
@@ -294,7 +297,13 @@ class KafkaSource(Source):
         assert consumer is not None
         cfg = self.config
         try:
-            while not self._stopping and not self._finished:
+            while True:
+                if self._stopping or self._finished:
+                    # nothing more to dispatch, but the engine may still be draining and will
+                    # commit: keep polling (everything paused) so the group keeps this consumer
+                    consumer.pause(*consumer.assignment())
+                    await consumer.getmany(timeout_ms=1000)
+                    continue
                 if self._pending:
                     await self._init_pending(consumer)
                 if self._queued >= self._capacity:
@@ -411,4 +420,4 @@ class KafkaSource(Source):
             log.warning("kafka source: no size estimate (%r)", e)
             return
         self._end.update(ends)
-        self._size = sum(max(0, ends[tp] - starts.get(tp, 0)) for tp in tps)
+        self._starts = {tp: starts.get(tp, 0) for tp in tps}

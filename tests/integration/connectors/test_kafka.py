@@ -109,6 +109,7 @@ async def test_end_of_stream_order_and_committed_offsets(bootstrap: str) -> None
     source = KafkaSource(source_cfg(bootstrap, topic, group), batch_size=50)
     async with source, KafkaSink(KafkaSinkConfig(bootstrap_servers=bootstrap, topic=out)) as sink:
         read = await drive(source, sink)
+        assert source.size_hint() == 600
     assert sorted(e.payload for e in read) == sorted(values)
     by_partition: dict[int, list[int]] = {}
     for e in read:
