@@ -306,17 +306,22 @@ class KafkaSource(Source):
                     continue
                 if self._pending:
                     await self._init_pending(consumer)
-                if self._queued >= self._capacity:
-                    self._pause(consumer, True)
+                room = self._capacity - self._queued
+                if room <= 0:
                     self._space = anyio.Event()
                     with anyio.move_on_after(1.0):
                         await self._space.wait()
-                    # paused partitions return nothing; polling keeps this consumer in its group
+                    if self._queued < self._capacity:
+                        continue
+                    # the pipeline is slow: pause (the fetcher keeps at most one response per
+                    # partition meanwhile) and poll, which keeps this consumer in its group
+                    self._pause(consumer, True)
                     data = await consumer.getmany(timeout_ms=0)
                 else:
-                    if self._queued <= self._capacity // 2:
-                        self._pause(consumer, False)
-                    data = await consumer.getmany(timeout_ms=cfg.poll_timeout_ms, max_records=cfg.max_poll_records)
+                    self._pause(consumer, False)
+                    data = await consumer.getmany(
+                        timeout_ms=cfg.poll_timeout_ms, max_records=min(cfg.max_poll_records, room)
+                    )
                 self._accept(consumer, data)
                 self._check_finished(consumer)
         except Exception as e:  # surfaced by batches(); never cancels the task that opened the source
