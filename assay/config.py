@@ -18,11 +18,12 @@ import copy
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from assay.connectors.kafka import KafkaSinkConfig, KafkaSourceConfig
 from assay.exceptions import ConfigError
 from assay.traces.normalize import NormalizeOptions
 
@@ -134,13 +135,15 @@ class RunConfig(_Model):
 
     run_id: str | None = None
     """Run id written in every row (default: random)."""
-    source: SourceConfig
+    source: Annotated[SourceConfig | KafkaSourceConfig, Field(discriminator="type")]
+    """Where traces come from: files and ``s3://`` paths (``path``), or ``type: kafka``."""
     normalize: NormalizeConfig = NormalizeConfig()
     evaluators: list[EvaluatorSpec] = Field(min_length=1)
     judges: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Named judge endpoints (provider, base_url, model, api_key_env, rpm, …) used by judge evaluators."""
-    sink: SinkConfig
-    dead_letter: DeadLetterConfig | None = None
+    sink: Annotated[SinkConfig | KafkaSinkConfig, Field(discriminator="type")]
+    """Where result rows go: a file, a directory, an ``s3://`` prefix, or ``type: kafka``."""
+    dead_letter: Annotated[DeadLetterConfig | KafkaSinkConfig, Field(discriminator="type")] | None = None
     """Default: ``dead_letter.jsonl`` inside a directory sink, ``<name>.dead_letter.jsonl`` next to a file sink."""
     limits: LimitsConfig = LimitsConfig()
     gates: dict[str, GateConfig] = Field(default_factory=dict)

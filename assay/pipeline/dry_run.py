@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.config import RunConfig
-from assay.connectors.file import FileSource
+from assay.connectors.registry import SourceContext, build_source
 from assay.pipeline.run import build_evaluators
 from assay.stages.normalize import parse_envelope
 from assay.traces.model import Trace
@@ -34,12 +34,9 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
     }
     records = dead = 0
     options = config.normalize
-    async with FileSource(
-        config.source.paths,
-        batch_size=config.limits.batch_size,
-        input_format=config.source.input_format,
-        read_mode=config.source.read_mode,
-    ) as src:
+    # one place builds connectors; nothing is acknowledged, so a dry run commits nothing
+    source = build_source(config.source, SourceContext(batch_size=config.limits.batch_size, options=config.s3))
+    async with source as src:
         async for batch in src.batches():
             for env in batch:
                 t = parse_envelope(env, options)

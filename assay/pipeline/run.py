@@ -141,7 +141,7 @@ def auto_workers(config: RunConfig) -> int:
     """Processes for ``--workers auto``: one per core (at most 4) for large file inputs scored by
     deterministic evaluators only; 1 otherwise (judge rate limits are per run, and small inputs
     don't pay back the process start-up)."""
-    if config.judges or any(p == "-" for p in config.source.paths):
+    if config.judges or config.source.type != "file" or any(p == "-" for p in config.source.paths):
         return 1
     try:
         files = expand_paths(config.source.paths)

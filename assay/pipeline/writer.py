@@ -131,6 +131,8 @@ async def run_writer(
             state=checkpoint_state,
             interval_s=config.limits.commit_interval_s,
         )
+        if hasattr(source, "on_revoke"):  # a rebalance takes partitions away: commit what is durable first
+            source.on_revoke = committer.commit
         options = RunOptions(
             batch_size=config.limits.batch_size,
             buffer=config.limits.buffer,

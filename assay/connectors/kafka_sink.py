@@ -1,0 +1,199 @@
+"""The Kafka sink: one message per result row, keyed by the trace id; also the dead-letter sink.
+
+``write_batch`` hands rows to the producer (which batches, compresses and sends them in the
+background); ``flush`` returns once every message sent so far is acknowledged by all in-sync
+replicas (``acks=all``), which is when they are durable and the engine may acknowledge the source.
+In the dead-letter role (:meth:`KafkaSink.write_failures`) the message is the record's original
+bytes, with the failure in headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from assay.connectors.base import Sink
+from assay.connectors.kafka import KafkaSinkConfig, client_kwargs, require_aiokafka, unreachable
+from assay.exceptions import ConnectorError
+from assay.records import Failure
+
+require_aiokafka()
+
+from aiokafka import AIOKafkaProducer  # noqa: E402
+from aiokafka.errors import KafkaError, UnknownError, UnsupportedVersionError  # noqa: E402
+from aiokafka.partitioner import murmur2  # noqa: E402
+
+__all__ = ["KafkaSink", "failure_headers"]
+
+log = logging.getLogger(__name__)
+
+
+def failure_headers(f: Failure) -> list[tuple[str, bytes]]:
+    """Dead-letter headers: stage, error type, error, severity and where the record came from."""
+    headers = [
+        ("assay.stage", f.stage.encode()),
+        ("assay.error_type", f.error_type.encode()),
+        ("assay.error", f.message.encode("utf-8", "replace")),
+        ("assay.severity", f.severity.encode()),
+    ]
+    p = f.position
+    if p.partition is not None:
+        headers += [
+            ("assay.source_topic", p.source.encode()),
+            ("assay.source_partition", str(p.partition).encode()),
+            ("assay.source_offset", str(p.offset).encode()),
+        ]
+    else:
+        headers.append(("assay.source_file", p.source.encode()))
+        if p.line is not None:
+            headers.append(("assay.source_line", str(p.line).encode()))
+    return headers
+
+
+class KafkaSink(Sink):
+    """Produces each row to ``config.topic`` (key = trace id) with an ``acks=all`` producer.
+
+    ``publish`` returns None: a Kafka sink has no directory, so the engine writes the run's
+    summary to a local summary path.
+    """
+
+    def __init__(self, config: KafkaSinkConfig) -> None:
+        self.config = config
+        self._producer: AIOKafkaProducer | None = None
+        self._pending: list[asyncio.Future[Any]] = []
+        self._partitions: list[int] | None = None
+        self._round_robin = 0
+        self._closed = False
+        self.sent = 0
+
+    def describe(self) -> str:
+        return f"kafka topic {self.config.topic}"
+
+    def _new_producer(self, idempotent: bool) -> AIOKafkaProducer:
+        cfg = self.config
+        return AIOKafkaProducer(
+            **client_kwargs(cfg),
+            acks="all",
+            enable_idempotence=idempotent,
+            compression_type=None if cfg.compression == "none" else cfg.compression,
+            linger_ms=cfg.linger_ms,
+            max_batch_size=cfg.max_batch_bytes,
+            max_request_size=cfg.max_request_size,
+        )
+
+    async def open(self) -> None:
+        cfg = self.config
+        idempotent = cfg.enable_idempotence is not False
+        try:
+            with anyio.fail_after(cfg.connect_timeout_s):
+                try:
+                    self._producer = await self._start(idempotent)
+                except (UnknownError, UnsupportedVersionError) as e:
+                    if cfg.enable_idempotence is not True and idempotent:
+                        log.warning(
+                            "kafka sink: the broker rejected the idempotent producer (%s); "
+                            "producing without idempotence (acks=all, at-least-once)",
+                            type(e).__name__,
+                        )
+                        self._producer = await self._start(False)
+                    else:
+                        raise
+                await self._producer.partitions_for(cfg.topic)  # the topic exists (or the broker auto-creates it)
+        except TimeoutError as e:
+            await self.aclose()
+            raise unreachable(cfg, f"sink (topic {cfg.topic})") from e
+        except KafkaError as e:
+            await self.aclose()
+            raise unreachable(cfg, f"sink (topic {cfg.topic})", e) from e
+        self._closed = False
+
+    async def _start(self, idempotent: bool) -> AIOKafkaProducer:
+        producer = self._new_producer(idempotent)
+        try:
+            await producer.start()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await producer.stop()
+            raise
+        return producer
+
+    def _live(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            raise ConnectorError(f"kafka sink (topic {self.config.topic}) is not open")
+        return self._producer
+
+    async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
+        """Send rows, one record batch per partition (a keyed row goes where the Java client's
+        murmur2 partitioner puts its key; unkeyed rows of one call share a partition)."""
+        producer = self._live()
+        topic = self.config.topic
+        try:
+            if self._partitions is None:
+                self._partitions = sorted(await producer.partitions_for(topic))
+            parts = self._partitions
+            n = len(parts)
+            spread = parts[self._round_robin % n]
+            self._round_robin += 1
+            builders: dict[int, Any] = {}
+            for i, row in enumerate(rows):
+                key = keys[i] if keys is not None else None
+                kb = None if key is None else key.encode()
+                p = spread if kb is None else parts[(murmur2(kb) & 0x7FFFFFFF) % n]
+                b = builders.get(p)
+                if b is None:
+                    b = builders[p] = producer.create_batch()
+                if b.append(timestamp=None, key=kb, value=row) is None:  # full: send it, start another
+                    self._pending.append(await producer.send_batch(b, topic, partition=p))
+                    b = builders[p] = producer.create_batch()
+                    if b.append(timestamp=None, key=kb, value=row) is None:
+                        raise ConnectorError(
+                            f"kafka sink (topic {topic}): a row of {len(row)} bytes exceeds max_batch_bytes"
+                        )
+            for p, b in builders.items():
+                if b.record_count():
+                    self._pending.append(await producer.send_batch(b, topic, partition=p))
+        except KafkaError as e:
+            raise ConnectorError(f"kafka sink (topic {topic}): {type(e).__name__}: {e}") from e
+        self.sent += len(rows)
+
+    async def write_failures(self, failures: Sequence[Failure]) -> None:
+        """The original bytes as the value, the failure in ``assay.*`` headers."""
+        producer = self._live()
+        topic = self.config.topic
+        try:
+            for f in failures:
+                key = f"{f.position}".encode()
+                self._pending.append(await producer.send(topic, f.payload, key=key, headers=failure_headers(f)))
+        except KafkaError as e:
+            raise ConnectorError(f"kafka dead-letter sink (topic {topic}): {type(e).__name__}: {e}") from e
+        self.sent += len(failures)
+
+    async def flush(self) -> None:
+        """Wait until every message sent so far is acknowledged (acks=all); raise if one failed."""
+        if self._producer is None or not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        try:
+            await self._producer.flush()
+            for fut in pending:
+                if not fut.done():
+                    await fut
+                elif fut.exception() is not None:
+                    raise fut.exception()  # type: ignore[misc]
+        except KafkaError as e:
+            raise ConnectorError(f"kafka sink (topic {self.config.topic}): delivery failed: {e}") from e
+
+    async def aclose(self) -> None:
+        """Stop the producer (sends what is buffered; idempotent). Unflushed rows are not durable."""
+        if self._closed:
+            return
+        self._closed = True
+        producer, self._producer = self._producer, None
+        self._pending = []
+        if producer is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(max(self.config.connect_timeout_s, 10)):
+                await producer.stop()

@@ -1,0 +1,428 @@
+"""The Kafka source: a consumer group whose committed offsets are the checkpoint.
+
+::
+
+    poller task ──getmany──▶ bounded queue (max_buffered_batches) ──batches()──▶ engine
+         │  queue full: pause the partitions, keep calling getmany(0) so the group keeps us
+         ▼
+    ack(positions) ──Watermarks──▶ commit {partition: next offset} up to the contiguous watermark
+
+* Auto-commit is off. ``ack`` receives durable positions in any order; per partition only the
+  contiguous prefix is committed (at-least-once: a crash re-reads what was not committed).
+* Rebalances: a revoked partition is no longer dispatched (queued records of it are dropped), what
+  is durable is committed, and its watermark is forgotten so a late ``ack`` never commits it. An
+  assigned partition resumes from the group's committed offset.
+* ``stop_at: end``: each partition stops at its end offset at the start of the run (for partitions
+  assigned later, the end offset when they were first seen), corrected upward by the high
+  watermark of the first fetch (some Kafka-compatible brokers report the base offset of the last
+  batch in ListOffsets). The source ends when every assigned partition reached its end.
+* The poller runs in a task group that :meth:`KafkaSource.open` enters and :meth:`aclose` leaves:
+  open and close the source from the same task (``async with source:``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from assay.connectors.base import Source, Watermarks
+from assay.connectors.kafka import KafkaSourceConfig, client_kwargs, require_aiokafka, to_millis, unreachable
+from assay.exceptions import ConnectorError
+from assay.records import Envelope, Position
+
+require_aiokafka()
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition  # noqa: E402
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError  # noqa: E402
+from aiokafka.structs import OffsetAndMetadata  # noqa: E402
+
+__all__ = ["KafkaSource"]
+
+log = logging.getLogger(__name__)
+
+_Chunk = tuple[TopicPartition, int, list[Envelope]]  # partition, assignment generation, records
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, source: KafkaSource) -> None:
+        self.source = source
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self.source._on_revoked(list(revoked))
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self.source._on_assigned(list(assigned))
+
+
+class KafkaSource(Source):
+    """Reads envelopes (payload = message value, key = message key) from a consumer group.
+
+    ``batch_size`` bounds the envelopes per batch; ``resume_state`` is ignored (the group's
+    committed offsets are the checkpoint). ``on_revoke``, when set by the engine, is awaited
+    before a rebalance takes partitions away so it can flush and acknowledge what is in flight.
+    """
+
+    size_unit = "records"
+
+    def __init__(self, config: KafkaSourceConfig, *, batch_size: int = 256, resume_state: Any = None) -> None:
+        super().__init__()
+        self.config = config
+        self.batch_size = max(1, batch_size)
+        self.on_revoke: Callable[[], Awaitable[None]] | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._tg: TaskGroup | None = None
+        self._queue: deque[_Chunk] = deque()
+        self._queued = 0
+        self._capacity = config.max_buffered_batches * self.batch_size
+        self._ready = anyio.Event()
+        self._space = anyio.Event()
+        self._lock = anyio.Lock()
+        self._watermarks = Watermarks()
+        self._gen: dict[TopicPartition, int] = {}  # owned partitions → assignment generation
+        self._generation = 0
+        self._pending: set[TopicPartition] = set()  # assigned, start offset not resolved yet
+        self._first_assignment: set[TopicPartition] | None = None
+        self._next: dict[TopicPartition, int] = {}  # next offset to dispatch
+        self._end: dict[TopicPartition, int] = {}  # ListOffsets end when first seen
+        self._stop_offset: dict[TopicPartition, int] = {}  # end corrected by the first fetch's high watermark
+        self._done: set[TopicPartition] = set()
+        self._paused = False
+        self._starts: dict[TopicPartition, int] = {}  # start offsets estimated at open (size_hint)
+        self._error: BaseException | None = None
+        self._finished = False
+        self._stopping = False
+        self._closed = False
+        self._until_ms = to_millis(config.until_time) if config.until_time else None
+        self._from_ms = to_millis(config.from_time) if config.from_time else None
+
+    def describe(self) -> str:
+        what = ",".join(self.config.topics or []) or f"/{self.config.topic_pattern}/"
+        return f"kafka {what} (group {self.config.group_id})"
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def open(self) -> None:
+        cfg = self.config
+        consumer = AIOKafkaConsumer(
+            **client_kwargs(cfg),
+            group_id=cfg.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="latest" if cfg.start == "latest" else "earliest",
+            max_poll_records=cfg.max_poll_records,
+            session_timeout_ms=cfg.session_timeout_ms,
+            heartbeat_interval_ms=max(cfg.session_timeout_ms // 10, 100),
+            max_poll_interval_ms=cfg.max_poll_interval_ms,
+            fetch_max_bytes=cfg.fetch_max_bytes,
+            max_partition_fetch_bytes=cfg.max_partition_fetch_bytes,
+        )
+        self._consumer = consumer
+        try:
+            with anyio.fail_after(cfg.connect_timeout_s):
+                await consumer.start()
+                if cfg.topics:
+                    present = await consumer.topics()
+                    missing = [t for t in cfg.topics if t not in present]
+                    if missing:
+                        raise ConnectorError(
+                            f"kafka source: topic(s) {', '.join(missing)} not found on {','.join(cfg.servers())}"
+                        )
+        except TimeoutError as e:
+            await self._stop_consumer()
+            raise unreachable(cfg, "source") from e
+        except KafkaError as e:
+            await self._stop_consumer()
+            raise unreachable(cfg, "source", e) from e
+        except BaseException:
+            await self._stop_consumer()
+            raise
+        if cfg.topics:
+            consumer.subscribe(topics=cfg.topics, listener=_Listener(self))
+            await self._estimate_size(cfg.topics)
+        else:
+            consumer.subscribe(pattern=cfg.topic_pattern, listener=_Listener(self))
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._poll_loop)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stopping = True
+        try:
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
+                await self._tg.__aexit__(None, None, None)
+        finally:
+            self._tg = None
+            await self._stop_consumer()
+
+    async def _stop_consumer(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                await consumer.stop()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._ready.set()
+
+    def size_hint(self) -> int | None:
+        if not self._starts:
+            return None
+        # the end offsets corrected by the fetch high watermarks, once they are known
+        return sum(max(0, self._stop_offset.get(tp, end) - self._starts.get(tp, 0)) for tp, end in self._end.items())
+
+    # ---------------------------------------------------------------- engine side
+
+    async def batches(self) -> AsyncIterator[list[Envelope]]:
+        while True:
+            batch = self._take()
+            if batch:
+                yield batch
+                continue
+            if self._error is not None:
+                raise ConnectorError(f"kafka source: {type(self._error).__name__}: {self._error}") from self._error
+            if self._finished or self._stopping or self._closed:
+                return
+            self._ready = anyio.Event()
+            await self._ready.wait()
+
+    def _take(self) -> list[Envelope]:
+        out: list[Envelope] = []
+        while self._queue and len(out) < self.batch_size:
+            tp, gen, envs = self._queue[0]
+            room = self.batch_size - len(out)
+            if len(envs) > room:
+                self._queue[0] = (tp, gen, envs[room:])
+                envs = envs[:room]
+            else:
+                self._queue.popleft()
+            self._queued -= len(envs)
+            if self._gen.get(tp) == gen:  # a revoked partition is not dispatched any more
+                out.extend(envs)
+        if out or not self._queue:
+            self._space.set()
+        return out
+
+    async def ack(self, positions: Sequence[Position]) -> None:
+        """Commit, per partition, up to the contiguous watermark of the durable positions."""
+        async with self._lock:
+            self._watermarks.ack_all(positions)
+            await self._commit(self._watermarks.committable())
+
+    async def _commit(self, offsets: dict[tuple[str, int], int]) -> None:
+        consumer = self._consumer
+        owned = {(tp.topic, tp.partition) for tp in self._gen}
+        offsets = {k: v for k, v in offsets.items() if k in owned}
+        if not offsets or consumer is None:
+            return
+        try:
+            await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()})
+        except (CommitFailedError, IllegalStateError) as e:  # a rebalance is under way: retried on the next ack
+            log.warning("kafka source: commit deferred (%s)", e)
+            return
+        except KafkaError as e:
+            raise ConnectorError(f"kafka source: commit failed: {type(e).__name__}: {e}") from e
+        self._watermarks.committed(offsets)
+
+    # ---------------------------------------------------------------- rebalances
+
+    def _on_assigned(self, assigned: list[TopicPartition]) -> None:
+        first = self._first_assignment is None
+        if first:
+            self._first_assignment = set(assigned)
+        for tp in assigned:
+            self._generation += 1
+            self._gen[tp] = self._generation
+            self._pending.add(tp)
+            self._done.discard(tp)
+            self._stop_offset.pop(tp, None)
+        self._paused = False
+        self._ready.set()
+
+    async def _on_revoked(self, revoked: list[TopicPartition]) -> None:
+        if self.on_revoke is not None:
+            await self.on_revoke()
+        async with self._lock:
+            keys = {(tp.topic, tp.partition) for tp in revoked}
+            await self._commit({k: v for k, v in self._watermarks.committable().items() if k in keys})
+            for tp in revoked:
+                self._gen.pop(tp, None)
+                self._pending.discard(tp)
+                self._watermarks.forget(tp.topic, tp.partition)
+
+    async def _init_pending(self, consumer: AIOKafkaConsumer) -> None:
+        """Resolve where newly assigned partitions start (seek for ``start``/``from_time``)."""
+        cfg = self.config
+        tps = [tp for tp in self._pending if tp in self._gen]
+        seek = [tp for tp in tps if self._first_assignment is not None and tp in self._first_assignment]
+        if seek and cfg.from_time is not None:
+            found = await consumer.offsets_for_times({tp: to_millis(cfg.from_time) for tp in seek})
+            for tp in seek:
+                hit = found.get(tp)
+                if hit is not None:
+                    consumer.seek(tp, hit.offset)
+                else:
+                    await consumer.seek_to_end(tp)
+        elif seek and cfg.start == "earliest":
+            await consumer.seek_to_beginning(*seek)
+        elif seek and cfg.start == "latest":
+            await consumer.seek_to_end(*seek)
+        if self._first_assignment is not None:
+            self._first_assignment -= set(seek)
+        if cfg.stop_at == "end":
+            unknown = [tp for tp in tps if tp not in self._end]
+            if unknown:
+                self._end.update(await consumer.end_offsets(unknown))
+        for tp in tps:
+            try:
+                pos = await consumer.position(tp)
+            except IllegalStateError:  # revoked meanwhile
+                continue
+            if tp in self._pending and tp in self._gen:
+                self._pending.discard(tp)
+                self._next[tp] = pos
+                self._watermarks.start(tp.topic, tp.partition, pos)
+
+    # ---------------------------------------------------------------- poller
+
+    async def _poll_loop(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        cfg = self.config
+        try:
+            while True:
+                if self._stopping or self._finished:
+                    # nothing more to dispatch, but the engine may still be draining and will
+                    # commit: keep polling (everything paused) so the group keeps this consumer
+                    consumer.pause(*consumer.assignment())
+                    await consumer.getmany(timeout_ms=1000)
+                    continue
+                if self._pending:
+                    await self._init_pending(consumer)
+                room = self._capacity - self._queued
+                if room <= 0:
+                    self._space = anyio.Event()
+                    with anyio.move_on_after(1.0):
+                        await self._space.wait()
+                    if self._queued < self._capacity:
+                        continue
+                    # the pipeline is slow: pause (the fetcher keeps at most one response per
+                    # partition meanwhile) and poll, which keeps this consumer in its group
+                    self._pause(consumer, True)
+                    data = await consumer.getmany(timeout_ms=0)
+                else:
+                    self._pause(consumer, False)
+                    data = await consumer.getmany(
+                        timeout_ms=cfg.poll_timeout_ms, max_records=min(cfg.max_poll_records, room)
+                    )
+                self._accept(consumer, data)
+                self._check_finished(consumer)
+        except Exception as e:  # surfaced by batches(); never cancels the task that opened the source
+            self._error = e
+        finally:
+            self._ready.set()
+
+    def _pause(self, consumer: AIOKafkaConsumer, pause: bool) -> None:
+        if pause == self._paused:
+            return
+        tps = [tp for tp in consumer.assignment() if tp not in self._done]
+        if pause:
+            consumer.pause(*tps)
+        else:
+            consumer.resume(*tps)
+        self._paused = pause
+
+    def _partition_stop(self, consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
+        """The offset this partition stops at (None: unknown yet, or never)."""
+        if self.config.stop_at != "end":
+            return None
+        stop = self._stop_offset.get(tp)
+        if stop is None:
+            hw = consumer.highwater(tp)
+            if hw is None or tp not in self._end:
+                return None
+            stop = self._stop_offset[tp] = max(self._end[tp], hw)
+        return stop
+
+    def _accept(self, consumer: AIOKafkaConsumer, data: dict[TopicPartition, list[Any]]) -> None:
+        until, since = self._until_ms, self._from_ms
+        for tp, msgs in data.items():
+            if not msgs:
+                continue
+            gen = self._gen.get(tp)
+            if tp in self._pending:  # fetched before its start was resolved: read again after
+                consumer.seek(tp, msgs[0].offset)
+                continue
+            if gen is None or tp in self._done:
+                continue
+            stop = self._partition_stop(consumer, tp)
+            envs: list[Envelope] = []
+            topic, partition = tp.topic, tp.partition
+            last = -1
+            for m in msgs:
+                if (stop is not None and m.offset >= stop) or (until is not None and m.timestamp > until):
+                    self._mark_done(consumer, tp)
+                    break
+                last = m.offset
+                if since is not None and m.timestamp < since:
+                    # before from_time (a broker whose offsets_for_times is coarse): nothing to write
+                    self._watermarks.ack(topic, partition, m.offset)
+                    continue
+                envs.append(Envelope(m.value or b"", Position(topic, partition=partition, offset=m.offset), m.key))
+            if last >= 0:
+                self._next[tp] = last + 1
+            if envs:
+                self._queue.append((tp, gen, envs))
+                self._queued += len(envs)
+        if self._queue:
+            self._ready.set()
+
+    def _mark_done(self, consumer: AIOKafkaConsumer, tp: TopicPartition) -> None:
+        self._done.add(tp)
+        consumer.pause(tp)
+
+    def _check_finished(self, consumer: AIOKafkaConsumer) -> None:
+        if self.config.stop_at != "end" and self._until_ms is None:
+            return
+        if self._first_assignment is None or self._pending:
+            return
+        for tp in list(self._gen):
+            if tp in self._done:
+                continue
+            stop = self._partition_stop(consumer, tp)
+            if stop is not None and self._next.get(tp, 0) >= stop:
+                self._mark_done(consumer, tp)
+            else:
+                return
+        self._finished = True
+        self._ready.set()
+
+    async def _estimate_size(self, topics: list[str]) -> None:
+        """Records between the start and end offsets of every partition (best effort, for the ETA)."""
+        consumer = self._consumer
+        if consumer is None or self.config.stop_at != "end":
+            return
+        try:
+            with anyio.fail_after(self.config.connect_timeout_s):
+                tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+                ends = await consumer.end_offsets(tps)
+                starts = await consumer.beginning_offsets(tps)
+                if self.config.start == "committed" and self.config.from_time is None:
+                    for tp in tps:
+                        committed = await consumer.committed(tp)
+                        if committed is not None:
+                            starts[tp] = committed
+                elif self.config.start == "latest":
+                    starts = dict(ends)
+        except (TimeoutError, KafkaError) as e:
+            log.warning("kafka source: no size estimate (%r)", e)
+            return
+        self._end.update(ends)
+        self._starts = {tp: starts.get(tp, 0) for tp in tps}
