@@ -41,6 +41,9 @@ BETA = 0.85
 #: The gentler decrease for a 429 that comes after GENTLE_AFTER_S seconds without one.
 BETA_GENTLE = 0.95
 GENTLE_AFTER_S = 10.0
+#: A refusal at this fraction of the configured rate or above is taken as jitter at the limit: the
+#: quick recovery returns to the configured rate.
+NEAR_CEILING = 0.85
 #: Quick recovery target, as a fraction of the rate that was refused.
 RECOVER_TO = 0.95
 #: Additive probe above the recovery target, as a fraction of the refused rate per quiet period;
@@ -63,9 +66,13 @@ WINDOW_S = 1.02
 #: pause) from which the accepted count is trusted as the server's per-second limit.
 ACCEPT_WINDOW_S = 2.0
 ACCEPT_MIN_SPAN_S = 0.25
+#: The accepted count is taken as the limit only when at least this share of that second's sends
+#: was refused (otherwise a slow second, e.g. a pause, would pass for a low limit).
+ACCEPT_REFUSED_SHARE = 0.2
 #: A 429 is taken for timing jitter (no rate cut) when the refusals of the last ACCEPT_WINDOW_S
 #: are at most this share of the sends there (one is always allowed) ...
-JITTER_SHARE = 0.02
+JITTER_SHARE = 0.05
+JITTER_ALLOWED = 3
 #: ... unless the server accepted less than this share of the rate being sent (a clear excess).
 JITTER_ACCEPTED = 0.9
 #: Seconds of token capacity the tokens-per-minute bucket may burst.
@@ -161,6 +168,7 @@ class AdaptiveRate:
         """The last rate the server refused (the AIMD "w_max")."""
         self.decreases = 0
         self.jitter_refusals = 0
+        self._near_ceiling = False
         """429s taken for timing jitter (no rate cut)."""
         self._probe = PROBE_STEP
         self._last_change = time.monotonic()
@@ -187,6 +195,10 @@ class AdaptiveRate:
 
     def _raised(self, rate: float, refused: float) -> float:
         target = RECOVER_TO * refused
+        if self.ceiling is not None and self._near_ceiling:
+            # refused at about the configured rate: timing jitter against a strict limiter, not a
+            # wrong configuration. Return to the configured rate quickly instead of creeping.
+            target = self.ceiling
         if rate < target:
             return rate + max(0.5 * (target - rate), self._probe * refused)
         if rate < 1.2 * refused:
@@ -223,12 +235,14 @@ class AdaptiveRate:
         Paused time inside that second counts as sending nothing, as it does for the server.
         None when too little was sent to tell."""
         start = max(sent_at - 1.0, self._first_send)
-        if sent_at - start < ACCEPT_MIN_SPAN_S:
-            return None
+        if sent_at - start < ACCEPT_MIN_SPAN_S or sent_at - self._first_send < 1.0:
+            return None  # the first second (new connections, jittery) is no measure
         sent = sum(1 for t in self._history if start <= t < sent_at)
         if sent == 0:
             return None
         refused = sum(1 for t in self._refused if start <= t < sent_at)
+        if refused < ACCEPT_REFUSED_SHARE * sent:
+            return None  # few refusals: we were not far above the limit, the count is no measure of it
         return max(sent - refused, 1) / max(sent_at - start, 1.0)
 
     def _isolated(self, now: float, accepted: float | None) -> bool:
@@ -243,7 +257,15 @@ class AdaptiveRate:
         start = now - ACCEPT_WINDOW_S
         refused = sum(1 for t in self._refused if t >= start)
         sent = sum(1 for t in self._history if t >= start)
-        return refused <= max(1.0, JITTER_SHARE * sent)
+        return refused <= max(JITTER_ALLOWED, JITTER_SHARE * sent)
+
+    def _recent_rate(self, now: float) -> float | None:
+        """Sends per second over the last second (a rough rate when nothing better is known)."""
+        measured = self.measured(now)
+        if measured is not None:
+            return measured
+        sent = sum(1 for t in self._history if t >= now - 1.0)
+        return float(sent) if sent else None
 
     def measured(self, now: float) -> float | None:
         """Requests per second actually sent since the last pause (None without enough data)."""
@@ -266,8 +288,8 @@ class AdaptiveRate:
         if self._isolated(now, accepted):
             self.jitter_refusals += 1
             if self.rate is None:  # the first sign of a limit: hold the rate we were sending at
-                measured = self.measured(now)
-                self.rate = None if measured is None else max(MIN_RATE, measured)
+                recent = self._recent_rate(now)
+                self.rate = None if recent is None else max(MIN_RATE, recent)
             # One refusal among many accepted sends is timing jitter at the limit, not a rate
             # above it: keep the rate, but stop probing upwards (this is where the limit is).
             if self.rate is not None:
@@ -276,6 +298,8 @@ class AdaptiveRate:
                 self._last_change = max(now, self.blocked_until)
             return
         sending = [r for r in (self.rate, self.measured(now)) if r is not None]
+        if not sending and (recent := self._recent_rate(now)) is not None:
+            sending = [recent]
         current = min(sending) if sending else MIN_RATE
         if self.refused_at is not None and abs(current - self.refused_at) <= 0.1 * self.refused_at:
             self._probe = max(self._probe / 2, PROBE_MIN)
@@ -286,12 +310,19 @@ class AdaptiveRate:
         quiet = now - (self._last_decrease if self.decreases else self._first_send)
         beta = BETA_GENTLE if quiet > GENTLE_AFTER_S else BETA
         self.refused_at = current
+        self._near_ceiling = (
+            self.ceiling is not None
+            and self.rate is not None
+            and self.rate >= NEAR_CEILING * self.ceiling
+            and (accepted is None or accepted >= JITTER_ACCEPTED * self.rate)
+        )
         target = current * beta
         if accepted is not None and accepted * PACE_MARGIN < target:
             # far above the limit: go straight to what the server accepted, and take that (not the
             # refused send rate) as the limit the recovery returns to
             target = accepted * PACE_MARGIN
             self.refused_at = accepted
+            self._near_ceiling = False
         self.rate = max(MIN_RATE, target)
         self.decreases += 1
         self._last_decrease = now

@@ -67,9 +67,7 @@ def _require_redis() -> Any:
     try:
         import redis.asyncio as aioredis
     except ImportError as exc:
-        raise ConfigError(
-            "judges.*.shared_limit needs the Redis client: pip install 'assay[redis]'"
-        ) from exc
+        raise ConfigError("judges.*.shared_limit needs the Redis client: pip install 'assay[redis]'") from exc
     return aioredis
 
 

@@ -15,7 +15,7 @@ import aiohttp
 import anyio
 import pytest
 
-from assay.exceptions import BudgetExceeded, JudgeError, JudgeRequestError, JudgeUnavailableError
+from assay.exceptions import BudgetExceeded, JudgeAuthError, JudgeError, JudgeRequestError, JudgeUnavailableError
 from assay.judges import JudgeEndpoint, JudgePool, JudgeRequest, JudgeResponse, resolve_judge
 from assay.testing.judge_server import JudgeServer, JudgeServerThread, Reply
 
@@ -281,7 +281,7 @@ def test_api_key_never_leaks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
             cfg = judge_config(server, api_key_env="ASSAY_TEST_JUDGE_KEY")
             pool = JudgePool.from_config({"g": cfg}, state_dir=tmp_path)
             async with pool:
-                with pytest.raises(JudgeRequestError) as info:
+                with pytest.raises(JudgeAuthError) as info:
                     await pool.get("g").complete(request())
                 assert "Incorrect API key provided: ***" in str(info.value)
                 shown = [str(info.value), repr(info.value), repr(pool), repr(pool.get("g")), json.dumps(pool.stats())]
