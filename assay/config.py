@@ -172,6 +172,22 @@ class RunConfig(_Model):
     def _unique_names(self) -> RunConfig:
         return self
 
+    @model_validator(mode="after")
+    def _judges_known(self) -> RunConfig:
+        """A judge named by an evaluator must be declared; an inline judge config must be valid."""
+        from assay.judges.config import parse_judge_config  # lazy: pydantic only, no aiohttp
+
+        for name, raw in self.judges.items():
+            parse_judge_config(name, raw)
+        for i, spec in enumerate(self.evaluators):
+            judge = spec.params.get("judge")
+            if isinstance(judge, str) and judge not in self.judges:
+                known = ", ".join(sorted(self.judges)) or "none are declared under judges:"
+                raise ValueError(f"evaluators[{i}] ({spec.name}): unknown judge {judge!r} (judges: {known})")
+            if isinstance(judge, dict):
+                parse_judge_config(f"(evaluators[{i}].params.judge)", judge)
+        return self
+
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TEMPLATE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
@@ -245,12 +261,16 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any, origin: str) -> Non
             raise ConfigError(f"{origin}: --set {dotted}: {'.'.join(steps[:i])} is not a mapping")
 
 
-def _interpolate(value: Any, where: str, origin: str, variables: dict[str, str]) -> Any:
+def _interpolate(
+    value: Any, where: str, origin: str, variables: dict[str, str], expanded: set[str] | None = None
+) -> Any:
     if isinstance(value, str):
 
         def env(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             if name in os.environ:
+                if expanded is not None and len(os.environ[name]) >= 6:
+                    expanded.add(os.environ[name])
                 return os.environ[name]
             if default is not None:
                 return default
@@ -265,10 +285,20 @@ def _interpolate(value: Any, where: str, origin: str, variables: dict[str, str])
 
         return _TEMPLATE.sub(tpl, _ENV.sub(env, value))
     if isinstance(value, dict):
-        return {k: _interpolate(v, f"{where}.{k}" if where else str(k), origin, variables) for k, v in value.items()}
+        return {
+            k: _interpolate(v, f"{where}.{k}" if where else str(k), origin, variables, expanded)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_interpolate(v, f"{where}[{i}]", origin, variables) for i, v in enumerate(value)]
+        return [_interpolate(v, f"{where}[{i}]", origin, variables, expanded) for i, v in enumerate(value)]
     return value
+
+
+def redact_values(text: str, secrets: set[str]) -> str:
+    """``text`` with every value in ``secrets`` (the ``${ENV}`` values a run file expanded) blanked."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
 def template_variables(ds: str | None) -> dict[str, str]:
@@ -326,13 +356,17 @@ def build_config(
         if not eq or not key:
             raise ConfigError(f"--set {item!r}: expected key=value")
         _set_path(data, key.strip(), parse_scalar(value), origin)
-    data = _interpolate(data, "", origin, template_variables(ds))
+    expanded: set[str] = set()
+    data = _interpolate(data, "", origin, template_variables(ds), expanded)
     if base_dir is not None:
         _resolve_relative(data, base_dir)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_errors(origin, exc)) from exc
+        # `from None`: pydantic's own text echoes the input, which may hold an expanded secret
+        raise ConfigError(redact_values(format_errors(origin, exc), expanded)) from None
+    except ConfigError as exc:
+        raise ConfigError(redact_values(f"{origin}: {exc}", expanded)) from None
 
 
 def load_run_file(path: str | Path, *, ds: str | None = None, sets: list[str] | None = None) -> RunConfig:

@@ -5,7 +5,8 @@ translated at the boundary with ``raise ... from``::
 
     AssayError
     ├── ConfigError            bad run file, bad CLI usage, bad evaluator params (exit code 2)
-    │   └── UnknownEvaluatorError
+    │   ├── UnknownEvaluatorError
+    │   └── JudgeAuthError     a judge answered 401/403: the key is wrong (stops the run)
     ├── NormalizationError     a record that cannot be turned into a canonical Trace (a Failure row)
     ├── EvaluatorError         an evaluator could not score a trace (kept as an error Result)
     ├── JudgeError             an LLM judge call failed
@@ -13,6 +14,7 @@ translated at the boundary with ``raise ... from``::
     │   ├── JudgeRetryableError  429, 5xx, timeouts, connection resets: retried with backoff
     │   └── VerdictParseError  the judge answered but no verdict could be salvaged
     ├── ConnectorError         a source or sink failed (infrastructure: exit code 1)
+    │   └── JudgeUnavailableError  a judge endpoint is unreachable or failing (circuit open)
     ├── BudgetExceeded         the run's budget_usd was reached (exit code 5, resumable)
     └── QualityGateFailed      a threshold gate failed (exit code 3)
 """
@@ -77,6 +79,19 @@ class VerdictParseError(JudgeError):
 
 class ConnectorError(AssayError):
     """A source or sink failed (infrastructure)."""
+
+
+class JudgeAuthError(ConfigError):
+    """A judge endpoint answered 401 or 403: the API key (or its permissions) is wrong.
+
+    Raised once, with the provider's message (secrets redacted); every later call to that endpoint
+    fails at once with the same error instead of sending. It stops the run (exit code 2)."""
+
+
+class JudgeUnavailableError(ConnectorError):
+    """A judge endpoint could not be reached, or failed every request, once the retry budget was
+    spent (the endpoint's circuit breaker is open). Later calls fail at once with this error
+    instead of retrying per trace. It stops the run (exit code 1)."""
 
 
 class BudgetExceeded(AssayError):

@@ -53,20 +53,21 @@ async def run_scenario(name: str, args: argparse.Namespace, factor: float) -> Ou
         burst=args.burst,
         seed=args.seed,
         retry_after_ms=not args.coarse,
-        limit_kind="window" if args.window else "bucket",
+        limit_kind=args.limit,
     )
     async with server:
         rpm = args.rps * 60 * factor
-        judges = {
-            "bench": {
-                "base_url": server.url + "/v1",
-                "model": "bench",
-                "rpm": rpm,
-                "max_concurrency": args.concurrency,
-                "max_retries": args.max_retries,
-                "timeout": 10,
-            }
+        judge: dict[str, Any] = {
+            "base_url": server.url + "/v1",
+            "model": "bench",
+            "max_retries": args.max_retries,
+            "timeout": 10,
         }
+        if factor > 0:
+            judge["rpm"] = rpm
+        if args.concurrency:
+            judge["max_concurrency"] = args.concurrency
+        judges = {"bench": judge}
         ok = lost = 0
         with tempfile.TemporaryDirectory() as state:
             pool = JudgePool.from_config(judges, state_dir=Path(state), use_cache=False)
@@ -106,7 +107,7 @@ async def run_scenario(name: str, args: argparse.Namespace, factor: float) -> Ou
 def print_table(outcomes: list[Outcome], args: argparse.Namespace) -> None:
     print(
         f"\nN={args.n} calls, server limit R={args.rps:g} req/s "
-        f"({'sliding 1 s window' if args.window else f'token bucket of {args.burst or args.rps:g}'}), "
+        f"({args.limit if args.limit != 'bucket' else f'token bucket of {args.burst or args.rps:g}'}), "
         f"latency {args.latency_low:g}-{args.latency_high:g} s, max_concurrency={args.concurrency}, "
         f"Retry-After: {'integer seconds only' if args.coarse else 'retry-after-ms + Retry-After'}\n"
     )
@@ -134,19 +135,21 @@ def main() -> None:
     parser.add_argument("--burst", type=float, default=None, help="server token bucket size (default R)")
     parser.add_argument("--latency-low", type=float, default=0.2)
     parser.add_argument("--latency-high", type=float, default=0.6)
-    parser.add_argument("--concurrency", type=int, default=64, help="max_concurrency of the endpoint")
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="max_concurrency of the endpoint (default: unset, automatic)"
+    )
     parser.add_argument("--max-retries", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--window", action="store_true", help="server limit: sliding 1 s window")
+    parser.add_argument("--limit", default="bucket", choices=["bucket", "window", "spacing", "minute"])
     parser.add_argument("--coarse", action="store_true", help="server sends only an integer Retry-After")
     parser.add_argument(
         "--scenarios", default="correct,3x", help="comma-separated: correct, 3x (rpm 3x too high), 2x, 1.5x"
     )
     args = parser.parse_args()
-    factors = {"correct": 1.0, "1.5x": 1.5, "2x": 2.0, "3x": 3.0}
+    factors = {"correct": 1.0, "1.5x": 1.5, "2x": 2.0, "3x": 3.0, "unset": 0.0}
     outcomes = []
     for name in args.scenarios.split(","):
-        label = "rpm correct" if name == "correct" else f"rpm {name} too high"
+        label = {"correct": "rpm correct", "unset": "rpm unset"}.get(name, f"rpm {name} too high")
         outcomes.append(anyio.run(run_scenario, label, args, factors[name]))
         print(f"done: {label}", flush=True)
     print_table(outcomes, args)

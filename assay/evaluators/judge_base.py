@@ -19,6 +19,8 @@ from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pydantic import field_validator
+
 from assay.evaluators.base import AsyncEvaluator, EvaluatorParams
 from assay.exceptions import ConfigError, EvaluatorError, VerdictParseError
 from assay.judges.base import Judge, JudgeRequest, JudgeResponse, JudgeUsage
@@ -35,6 +37,33 @@ class JudgeParams(EvaluatorParams):
     protocol. None: the run's only judge (an error when the run file declares several)."""
     max_tokens: int | None = None
     """Cap on the judge's output tokens per call (None: the endpoint's setting)."""
+    model: str | None = None
+    """Shorthand for an ad-hoc judge (openevals style): ``"openai:gpt-4.1-mini"``,
+    ``"anthropic:claude-sonnet-4-5"`` or ``"ollama:llama3.1"``: the provider's default base URL and
+    key variable (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``). Used when ``judge`` is not set."""
+
+    @field_validator("model")
+    @classmethod
+    def _model_shorthand(cls, v: str | None) -> str | None:
+        if v is not None:
+            model_shorthand(v)
+        return v
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_reference(cls, v: Any) -> Any:
+        """An inline config must be a valid endpoint; a name must exist in the active pool."""
+        if isinstance(v, dict):
+            from assay.judges.config import parse_judge_config
+
+            parse_judge_config("(inline)", v)
+        elif isinstance(v, str):
+            from assay.judges.pool import current_pool
+
+            pool = current_pool()
+            if pool is not None:
+                pool.get(v)  # ConfigError naming the known judges
+        return v
 
 
 JP = TypeVar("JP", bound=JudgeParams)
@@ -45,13 +74,31 @@ def schema_name(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", key)[:64] or "verdict"
 
 
-def find_judge(spec: Any, evaluator: str) -> Judge:
+PROVIDERS = ("openai", "anthropic", "ollama")
+
+
+def model_shorthand(text: str) -> dict[str, Any]:
+    """``"openai:gpt-4.1-mini"`` → the inline judge config it stands for.
+
+    >>> model_shorthand("anthropic:claude-sonnet-4-5")
+    {'provider': 'anthropic', 'model': 'claude-sonnet-4-5'}
+    """
+    provider, sep, model = text.partition(":")
+    if not sep or provider not in PROVIDERS or not model:
+        raise ConfigError(f"model: expected PROVIDER:MODEL with PROVIDER one of {', '.join(PROVIDERS)}, got {text!r}")
+    return {"provider": provider, "model": model}
+
+
+def find_judge(spec: Any, evaluator: str, model: str | None = None) -> Judge:
     """Resolve a ``judge`` parameter: a Judge object as is; a name or an inline config through
-    :func:`assay.judges.resolve_judge`; None → the active pool's only judge."""
+    :func:`assay.judges.resolve_judge`; None → the ``model`` shorthand when given, else the
+    active pool's only judge."""
     if isinstance(spec, Judge):
         return spec
     from assay.judges import current_pool, resolve_judge  # lazy: keeps aiohttp out of imports
 
+    if spec is None and model is not None:
+        spec = model_shorthand(model)
     if spec is None:
         pool = current_pool()
         names = pool.names if pool is not None else []
@@ -102,7 +149,7 @@ class JudgeEvaluator(AsyncEvaluator[JP]):
 
     def resolve_judge(self) -> Judge:
         """The judge endpoint, resolved at first use (so building an evaluator needs no network)."""
-        return find_judge(self.params.judge, self.name)
+        return find_judge(self.params.judge, self.name, self.params.model)
 
     def build_requests(self, trace: Trace) -> list[JudgeRequest]:
         """The requests this evaluator would send for ``trace`` (for ``--dry-run`` estimates).

@@ -70,8 +70,17 @@ class JudgeConfig(BaseModel):
     max_retries: int = Field(default=6, ge=0)
     """Retries after the first attempt, on 429, 5xx, timeouts and connection errors (never on
     other 4xx). When they are exhausted the call fails with a JudgeError."""
-    max_concurrency: int = Field(default=16, gt=0)
-    """Requests in flight at once (also the size of the connection pool)."""
+    max_concurrency: int | None = Field(default=None, gt=0)
+    """A hard cap on requests in flight. Unset (the default): the cap follows Little's law, the
+    rate being sent × the measured tail latency × 1.5, between 4 and 512, so setting only ``rpm``
+    is enough to reach it whatever the model's latency. The connection pool is sized to match."""
+    max_response_bytes: int = Field(default=1024 * 1024, gt=0)
+    """Largest reply read from the provider (bytes, read streaming); a larger one is an error
+    result, so a runaway or hostile server cannot blow up memory."""
+    shared_limit: str | None = None
+    """``redis://host:port/db``: share this judge's ``rpm``/``tpm`` budget with every process and
+    machine that names the same Redis and judge (GCRA in a Lua script, see docs/judges.md). Unset:
+    each of N shards gets 1/N of the limits. Needs ``pip install 'assay[redis]'``."""
     rpm: float | None = Field(default=None, gt=0)
     """Requests per minute the client may send (paced evenly, no bursts). On 429 the client lowers
     its own rate below this and climbs back when it stays quiet (see docs/judges.md). None: no
@@ -94,6 +103,13 @@ class JudgeConfig(BaseModel):
     strict_schema: bool = True
     """openai: send ``strict: true`` with the JSON schema (structured outputs). Turn off for servers
     that reject strict schemas."""
+
+    @field_validator("shared_limit")
+    @classmethod
+    def _redis_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("expected a redis:// (or rediss://, unix://) URL")
+        return v
 
     @field_validator("base_url")
     @classmethod

@@ -4,7 +4,14 @@
 budget, then sends under the endpoint's limits with retries, and accounts tokens, cost, latency
 and every failure kind in :attr:`JudgeEndpoint.stats`.
 
-One aiohttp session per endpoint (connection pool of ``max_concurrency``), created lazily inside
+Failures are loud and cheap: a 401/403 raises :class:`~assay.exceptions.JudgeAuthError` (and every
+later call fails at once), an endpoint that cannot be reached trips the
+:class:`~assay.judges.guard.CircuitBreaker` (:class:`~assay.exceptions.JudgeUnavailableError`).
+Nothing the provider sends back can hurt: replies are read streaming up to ``max_response_bytes``,
+every configured secret is redacted from what is returned, raised and cached, and only answers
+that carry a verdict are cached.
+
+One aiohttp session per endpoint (connection pool as large as the in-flight cap can grow), created lazily inside
 the running event loop and replaced when the loop changes. Inside ``async with endpoint`` (or a
 :class:`~assay.judges.pool.JudgePool`) the session lives until the block ends; outside one (the
 library's sync ``evaluate()``) it is closed as soon as the last call in flight finishes, so no
@@ -38,11 +45,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
-from assay.exceptions import ConfigError, JudgeError, JudgeRequestError, JudgeRetryableError
+from assay.exceptions import (
+    ConfigError,
+    JudgeAuthError,
+    JudgeError,
+    JudgeRequestError,
+    JudgeRetryableError,
+)
 from assay.judges.base import JudgeRequest, JudgeResponse, JudgeUsage
 from assay.judges.budget import Budget
 from assay.judges.cache import JudgeCache, cache_key
 from assay.judges.config import JudgeConfig, parse_judge_config
+from assay.judges.guard import CircuitBreaker, Secrets
 from assay.judges.limits import Limits
 from assay.judges.retry import is_retryable_status, retry_delay, wait_for
 from assay.judges.wire import (
@@ -130,12 +144,15 @@ class JudgeEndpoint(AsyncResource):
         *,
         cache: JudgeCache | None = None,
         budget: Budget | None = None,
+        secrets: Secrets | None = None,
     ) -> None:
         self.name = name
         self.config = parse_judge_config(name, config)
         self.cache = cache
         self.budget = budget
         self.stats = EndpointStats()
+        self.secrets = secrets if secrets is not None else Secrets()
+        """Every secret to redact (a pool shares one set between its endpoints)."""
         cfg = self.config
         self.limits = Limits(
             max_concurrency=cfg.max_concurrency,
@@ -143,6 +160,13 @@ class JudgeEndpoint(AsyncResource):
             tpm=cfg.tpm,
             adaptive=cfg.adaptive,
         )
+        if cfg.shared_limit is not None:
+            from assay.judges.shared_limit import SharedRate
+
+            scope = f"{cfg.resolved_base_url()}|{cfg.model}"
+            self.limits.shared = SharedRate(cfg.shared_limit, name, rpm=cfg.rpm, tpm=cfg.tpm, scope=scope)
+        self.breaker = CircuitBreaker(name, budget=cfg.max_retries + 1)
+        self._auth_error: JudgeAuthError | None = None
         self._url = endpoint_url(cfg)
         self._api_key: str | None = None
         self._key_read = False
@@ -168,6 +192,8 @@ class JudgeEndpoint(AsyncResource):
 
     async def aclose(self) -> None:
         self._opened = False
+        if self.limits.shared is not None:
+            await self.limits.shared.aclose()
         session, self._session = self._session, None
         if session is not None and not session.closed:
             with anyio.CancelScope(shield=True):
@@ -181,19 +207,18 @@ class JudgeEndpoint(AsyncResource):
         if env and not value and self.config.api_key_env is not None:
             raise ConfigError(f"judges.{self.name}.api_key_env: environment variable {env} is not set (or empty)")
         self._api_key = value or None
+        self.secrets.add(self._api_key)
         self._headers = request_headers(self.config, self._api_key)
         self._key_read = True
 
     def redact(self, text: str) -> str:
-        """``text`` with the API key blanked out (for error messages)."""
-        if self._api_key and len(self._api_key) >= 4:
-            text = text.replace(self._api_key, "***")
-        return text
+        """``text`` with every configured secret blanked out."""
+        return self.secrets.redact(text)
 
     def _new_session(self) -> aiohttp.ClientSession:
         import aiohttp
 
-        limit = self.config.max_concurrency
+        limit = self.limits.cap.ceiling
         return aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
             timeout=aiohttp.ClientTimeout(total=self.config.timeout),
@@ -240,7 +265,9 @@ class JudgeEndpoint(AsyncResource):
         """Answer one request: from the cache, or from the provider under limits and retries.
 
         Raises JudgeRequestError (a 4xx other than 429, or content the provider cannot take),
-        JudgeError (retries exhausted) or BudgetExceeded (the run's budget is spent).
+        JudgeError (retries exhausted, or a reply over ``max_response_bytes``), BudgetExceeded
+        (the run's budget is spent), JudgeAuthError (401/403) or JudgeUnavailableError (the
+        circuit breaker is open). The last two stop the run.
         """
         self._read_key()
         cfg = self.config
@@ -263,6 +290,7 @@ class JudgeEndpoint(AsyncResource):
                     model=str(hit.get("model", "")),
                     cached=True,
                 )
+        self._fail_fast()
         estimated = estimate_input_tokens(request) + self._expected_output_tokens(request)
         reserved = 0.0
         if self.budget is not None:
@@ -290,7 +318,7 @@ class JudgeEndpoint(AsyncResource):
         self.stats.usage.add(usage)
         if self.budget is not None:
             self.budget.charge(usage.cost_usd, reserved)
-        if key is not None:
+        if key is not None and _has_verdict(reply, request):
             await self._cache_put(key, reply)
         return JudgeResponse(
             text=reply.text,
@@ -344,6 +372,7 @@ class JudgeEndpoint(AsyncResource):
                 with attempt:
                     result = await self._attempt(payload, estimated)
         except JudgeRetryableError as exc:
+            self.breaker.check()  # an outage: one error for the run, not one per trace
             raise JudgeError(f"judge {self.name!r}: gave up after {attempts} attempt(s); last error: {exc}") from exc
         assert result is not None
         return result
@@ -351,53 +380,98 @@ class JudgeEndpoint(AsyncResource):
     def _count_retry(self, state: RetryCallState) -> None:
         self.stats.retries += 1
 
+    def _fail_fast(self) -> None:
+        """Raise at once when the endpoint already proved it cannot answer (bad key, outage)."""
+        if self._auth_error is not None:
+            raise self._auth_error
+        self.breaker.check()
+
     async def _attempt(self, payload: bytes, estimated: int) -> tuple[WireReply, float]:
         import aiohttp
 
+        self._fail_fast()
         session = self._acquire_session()
         try:
             async with self.limits.slot(estimated) as sent_at:
+                self._fail_fast()  # the breaker may have opened while this call waited its turn
                 self.stats.requests += 1
                 try:
                     async with session.post(self._url, data=payload, headers=self._headers) as resp:
-                        raw = await resp.read()
                         status = resp.status
                         headers = resp.headers
+                        raw, too_large = await self._read_capped(resp)
                 except TimeoutError as exc:
                     self.stats.timeouts += 1
-                    raise JudgeRetryableError(f"judge {self.name!r}: no answer within {self.config.timeout}s") from exc
+                    reason = f"judge {self.name!r}: no answer within {self.config.timeout}s"
+                    self.breaker.failure(reason)
+                    raise JudgeRetryableError(reason) from exc
                 except aiohttp.ClientError as exc:
                     self.stats.connection_errors += 1
-                    raise JudgeRetryableError(
-                        self.redact(f"judge {self.name!r}: connection error: {type(exc).__name__}: {exc}")
-                    ) from exc
+                    reason = self.redact(f"judge {self.name!r}: connection error: {type(exc).__name__}: {exc}")
+                    self.breaker.failure(reason)
+                    raise JudgeRetryableError(reason) from exc
                 latency = time.monotonic() - sent_at
                 if status == 429:
                     self.stats.http_429 += 1
+                    self.breaker.success()
                     delay = retry_delay(headers)
                     self.limits.on_rate_limited(sent_at=sent_at, delay=delay)
                     raise JudgeRetryableError(self._failure_text(status, raw), status=status, retry_after=delay)
+                self.limits.on_answer(latency)
         finally:
             await self._release_session(session)
+        if status >= 500:
+            self.stats.http_5xx += 1
+            self.breaker.failure(self._failure_text(status, raw))
+        else:
+            self.breaker.success()
+        if status in (401, 403):
+            self.stats.http_4xx += 1
+            if self._auth_error is None:
+                self._auth_error = JudgeAuthError(
+                    f"{self._failure_text(status, raw)} (check the key in "
+                    f"{self.config.resolved_key_env() or 'the endpoint config'}); the run stops"
+                )
+            raise self._auth_error
         if status >= 400:
-            if status >= 500:
-                self.stats.http_5xx += 1
             if is_retryable_status(status):
                 raise JudgeRetryableError(self._failure_text(status, raw), status=status)
             self.stats.http_4xx += 1
             raise JudgeRequestError(self._failure_text(status, raw))
+        if too_large:
+            raise JudgeError(
+                f"judge {self.name!r}: the reply is larger than max_response_bytes "
+                f"({self.config.max_response_bytes} bytes); not read further"
+            )
         try:
             reply = parse_reply(self.config.provider, orjson.loads(raw))
         except orjson.JSONDecodeError as exc:
             raise JudgeRetryableError(
-                f"judge {self.name!r}: HTTP {status} with a body that is not JSON: {raw[:200]!r}"
+                self.redact(f"judge {self.name!r}: HTTP {status} with a body that is not JSON: {raw[:200]!r}")
             ) from exc
         except JudgeRequestError as exc:
             raise JudgeRequestError(self.redact(f"judge {self.name!r}: {exc}")) from exc
+        if self.secrets:
+            reply.text = self.secrets.redact(reply.text)
+            reply.data = self.secrets.redact_value(reply.data)
         self.stats.ok += 1
         self.stats.latencies.append(latency)
         self.limits.settle_tokens(estimated, reply.input_tokens + reply.output_tokens)
         return reply, latency
+
+    async def _read_capped(self, resp: aiohttp.ClientResponse) -> tuple[bytes, bool]:
+        """The body, read in chunks up to ``max_response_bytes``; (what was read, whether it was cut)."""
+        cap = self.config.max_response_bytes
+        if resp.content_length is not None and resp.content_length > cap:
+            return b"", True
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_chunked(64 * 1024):
+            size += len(chunk)
+            if size > cap:
+                return b"".join(chunks)[:4096], True
+            chunks.append(chunk)
+        return b"".join(chunks), False
 
     def _failure_text(self, status: int, raw: bytes) -> str:
         text = raw.decode("utf-8", errors="replace")
@@ -405,7 +479,7 @@ class JudgeEndpoint(AsyncResource):
             payload: Any = orjson.loads(raw)
         except orjson.JSONDecodeError:
             payload = None
-        return self.redact(f"judge {self.name!r}: HTTP {status}: {error_message(payload, text)}")
+        return self.redact(f"judge {self.name!r}: HTTP {status}: {error_message(payload, text)[:2000]}")
 
     def snapshot(self) -> dict[str, Any]:
         """Counters, usage, latency percentiles and the current adaptive rate."""
@@ -416,3 +490,15 @@ class JudgeEndpoint(AsyncResource):
             **self.stats.to_dict(),
             **self.limits.snapshot(),
         }
+
+
+def _has_verdict(reply: WireReply, request: JudgeRequest) -> bool:
+    """Whether an answer is worth caching: a verdict object when a schema was asked for (an
+    unparseable reply is asked again next time, never replayed), any text otherwise."""
+    if request.schema is None:
+        return bool(reply.text.strip())
+    if isinstance(reply.data, dict):
+        return True
+    from assay.judges.verdict import extract_json_object
+
+    return extract_json_object(reply.text) is not None

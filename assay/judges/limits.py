@@ -1,6 +1,8 @@
 """The limits of one judge endpoint, composed in one place (:meth:`Limits.slot`):
 
-1. **concurrency** — how many requests are in flight (an anyio semaphore of ``max_concurrency``);
+1. **concurrency** — how many requests are in flight: ``max_concurrency`` when the user set it (a
+   hard cap), else :class:`InFlightCap` follows Little's law, *rate × tail latency × headroom*,
+   from the rate being sent and the latency measured, bounded by :data:`AUTO_MAX_CONCURRENCY`;
 2. **tokens per minute** — an :class:`aiolimiter.AsyncLimiter` charged with each request's
    estimated tokens; the estimate is corrected from the reported usage on the next acquisition;
 3. **the shared pause** — after a 429 nobody sends until the server's reset time
@@ -39,6 +41,9 @@ BETA = 0.85
 #: The gentler decrease for a 429 that comes after GENTLE_AFTER_S seconds without one.
 BETA_GENTLE = 0.95
 GENTLE_AFTER_S = 10.0
+#: A refusal at this fraction of the configured rate or above is taken as jitter at the limit: the
+#: quick recovery returns to the configured rate.
+NEAR_CEILING = 0.85
 #: Quick recovery target, as a fraction of the rate that was refused.
 RECOVER_TO = 0.95
 #: Additive probe above the recovery target, as a fraction of the refused rate per quiet period;
@@ -61,8 +66,81 @@ WINDOW_S = 1.02
 #: pause) from which the accepted count is trusted as the server's per-second limit.
 ACCEPT_WINDOW_S = 2.0
 ACCEPT_MIN_SPAN_S = 0.25
+#: The accepted count is taken as the limit only when at least this share of that second's sends
+#: was refused (otherwise a slow second, e.g. a pause, would pass for a low limit).
+ACCEPT_REFUSED_SHARE = 0.2
+#: A 429 is taken for timing jitter (no rate cut) when the refusals of the last ACCEPT_WINDOW_S
+#: are at most this share of the sends there (one is always allowed) ...
+JITTER_SHARE = 0.05
+JITTER_ALLOWED = 3
+#: ... unless the server accepted less than this share of the rate being sent (a clear excess).
+JITTER_ACCEPTED = 0.9
 #: Seconds of token capacity the tokens-per-minute bucket may burst.
 TOKEN_BURST_S = 10.0
+#: Bounds of the automatic in-flight cap (``max_concurrency`` unset); the upper one is also the
+#: size of the connection pool.
+AUTO_MAX_CONCURRENCY = 512
+AUTO_MIN_CONCURRENCY = 4
+#: The automatic cap before any rate is known (it grows, slow-start style, while every slot is busy).
+AUTO_START_CONCURRENCY = 16
+#: Latency assumed before the first answer (seconds), and the headroom over the measured tail.
+ASSUMED_LATENCY_S = 2.0
+LATENCY_HEADROOM = 1.5
+#: The tail quantile of recent latencies the cap is sized from, and how many are kept.
+LATENCY_QUANTILE = 0.9
+LATENCY_WINDOW = 256
+
+
+class InFlightCap:
+    """How many requests may be in flight: fixed (``max_concurrency`` set) or Little's law.
+
+    With a known rate the automatic cap is ``rate × p90(latency) × 1.5 + 2`` (bounded by
+    AUTO_MIN/AUTO_MAX), recomputed as answers arrive, so a user who sets only ``rpm`` gets that rpm
+    whatever the model's latency. With no rate known (no ``rpm``, no 429 yet) it starts at
+    AUTO_START_CONCURRENCY and grows by one per answer while every slot is busy (TCP slow start),
+    until the server answers 429 and the rate controller takes over.
+
+    >>> cap = InFlightCap(None)
+    >>> for _ in range(50):
+    ...     cap.observe(3.0)
+    >>> cap.update(rate=100.0, in_flight=0)
+    452
+    >>> InFlightCap(8).update(rate=100.0, in_flight=0)
+    8
+    """
+
+    def __init__(self, fixed: int | None) -> None:
+        self.fixed = fixed
+        self.value = fixed if fixed is not None else AUTO_START_CONCURRENCY
+        self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._tail = ASSUMED_LATENCY_S
+        self._since = 0
+
+    @property
+    def ceiling(self) -> int:
+        """The most the cap can ever be (the connection pool's size)."""
+        return self.fixed if self.fixed is not None else AUTO_MAX_CONCURRENCY
+
+    def observe(self, latency: float) -> None:
+        """One answered request's latency (seconds)."""
+        self._latencies.append(latency)
+        self._since += 1
+        if self._since >= 16 or len(self._latencies) < 16:
+            self._since = 0
+            ordered = sorted(self._latencies)
+            self._tail = ordered[min(len(ordered) - 1, int(LATENCY_QUANTILE * len(ordered)))]
+
+    def update(self, *, rate: float | None, in_flight: int) -> int:
+        """Recompute the cap from the allowed ``rate`` (requests/s, None: unknown)."""
+        if self.fixed is not None:
+            return self.fixed
+        if rate is None:
+            if in_flight >= self.value:  # every slot busy and no limit in sight: grow
+                self.value = min(self.value + 1, AUTO_MAX_CONCURRENCY)
+        else:
+            wanted = math.ceil(rate * self._tail * LATENCY_HEADROOM) + 2
+            self.value = max(AUTO_MIN_CONCURRENCY, min(wanted, AUTO_MAX_CONCURRENCY))
+        return self.value
 
 
 class AdaptiveRate:
@@ -89,6 +167,9 @@ class AdaptiveRate:
         self.refused_at: float | None = None
         """The last rate the server refused (the AIMD "w_max")."""
         self.decreases = 0
+        self.jitter_refusals = 0
+        self._near_ceiling = False
+        """429s taken for timing jitter (no rate cut)."""
         self._probe = PROBE_STEP
         self._last_change = time.monotonic()
         self._last_decrease = -math.inf
@@ -114,6 +195,10 @@ class AdaptiveRate:
 
     def _raised(self, rate: float, refused: float) -> float:
         target = RECOVER_TO * refused
+        if self.ceiling is not None and self._near_ceiling:
+            # refused at about the configured rate: timing jitter against a strict limiter, not a
+            # wrong configuration. Return to the configured rate quickly instead of creeping.
+            target = self.ceiling
         if rate < target:
             return rate + max(0.5 * (target - rate), self._probe * refused)
         if rate < 1.2 * refused:
@@ -150,13 +235,37 @@ class AdaptiveRate:
         Paused time inside that second counts as sending nothing, as it does for the server.
         None when too little was sent to tell."""
         start = max(sent_at - 1.0, self._first_send)
-        if sent_at - start < ACCEPT_MIN_SPAN_S:
-            return None
+        if sent_at - start < ACCEPT_MIN_SPAN_S or sent_at - self._first_send < 1.0:
+            return None  # the first second (new connections, jittery) is no measure
         sent = sum(1 for t in self._history if start <= t < sent_at)
         if sent == 0:
             return None
         refused = sum(1 for t in self._refused if start <= t < sent_at)
+        if refused < ACCEPT_REFUSED_SHARE * sent:
+            return None  # few refusals: we were not far above the limit, the count is no measure of it
         return max(sent - refused, 1) / max(sent_at - start, 1.0)
+
+    def _isolated(self, now: float, accepted: float | None) -> bool:
+        """Whether this 429 is timing jitter at the limit rather than a rate above it: the server
+        accepted (in the second before) about what we are sending, and the refusals of the last
+        ACCEPT_WINDOW_S are rare (at most JITTER_SHARE of the sends, one always allowed). A rate
+        above a limit shows as far fewer accepted than sent, or as frequent refusals (against a
+        strict limiter, about every other request)."""
+        sending = self.rate if self.rate is not None else self.measured(now)
+        if accepted is not None and sending is not None and accepted < JITTER_ACCEPTED * sending:
+            return False
+        start = now - ACCEPT_WINDOW_S
+        refused = sum(1 for t in self._refused if t >= start)
+        sent = sum(1 for t in self._history if t >= start)
+        return refused <= max(JITTER_ALLOWED, JITTER_SHARE * sent)
+
+    def _recent_rate(self, now: float) -> float | None:
+        """Sends per second over the last second (a rough rate when nothing better is known)."""
+        measured = self.measured(now)
+        if measured is not None:
+            return measured
+        sent = sum(1 for t in self._history if t >= now - 1.0)
+        return float(sent) if sent else None
 
     def measured(self, now: float) -> float | None:
         """Requests per second actually sent since the last pause (None without enough data)."""
@@ -176,7 +285,21 @@ class AdaptiveRate:
             self.generation += 1
         if not self.adaptive or sent_at < self._last_decrease:
             return  # sent before the last decrease: it says nothing about the current rate
+        if self._isolated(now, accepted):
+            self.jitter_refusals += 1
+            if self.rate is None:  # the first sign of a limit: hold the rate we were sending at
+                recent = self._recent_rate(now)
+                self.rate = None if recent is None else max(MIN_RATE, recent)
+            # One refusal among many accepted sends is timing jitter at the limit, not a rate
+            # above it: keep the rate, but stop probing upwards (this is where the limit is).
+            if self.rate is not None:
+                self.refused_at = self.rate
+                self._probe = PROBE_MIN
+                self._last_change = max(now, self.blocked_until)
+            return
         sending = [r for r in (self.rate, self.measured(now)) if r is not None]
+        if not sending and (recent := self._recent_rate(now)) is not None:
+            sending = [recent]
         current = min(sending) if sending else MIN_RATE
         if self.refused_at is not None and abs(current - self.refused_at) <= 0.1 * self.refused_at:
             self._probe = max(self._probe / 2, PROBE_MIN)
@@ -187,12 +310,19 @@ class AdaptiveRate:
         quiet = now - (self._last_decrease if self.decreases else self._first_send)
         beta = BETA_GENTLE if quiet > GENTLE_AFTER_S else BETA
         self.refused_at = current
+        self._near_ceiling = (
+            self.ceiling is not None
+            and self.rate is not None
+            and self.rate >= NEAR_CEILING * self.ceiling
+            and (accepted is None or accepted >= JITTER_ACCEPTED * self.rate)
+        )
         target = current * beta
         if accepted is not None and accepted * PACE_MARGIN < target:
             # far above the limit: go straight to what the server accepted, and take that (not the
             # refused send rate) as the limit the recovery returns to
             target = accepted * PACE_MARGIN
             self.refused_at = accepted
+            self._near_ceiling = False
         self.rate = max(MIN_RATE, target)
         self.decreases += 1
         self._last_decrease = now
@@ -206,13 +336,16 @@ class Limits:
     def __init__(
         self,
         *,
-        max_concurrency: int,
+        max_concurrency: int | None,
         rps: float | None,
         tpm: float | None,
         adaptive: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.control = AdaptiveRate(rps, adaptive=adaptive)
+        self.cap = InFlightCap(max_concurrency)
+        self.shared: Any = None
+        """A :class:`~assay.judges.shared_limit.SharedRate` when the budget is shared via Redis."""
         self.max_concurrency = max_concurrency
         self.tpm = tpm
         self.in_flight = 0
@@ -220,14 +353,14 @@ class Limits:
         self._next_slot = 0.0
         self._token_debt = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sem: anyio.Semaphore | None = None
+        self._sem: anyio.CapacityLimiter | None = None
         self._tokens: Any = None  # aiolimiter.AsyncLimiter (imported lazily)
 
-    def _bind_loop(self) -> tuple[anyio.Semaphore, Any]:
+    def _bind_loop(self) -> tuple[anyio.CapacityLimiter, Any]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._sem is None:
             self._loop = loop
-            self._sem = anyio.Semaphore(self.max_concurrency)
+            self._sem = anyio.CapacityLimiter(self._wanted_cap())
             self._tokens = None
             if self.tpm is not None:
                 from aiolimiter import AsyncLimiter
@@ -240,17 +373,39 @@ class Limits:
     async def slot(self, estimated_tokens: int) -> AsyncIterator[float]:
         """Wait for a place in flight, token capacity and a send time; yield the send time."""
         sem, tokens = self._bind_loop()
-        async with sem:
+        borrower = object()  # one task may hold several slots (nested or sequential calls)
+        await sem.acquire_on_behalf_of(borrower)
+        try:
             if tokens is not None:
                 amount = self._token_amount(estimated_tokens, float(tokens.max_rate))
                 if amount > 0:
                     await tokens.acquire(amount)
             sent_at = await self._wait_turn()
+            if self.shared is not None:  # the budget shared with other processes, via Redis
+                await self.shared.wait_turn(estimated_tokens)
+                sent_at = self._clock()
             self.in_flight += 1
             try:
                 yield sent_at
             finally:
                 self.in_flight -= 1
+        finally:
+            sem.release_on_behalf_of(borrower)
+
+    def _wanted_cap(self) -> int:
+        return self.cap.update(rate=self.control.current(self._clock()), in_flight=self.in_flight)
+
+    def on_answer(self, latency: float) -> None:
+        """An answered request (any status but 429): feed its latency to the in-flight cap."""
+        self.cap.observe(latency)
+        self._resize()
+
+    def _resize(self) -> None:
+        if self._sem is None or self.cap.fixed is not None:
+            return
+        wanted = self._wanted_cap()
+        if wanted != self._sem.total_tokens:
+            self._sem.total_tokens = wanted
 
     def _token_amount(self, estimated: int, capacity: float) -> float:
         amount = estimated + self._token_debt
@@ -294,6 +449,7 @@ class Limits:
         self.control.on_rate_limited(now=now, sent_at=sent_at, delay=delay)
         if self.control.generation != generation:
             self._next_slot = self.control.blocked_until
+        self._resize()
 
     def snapshot(self) -> dict[str, Any]:
         control = self.control
@@ -303,6 +459,8 @@ class Limits:
             "rate_rpm": None if rate is None else round(rate * 60.0, 2),
             "configured_rpm": None if control.configured is None else round(control.configured * 60.0, 2),
             "rate_decreases": control.decreases,
+            "jitter_429s": control.jitter_refusals,
             "paused_s": round(max(control.blocked_until - now, 0.0), 3),
             "in_flight": self.in_flight,
+            "max_in_flight": self.cap.value,
         }

@@ -38,6 +38,7 @@ from assay.judges.budget import Budget
 from assay.judges.cache import DEFAULT_FILENAME, JudgeCache
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import JudgeEndpoint
+from assay.judges.guard import Secrets
 from assay.resources import AsyncResource
 
 
@@ -58,9 +59,13 @@ class JudgePool(AsyncResource):
         self.endpoints = dict(endpoints)
         self.cache = cache
         self.budget = budget if budget is not None else Budget()
+        self.secrets = Secrets()
+        """Every endpoint's key: each endpoint redacts all of them, not only its own."""
         for endpoint in self.endpoints.values():
             endpoint.cache = cache
             endpoint.budget = self.budget
+            self.secrets.update(endpoint.secrets)
+            endpoint.secrets = self.secrets
 
     @classmethod
     def from_config(

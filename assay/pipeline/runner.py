@@ -113,7 +113,8 @@ class Pipeline:
     async def run(self) -> RunOutcome:
         started = time.perf_counter()
         opts = self.options
-        workers = opts.workers or (8 if self.evaluate.has_async else 1)
+        # enough batches in flight to keep every judge at its cap (no fixed cap that starves it)
+        workers = opts.workers or self.evaluate.wanted_batches_in_flight(opts.batch_size)
         raw_send, raw_recv = anyio.create_memory_object_stream[list[Envelope]](opts.buffer)
         out_send, out_recv = anyio.create_memory_object_stream[Processed](opts.buffer)
         async with anyio.create_task_group() as tg:

@@ -57,8 +57,11 @@ def share_limits(config: RunConfig, n: int) -> RunConfig:
 
 def share_judge(cfg: dict[str, Any], n: int) -> dict[str, Any]:
     """One shard's share of a judge endpoint: the run's rpm, tpm and concurrency are limits of the
-    endpoint, not of each process, so N processes get 1/N each."""
+    endpoint, not of each process, so N processes get 1/N each (unless they share one budget
+    through Redis: ``shared_limit``)."""
     out = dict(cfg)
+    if out.get("shared_limit"):  # one budget in Redis for every process: nothing to divide
+        return out
     for key in ("rpm", "tpm"):
         if out.get(key) is not None:
             out[key] = float(out[key]) / n

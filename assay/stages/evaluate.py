@@ -2,20 +2,37 @@
 
 Deterministic evaluators run inline on the batch (the hot path); evaluators with a batched path
 (``score_traces``, e.g. embeddings) get the whole batch at once; async evaluators (judges, code
-checkers) run as concurrent tasks, one per trace, inside a task group.
+checkers) run as concurrent tasks, one per trace, inside a task group, so a batch finishes when
+all its traces have, and a slow trace holds up only its own batch: the engine keeps
+:meth:`EvaluateStage.wanted_batches_in_flight` batches in flight so the judges' in-flight caps
+stay busy while memory stays bounded (at most that many batches of traces).
+
+Failures that say the run cannot go on propagate instead of becoming error results: a
+:class:`~assay.exceptions.ConfigError` (an unknown judge, a rejected key:
+:class:`~assay.exceptions.JudgeAuthError`) and a :class:`~assay.exceptions.ConnectorError` (a judge
+that cannot be reached: :class:`~assay.exceptions.JudgeUnavailableError`) fail the engine's task group.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 
 from assay.evaluators.base import BaseEvaluator
-from assay.exceptions import BudgetExceeded
+from assay.exceptions import BudgetExceeded, ConfigError, ConnectorError
 from assay.records import Result
 from assay.traces.model import Trace
+
+#: In-flight calls assumed for an async evaluator that is not a judge (code checkers, custom ones).
+OTHER_ASYNC_IN_FLIGHT = 16
+#: Traces kept in flight per judge slot: twice the cap, so traces waiting for the slowest of their
+#: batch never leave the judge idle.
+TRACES_PER_SLOT = 2
+#: Bound on batches in flight (memory: at most this many batches of traces).
+MAX_BATCHES_IN_FLIGHT = 64
 
 
 class EvaluateStage:
@@ -40,6 +57,36 @@ class EvaluateStage:
     def streaming(self) -> bool:
         """Only inline evaluators: each trace can be scored (and dropped) as soon as it is read."""
         return not self.async_ and not self.batched
+
+    def wanted_batches_in_flight(self, batch_size: int) -> int:
+        """How many batches the engine should process at once so the judges stay busy.
+
+        1 without async evaluators. Otherwise enough batches to hold TRACES_PER_SLOT × the sum of
+        the in-flight ceilings of the judges in use (plus one batch being filled), at least 2 and
+        at most MAX_BATCHES_IN_FLIGHT. Resolves the judges, so an unknown judge name raises
+        ConfigError here at the latest.
+
+        >>> EvaluateStage([]).wanted_batches_in_flight(256)
+        1
+        """
+        if not self.async_:
+            return 1
+        slots = 0
+        seen: set[int] = set()
+        for ev in self.async_:
+            resolve = getattr(ev, "resolve_judge", None)
+            if resolve is None:
+                slots += OTHER_ASYNC_IN_FLIGHT
+                continue
+            judge = resolve()
+            if id(judge) in seen:
+                continue
+            seen.add(id(judge))
+            limits = getattr(judge, "limits", None)
+            cap = getattr(limits, "cap", None)
+            slots += int(getattr(cap, "ceiling", OTHER_ASYNC_IN_FLIGHT))
+        wanted = math.ceil(TRACES_PER_SLOT * slots / max(batch_size, 1)) + 1
+        return max(2, min(wanted, MAX_BATCHES_IN_FLIGHT))
 
     def score_one(self, trace: Trace) -> dict[str, Result]:
         """Run the inline evaluators on one trace."""
@@ -81,6 +128,8 @@ class EvaluateStage:
                     budget_hit = True
                     done[i] = False
                     return
+                except (ConfigError, ConnectorError):
+                    raise  # a bad key, an unknown judge, an unreachable endpoint: the run stops
                 except Exception as exc:
                     results[i][ev.key] = Result.from_error(ev.key, exc)
 

@@ -12,8 +12,11 @@ Misbehaviour on demand, deterministic for a given ``seed`` and arrival order: ``
 (seconds, fixed or a ``(low, high)`` range), ``rps`` (a token bucket of ``rps`` requests per
 second holding ``burst``; beyond it 429 with ``Retry-After``, ``retry-after-ms`` and
 ``x-ratelimit-reset-requests``; ``limit_kind="window"`` counts accepted requests in a sliding
-one-second window instead), ``error_rate`` (500s) and ``hang_rate`` (requests never
-answered until the server stops). ``stats`` (also ``GET /stats``) counts requests, 200s, 429s,
+one-second window instead, ``"spacing"`` refuses any request closer than ``1/rps`` to the previous
+accepted one, ``"minute"`` allows ``60·rps`` per fixed minute), ``error_rate`` (answered
+``fail_status``: 500 by default; 401 or 403 for a wrong key; 500 with ``error_rate=1`` for a
+reachable but failing endpoint), ``api_key`` (401 for any other key) and ``hang_rate`` (requests
+never answered until the server stops). ``stats`` (also ``GET /stats``) counts requests, 200s, 429s,
 500s and hangs.
 
 >>> import anyio, aiohttp
@@ -140,6 +143,50 @@ class SlidingWindow:
         return max(self.accepted[0] + 1.0 - now, 0.001)
 
 
+class StrictSpacing:
+    """Refuses any request closer than ``1/rate`` seconds to the previous accepted one (a bucket
+    that holds one request: the strictest kind of limit)."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.last = -math.inf
+
+    def take(self) -> float:
+        now = time.monotonic()
+        gap = 1.0 / self.rate
+        if now - self.last >= gap:
+            self.last = now
+            return 0.0
+        return self.last + gap - now
+
+
+class FixedWindow:
+    """At most ``rate * period`` accepted requests per fixed window of ``period`` seconds (the
+    per-minute limits providers publish: ``rpm`` requests, counted per calendar minute)."""
+
+    def __init__(self, rate: float, period: float = 60.0) -> None:
+        self.rate = rate
+        self.period = period
+        self.allowed = max(1, math.floor(rate * period))
+        self.start = time.monotonic()
+        self.count = 0
+
+    def take(self) -> float:
+        now = time.monotonic()
+        if now - self.start >= self.period:
+            self.start += self.period * math.floor((now - self.start) / self.period)
+            self.count = 0
+        if self.count < self.allowed:
+            self.count += 1
+            return 0.0
+        return self.start + self.period - now
+
+
+LimitKind = Literal["bucket", "window", "spacing", "minute"]
+LIMIT_KINDS: tuple[str, ...] = ("bucket", "window", "spacing", "minute")
+Limiter = TokenBucket | SlidingWindow | StrictSpacing | FixedWindow
+
+
 class JudgeServer:
     """The stand-in judge; ``async with JudgeServer(...) as server:`` then use ``server.url``.
 
@@ -163,7 +210,8 @@ class JudgeServer:
         model: str = "stand-in-judge",
         api_key: str | None = None,
         retry_after_ms: bool = True,
-        limit_kind: Literal["bucket", "window"] = "bucket",
+        limit_kind: LimitKind = "bucket",
+        fail_status: int = 500,
     ) -> None:
         self.rule = rule
         self._responses = itertools.cycle(list(responses)) if responses else None
@@ -178,7 +226,8 @@ class JudgeServer:
         self.stats = ServerStats()
         self._rng = random.Random(seed)
         self.limit_kind = limit_kind
-        self._bucket: TokenBucket | SlidingWindow | None = None
+        self.fail_status = fail_status
+        self._bucket: Limiter | None = None
         self.set_rate_limit(rps, burst)
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
@@ -193,6 +242,10 @@ class JudgeServer:
             self._bucket = None
         elif self.limit_kind == "window":
             self._bucket = SlidingWindow(rps)
+        elif self.limit_kind == "spacing":
+            self._bucket = StrictSpacing(rps)
+        elif self.limit_kind == "minute":
+            self._bucket = FixedWindow(rps)
         else:
             self._bucket = TokenBucket(rps, burst if burst is not None else max(1.0, rps))
 
@@ -270,8 +323,10 @@ class JudgeServer:
         if delay > 0:
             await asyncio.sleep(delay)
         if fail:
-            self.stats.server_errors += 1
-            return _error(provider, 500, "server_error", "stand-in judge: injected server error")
+            if self.fail_status >= 500:
+                self.stats.server_errors += 1
+                return _error(provider, self.fail_status, "server_error", "stand-in judge: injected server error")
+            return self._client_error(provider, self.fail_status, "stand-in judge: injected client error")
         try:
             body = await request.json(loads=orjson.loads)
         except (ValueError, orjson.JSONDecodeError):
@@ -600,7 +655,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--burst", type=float, default=None, help="token bucket size (default: rps)")
     parser.add_argument("--error-rate", type=float, default=0.0, help="fraction of requests answered 500")
     parser.add_argument("--hang-rate", type=float, default=0.0, help="fraction of requests never answered")
-    parser.add_argument("--window", action="store_true", help="sliding one-second window instead of a bucket")
+    parser.add_argument("--window", action="store_true", help="same as --limit window")
+    parser.add_argument(
+        "--limit",
+        choices=LIMIT_KINDS,
+        default=None,
+        help="kind of rate limit: token bucket (default), sliding 1 s window, strict spacing of 1/rps, "
+        "per-minute window of 60*rps",
+    )
+    parser.add_argument("--fail-status", type=int, default=500, help="status of --error-rate answers (e.g. 401)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--api-key", default=None, help="require this key (Bearer, x-api-key or api-key)")
     args = parser.parse_args(argv)
@@ -617,7 +680,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             hang_rate=args.hang_rate,
             seed=args.seed,
             api_key=args.api_key,
-            limit_kind="window" if args.window else "bucket",
+            limit_kind=args.limit or ("window" if args.window else "bucket"),
+            fail_status=args.fail_status,
         )
         async with server:
             print(f"stand-in judge listening on {server.url}", flush=True)

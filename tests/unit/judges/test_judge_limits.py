@@ -8,15 +8,31 @@ import time
 import anyio
 import pytest
 
-from assay.judges.limits import BETA, PACE_MARGIN, AdaptiveRate, Limits
+from assay.judges.limits import BETA, JITTER_ALLOWED, PACE_MARGIN, AdaptiveRate, Limits
+
+
+def refuse_burst(ctl: AdaptiveRate, start: float, count: int, delay: float | None = 0.0) -> None:
+    """``count`` refusals of requests sent 1 ms apart (beyond what passes for jitter)."""
+    for i in range(count):
+        ctl.on_rate_limited(now=start + i * 0.001, sent_at=start + i * 0.001, delay=delay)
+
+
+def test_one_jitter_429_does_not_cut_the_rate() -> None:
+    ctl = AdaptiveRate(30.0)
+    for i in range(60):
+        ctl.record_send(10.0 + i / (30 * PACE_MARGIN))
+    ctl.on_rate_limited(now=12.0, sent_at=11.99, delay=0.003)
+    assert ctl.rate == pytest.approx(30 * PACE_MARGIN)  # one early request is not a rate above the limit
+    assert ctl.jitter_refusals == 1 and ctl.decreases == 0
+    assert ctl.blocked_until == pytest.approx(12.003)  # the server's hint is still honoured
 
 
 def test_decrease_once_per_episode_and_pause() -> None:
     ctl = AdaptiveRate(60.0)
-    ctl.on_rate_limited(now=100.0, sent_at=100.0, delay=0.5)
+    refuse_burst(ctl, 100.0, JITTER_ALLOWED + 1, delay=0.5)
     first = ctl.rate
     assert first == pytest.approx(60 * PACE_MARGIN * BETA)
-    assert ctl.blocked_until == 100.5
+    assert ctl.blocked_until == pytest.approx(100.5 + JITTER_ALLOWED * 0.001)
     # a 429 for a request sent before the decrease says nothing new about the rate
     ctl.on_rate_limited(now=100.01, sent_at=99.99, delay=0.5)
     assert ctl.rate == first
@@ -27,7 +43,7 @@ def test_decrease_once_per_episode_and_pause() -> None:
 def test_additive_recovery_stays_below_the_refused_rate_then_probes() -> None:
     ctl = AdaptiveRate(200.0)
     ctl.rate = 100.0
-    ctl.on_rate_limited(now=0.0, sent_at=0.0, delay=0.0)
+    refuse_burst(ctl, 0.0, JITTER_ALLOWED + 1)
     refused = ctl.refused_at
     assert refused == 100.0
     rates = [ctl.current(float(t)) for t in range(1, 6)]
@@ -36,6 +52,13 @@ def test_additive_recovery_stays_below_the_refused_rate_then_probes() -> None:
     later = ctl.current(40.0)
     assert later is not None and later > refused  # then the slow probe passes it
     assert ctl.current(500.0) == pytest.approx(200 * PACE_MARGIN)  # never above the configured ceiling
+
+
+def test_refusals_at_the_configured_rate_recover_to_it_quickly() -> None:
+    ctl = AdaptiveRate(30.0)
+    refuse_burst(ctl, 0.0, JITTER_ALLOWED + 1)  # a cluster of jitter refusals at the configured rate
+    assert ctl.rate is not None and ctl.rate < 30 * PACE_MARGIN
+    assert ctl.current(6.0) == pytest.approx(30 * PACE_MARGIN, rel=0.01)  # back within seconds
 
 
 def test_repeated_refusals_converge_geometrically() -> None:
@@ -57,8 +80,11 @@ def test_repeated_refusals_converge_geometrically() -> None:
 def test_unlimited_until_the_first_429() -> None:
     ctl = AdaptiveRate(None)
     assert ctl.current(1.0) is None
+    for i in range(20):
+        ctl.record_send(0.1 + i * 0.04)
     ctl.on_rate_limited(now=1.0, sent_at=1.0, delay=None)
-    assert ctl.rate is not None and ctl.blocked_until == 2.0  # default pause of one second
+    assert ctl.blocked_until == 2.0  # default pause of one second
+    assert ctl.rate is not None and ctl.rate > 10  # the rate being sent, not a crawl
 
 
 def test_not_adaptive_only_pauses() -> None:
@@ -131,18 +157,27 @@ def test_tokens_per_minute_with_correction() -> None:
     assert limits._token_amount(500, 1000.0) == 0.0
 
 
-def test_far_above_the_limit_the_first_cut_goes_to_what_the_server_accepted() -> None:
+def test_far_above_the_limit_the_rate_goes_to_what_the_server_accepted() -> None:
     # configured 3x above a server that accepts 20 requests in any one-second window
     ctl = AdaptiveRate(60.0)
-    step = 1 / (60 * PACE_MARGIN)
-    sends = [i * step for i in range(21)]
-    for t in sends:
+    accepted: list[float] = []
+    t = 0.0
+    while t < 3.0:
+        rate = ctl.current(t)
+        assert rate is not None
+        t = max(t + 1 / rate, ctl.blocked_until)
         ctl.record_send(t)
-    ctl.on_rate_limited(now=sends[-1] + 0.001, sent_at=sends[-1], delay=1.0)  # the 21st is refused
-    assert ctl.rate == pytest.approx(20 * PACE_MARGIN)  # one step, not seven multiplicative cuts
+        window = [a for a in accepted if a > t - 1.0]
+        if len(window) < 20:
+            accepted.append(t)
+        else:  # refused, with the server's hint: when the oldest accepted leaves the window
+            ctl.on_rate_limited(now=t + 0.001, sent_at=t, delay=window[0] + 1.0 - t)
+    refused = ctl.jitter_refusals + ctl.decreases
+    assert len(accepted) >= 0.9 * 20 * 3.0  # the server's limit is reached
+    assert refused <= 0.1 * (len(accepted) + refused)  # with few refusals: the pause follows the server
     # with no sending history the controller falls back to the multiplicative decrease
     fresh = AdaptiveRate(60.0)
-    fresh.on_rate_limited(now=5.0, sent_at=5.0, delay=1.0)
+    refuse_burst(fresh, 5.0, JITTER_ALLOWED + 1)
     assert fresh.rate == pytest.approx(60 * PACE_MARGIN * BETA)
 
 
