@@ -422,7 +422,7 @@ class JudgeEndpoint(AsyncResource):
             await self._release_session(session)
         if status >= 500:
             self.stats.http_5xx += 1
-            self.breaker.failure(self._failure_text(status, raw))
+            self.breaker.failure(self._failure_text(status, raw), answered=True)
         else:
             self.breaker.success()
         if status in (401, 403):

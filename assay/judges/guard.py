@@ -112,9 +112,14 @@ class CircuitBreaker:
         self._failures = 0
         self._last_ok = self._clock()
 
-    def failure(self, reason: str) -> None:
-        """A connection error, timeout or 5xx; opens the breaker when the budget is spent."""
+    def failure(self, reason: str, *, answered: bool = False) -> None:
+        """A connection error, timeout or 5xx; opens the breaker when the budget is spent.
+
+        ``answered``: the endpoint did answer (a 5xx): it is reachable, so only a whole outage
+        (``outage_s`` of nothing but failures) opens the breaker, never a few unlucky first calls."""
         now = self._clock()
+        if answered and self._last_ok is None:
+            self._last_ok = now  # reachable: from here on only an outage counts
         if self._failures == 0:
             self._first_failure = now
         self._failures += 1

@@ -266,3 +266,54 @@ def test_ctrl_c_while_judge_calls_hang_exits_130_with_a_summary(tmp_path: Path, 
     summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
     assert summary["status"] == "interrupted" and summary["exit_code"] == 130
     assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_wrong_key_stops_at_once_with_exit_2(tmp_path: Path, corpus: Path) -> None:
+    with JudgeServerThread(latency=0.01, seed=5, error_rate=1.0, fail_status=401) as s:
+        proc = assay("run", str(run_file(tmp_path, s.url)), "-q", "--no-cache")
+        sent = s.stats.requests
+    assert proc.returncode == 2, proc.stderr
+    assert "assay: error:" in proc.stderr and "401" in proc.stderr
+    assert sent <= 16  # the first answers, not one per trace
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+    assert json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())["status"] == "failed"
+
+
+def test_dead_endpoint_stops_after_the_retry_budget_with_exit_1(tmp_path: Path, corpus: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    f = run_file(tmp_path, f"http://127.0.0.1:{port}")
+    cfg = json.loads(f.read_text())
+    cfg["judges"]["standin"]["max_retries"] = 1
+    f.write_text(json.dumps(cfg))
+    proc = assay("run", str(f), "-q", "--no-cache")
+    assert proc.returncode == 1, proc.stderr
+    assert "assay: error:" in proc.stderr
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_misspelled_judge_name_fails_validate_and_run_with_exit_2(tmp_path: Path, corpus: Path) -> None:
+    f = run_file(tmp_path, "http://127.0.0.1:9")
+    cfg = json.loads(f.read_text())
+    cfg["evaluators"][1]["params"]["judge"] = "standni"
+    f.write_text(json.dumps(cfg))
+    for cmd in ("validate", "run"):
+        proc = assay(cmd, str(f))
+        assert proc.returncode == 2, proc.stderr
+        assert "standni" in proc.stderr and "standin" in proc.stderr
+
+
+def test_judge_errors_above_max_error_rate_fail_the_run(tmp_path: Path, corpus: Path) -> None:
+    with JudgeServerThread(latency=0.01, seed=5, error_rate=0.8) as s:
+        f = run_file(tmp_path, s.url, max_error_rate=0.1)
+        cfg = json.loads(f.read_text())
+        cfg["judges"]["standin"]["max_retries"] = 1
+        f.write_text(json.dumps(cfg))
+        proc = assay("run", str(f), "-q", "--no-cache")
+    assert proc.returncode == 1, proc.stderr
+    assert "max_error_rate" in proc.stderr
+    summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    assert summary["status"] == "failed" and not (tmp_path / "out" / "_SUCCESS").exists()

@@ -193,14 +193,12 @@ def test_5xx_retried_then_exhausted() -> None:
             assert judge.stats.http_5xx == server.stats.server_errors > 0
             assert judge.stats.retries == judge.stats.http_5xx
         async with JudgeServer(error_rate=1.0) as server:
-            # an endpoint that never answered: after one call's retry budget the breaker opens
+            # an endpoint that answers only 5xx is reachable: each call is retried and fails (an
+            # error result; max_error_rate fails the run), only a long outage opens the breaker
             judge = JudgeEndpoint("g", judge_config(server, max_retries=2))
-            with pytest.raises(JudgeUnavailableError, match="3 attempts failed and none succeeded"):
+            with pytest.raises(JudgeError, match="gave up after 3 attempt"):
                 await judge.complete(request())
-            assert server.stats.requests == 3 and judge.stats.errors == 1
-            with pytest.raises(JudgeUnavailableError):  # later calls fail fast, without sending
-                await judge.complete(request())
-            assert server.stats.requests == 3
+            assert server.stats.requests == 3 and not judge.breaker.open
 
     run(main)
 
@@ -334,3 +332,22 @@ def test_server_command_line() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_unreachable_endpoint_opens_the_breaker_after_one_retry_budget() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    async def main() -> None:
+        cfg = {"base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "api_key_env": None, "max_retries": 2}
+        judge = JudgeEndpoint("g", cfg)
+        with pytest.raises(JudgeUnavailableError, match="3 attempts failed and none succeeded"):
+            await judge.complete(request())
+        with pytest.raises(JudgeUnavailableError):  # later calls fail fast, without sending
+            await judge.complete(request())
+        assert judge.stats.connection_errors == 3
+
+    run(main)
