@@ -208,7 +208,8 @@ class DeadLetterAggregate:
         if key not in self.groups and len(self.groups) >= self.MAX_GROUPS:
             key = ("(other)", "(other)")
         group = self.groups.get(key)
-        where = f"{record.get('file') or record.get('key') or ''}:{record.get('line') or ''}".strip(":")
+        line = record.get("line")
+        where = f"{record.get('file') or record.get('key') or ''}{'' if line is None else f':{line}'}"
         if group is None:
             group = self.groups[key] = DeadLetterGroup(*key, example=short(record.get("error") or "", 300), where=where)
         group.count += 1

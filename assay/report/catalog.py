@@ -16,6 +16,7 @@ from rich.table import Table
 from assay.evaluators.base import BaseEvaluator
 from assay.report.terminal import console
 
+
 def print_evaluator_list(items: list[dict[str, str]]) -> None:
     table = Table(show_header=True)
     table.add_column("evaluator")

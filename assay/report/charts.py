@@ -54,14 +54,19 @@ def plotly_js() -> str:
     return str(get_plotlyjs())
 
 
-def _layout(fig: go.Figure, *, height: int, title: str | None = None, **kwargs: Any) -> go.Figure:
+def _layout(
+    fig: go.Figure, *, height: int, title: str | None = None, reversed_legend: bool = False, **kwargs: Any
+) -> go.Figure:
+    legend = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1}
+    if reversed_legend:  # horizontal grouped bars draw the first trace at the bottom
+        legend["traceorder"] = "reversed"
     fig.update_layout(
         template="plotly_white",
         height=height,
         margin={"l": 10, "r": 10, "t": 36 if title else 12, "b": 10},
         font=FONT,
         title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 14}} if title else None,
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1},
+        legend=legend,
         **kwargs,
     )
     fig.update_xaxes(automargin=True)
@@ -79,7 +84,7 @@ def evaluator_overview(report: RunReport) -> go.Figure:
     fig.add_bar(y=names, x=[k.mean for k in keys], name="mean score", orientation="h", marker_color=NOW)
     fig.update_traces(texttemplate="%{x:.3f}", textposition="outside", cliponaxis=False)
     fig.update_xaxes(range=[0, 1.12], tickformat=".0%")
-    return _layout(fig, height=90 + 46 * len(keys), barmode="group")
+    return _layout(fig, height=90 + 46 * len(keys), barmode="group", reversed_legend=True)
 
 
 def histogram(agg: KeyAggregate) -> go.Figure:
@@ -121,19 +126,31 @@ def dead_letter_chart(report: RunReport) -> go.Figure:
 
 
 def judge_chart(rows: list[dict[str, Any]]) -> go.Figure:
-    """Per judge: requests, 429 answers, retries and errors."""
+    """Per judge: what its HTTP attempts came back with (ok, 429, 5xx, timeouts, other), stacked."""
     go = _go()
+    rows = list(reversed(rows))
     names = [r["judge"] for r in rows]
     fig = go.Figure()
     for field, label, color in (
-        ("requests", "requests", NOW),
-        ("http_429", "429s", "#f0ad4e"),
-        ("retries", "retries", BEFORE),
-        ("errors", "errors", FAIL),
+        ("ok", "ok", PASS),
+        ("http_429", "429 rate limited", "#f0ad4e"),
+        ("http_5xx", "5xx", FAIL),
+        ("timeouts", "timeouts", "#8e44ad"),
+        ("other", "other errors", BEFORE),
     ):
-        fig.add_bar(x=names, y=[r[field] for r in rows], name=label, marker_color=color)
-    fig.update_yaxes(type="log", title_text="count (log)")
-    return _layout(fig, height=280, barmode="group")
+        values = [r.get(field, 0) for r in rows]
+        fig.add_bar(
+            y=names,
+            x=values,
+            name=label,
+            orientation="h",
+            marker_color=color,
+            text=[f"{v:,}" if v else "" for v in values],
+            textposition="inside",
+            hovertemplate="%{y}: %{x:,} " + label + "<extra></extra>",
+        )
+    fig.update_xaxes(title_text="HTTP attempts (retries included)")
+    return _layout(fig, height=110 + 40 * len(rows), barmode="stack")
 
 
 def compare_chart(cmp: Comparison) -> go.Figure:
@@ -158,7 +175,7 @@ def compare_chart(cmp: Comparison) -> go.Figure:
     )
     fig.update_traces(texttemplate="%{x:.3f}", textposition="outside", cliponaxis=False)
     fig.update_xaxes(range=[0, 1.12], tickformat=".0%", title_text="pass rate")
-    return _layout(fig, height=90 + 46 * len(deltas), barmode="group")
+    return _layout(fig, height=90 + 46 * len(deltas), barmode="group", reversed_legend=True)
 
 
 def trend_chart(trend: Trend, metric: str, title: str) -> go.Figure:

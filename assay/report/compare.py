@@ -120,24 +120,26 @@ class KeyDelta:
     regressed: int = 0
     improved: int = 0
 
-    @staticmethod
-    def _delta(a: float | None, b: float | None) -> float | None:
-        return None if a is None or b is None else b - a
+    def _delta(self, metric: str) -> float | None:
+        if self.baseline is None or self.current is None:
+            return None
+        a, b = getattr(self.baseline, metric), getattr(self.current, metric)
+        return None if a is None or b is None else float(b - a)
 
     @property
     def mean_delta(self) -> float | None:
         """Current mean minus baseline mean."""
-        return self._delta(self.baseline and self.baseline.mean, self.current and self.current.mean)
+        return self._delta("mean")
 
     @property
     def pass_rate_delta(self) -> float | None:
         """Current pass rate minus baseline pass rate."""
-        return self._delta(self.baseline and self.baseline.pass_rate, self.current and self.current.pass_rate)
+        return self._delta("pass_rate")
 
     @property
     def error_rate_delta(self) -> float | None:
         """Current error rate minus baseline error rate."""
-        return self._delta(self.baseline and self.baseline.error_rate, self.current and self.current.error_rate)
+        return self._delta("error_rate")
 
 
 @dataclass

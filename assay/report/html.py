@@ -97,7 +97,7 @@ DRAW = """
   els.forEach(function (el) {
     try {
       var spec = JSON.parse(document.getElementById(el.getAttribute('data-fig')).textContent);
-      var config = {displaylogo: false, responsive: true};
+      var config = {displaylogo: false, displayModeBar: false, responsive: true};
       jobs.push(Plotly.newPlot(el, spec.data, spec.layout || {}, config).then(function () {
         return el.querySelector('svg.main-svg') ? 1 : 0;
       }));

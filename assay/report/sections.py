@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from assay.report.compare import Comparison, Flip
     from assay.report.trend import Trend
 
+SHOWN_FLIPS = 10
+"""Flipped verdicts shown before the "more" fold."""
+
 __all__ = ["comparison", "dead_letters", "evaluators", "judges", "kpis", "trend", "worst"]
 
 
@@ -43,7 +46,9 @@ def _badge(verdict: str) -> str:
 def _table(head: list[str], rows: list[list[str]], numeric: set[int] | frozenset[int] = frozenset()) -> str:
     th = "".join(f'<th class="n">{h}</th>' if i in numeric else f"<th>{h}</th>" for i, h in enumerate(head))
     body = "".join(
-        "<tr>" + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>"
+        "<tr>"
+        + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(r))
+        + "</tr>"
         for r in rows
     )
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
@@ -70,7 +75,10 @@ def kpis(report: RunReport) -> str:
     status = report.summary.get("status")
     if status:
         items.append(("status", esc(status), "good" if status == "ok" else "bad"))
-    cards = "".join(f'<div class="kpi {cls}"><div class="v">{v}</div><div class="l">{esc(label)}</div></div>' for label, v, cls in items)
+    cards = "".join(
+        f'<div class="kpi {cls}"><div class="v">{v}</div><div class="l">{esc(label)}</div></div>'
+        for label, v, cls in items
+    )
     note = "" if report.from_rows else '<p class="note">No result rows were readable: numbers from _SUMMARY.json.</p>'
     return f'<div class="kpis">{cards}</div>{note}'
 
@@ -104,7 +112,8 @@ def evaluators(page: Page, report: RunReport) -> str:
                 f"<div class='sub'>error ×{n:,}: {esc(msg)}</div>" for msg, n in k.error_messages.most_common(3)
             )
             sub = f"mean {_num(k.mean)} · pass rate {_pct(k.pass_rate)} · errors {k.errors:,}"
-            cards.append(f"<div class='card'><h3>{esc(k.key)}</h3><div class='sub'>{sub}</div>{errs}{page.chart(charts.histogram(k))}</div>")
+            chart = page.chart(charts.histogram(k))
+            cards.append(f"<div class='card'><h3>{esc(k.key)}</h3><div class='sub'>{sub}</div>{errs}{chart}</div>")
         parts.append(f"<h3>Score distributions</h3><div class='grid'>{''.join(cards)}</div>")
     parts.append("</section>")
     return "".join(parts)
@@ -131,21 +140,31 @@ def comparison(page: Page, cmp: Comparison) -> str:
         rows.append(
             [
                 f"<b>{esc(d.key)}</b>",
-                _num(b and b.mean),
-                _num(c and c.mean),
+                _num(b.mean if b else None),
+                _num(c.mean if c else None),
                 _delta(d.mean_delta),
-                _pct(b and b.pass_rate),
-                _pct(c and c.pass_rate),
+                _pct(b.pass_rate if b else None),
+                _pct(c.pass_rate if c else None),
                 _delta(None if d.pass_rate_delta is None else 100 * d.pass_rate_delta, 1) + " pt",
                 f'<span class="neg">{d.regressed:,}</span>' if d.regressed else "0",
                 _int(d.improved),
             ]
         )
-    head = ["result key", "mean before", "mean now", "Δ mean", "pass before", "pass now", "Δ pass", "pass→fail", "fail→pass"]
-    b, c = cmp.baseline.info, cmp.current.info
+    head = [
+        "result key",
+        "mean before",
+        "mean now",
+        "Δ mean",
+        "pass before",
+        "pass now",
+        "Δ pass",
+        "pass→fail",
+        "fail→pass",
+    ]
+    before, now = cmp.baseline.info, cmp.current.info
     intro = (
-        f"<p class='note'>now: <b>{esc(c.label)}</b> ({esc(c.location)}) · before: <b>{esc(b.label)}</b> "
-        f"({esc(b.location)}) · {cmp.matched:,} traces matched by id · {cmp.only_current:,} only now · "
+        f"<p class='note'>now: <b>{esc(now.label)}</b> ({esc(now.location)}) · before: <b>{esc(before.label)}</b> "
+        f"({esc(before.location)}) · {cmp.matched:,} traces matched by id · {cmp.only_current:,} only now · "
         f"{cmp.only_baseline:,} only before · <b>{cmp.regressions:,}</b> verdicts regressed</p>"
     )
     regressions = [f for f in cmp.flips if f.regression]
@@ -157,12 +176,17 @@ def comparison(page: Page, cmp: Comparison) -> str:
         _table(head, rows, set(range(1, 9))),
         f"<h3>Pass rate before and now</h3>{page.chart(charts.compare_chart(cmp))}",
     ]
-    if regressions:
-        parts.append(f"<h3>Regressions: passed before, not now (first {len(regressions)})</h3>")
-        parts.append(_table(flip_head, _flip_rows(regressions)))
-    if improvements:
-        parts.append(f"<h3>Improvements: failed before, pass now (first {len(improvements)})</h3>")
-        parts.append(_table(flip_head, _flip_rows(improvements)))
+    for title, flips in (
+        ("Regressions: passed before, not now", regressions),
+        ("Improvements: failed before, pass now", improvements),
+    ):
+        if not flips:
+            continue
+        shown, more = flips[:SHOWN_FLIPS], flips[SHOWN_FLIPS:]
+        parts.append(f"<h3>{title}</h3>{_table(flip_head, _flip_rows(shown))}")
+        if more:
+            rest = _table(flip_head, _flip_rows(more))
+            parts.append(f"<details class='trace'><summary>{len(more)} more</summary><div>{rest}</div></details>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -185,20 +209,29 @@ def trend(page: Page, tr: Trend) -> str:
     )
 
 
+def _flag(error: str | None) -> str:
+    return f" <span class='neg'>⚠ {esc(error)}</span>" if error else ""
+
+
 def _trajectory(traj: dict[str, Any] | None) -> str:
     if traj is None:
         return "<p class='note'>The source record is not readable from here: results only.</p>"
     if "raw" in traj:
-        return f"<p class='note'>The source record does not normalize ({esc(traj['error'])}):</p><pre>{esc(traj['raw'])}</pre>"
-    parts = [f"<p class='note'>trajectory from {esc(traj['where'])} (format {esc(traj['format'])})</p><div class='msgs'>"]
+        note = f"<p class='note'>The source record does not normalize ({esc(traj['error'])}):</p>"
+        return f"{note}<pre>{esc(traj['raw'])}</pre>"
+    parts = [
+        f"<p class='note'>trajectory from {esc(traj['where'])} (format {esc(traj['format'])})</p><div class='msgs'>"
+    ]
     for m in traj["messages"]:
         calls = "".join(
-            f"<div class='call'>→ {esc(tc['name'])}({esc(tc['args'])}){' ⚠ ' + esc(tc['error']) if tc['error'] else ''}</div>"
+            f"<div class='call'>→ {esc(tc['name'])}({esc(tc['args'])}){_flag(tc['error'])}</div>"
             for tc in m["tool_calls"]
         )
         result_of = f" <span class='muted'>result of {esc(m['tool_call_id'])}</span>" if m["tool_call_id"] else ""
         text = f"<div class='text'>{esc(m['content'])}</div>" if m["content"] else ""
-        parts.append(f"<div class='msg {esc(m['role'])}'><div class='role'>{esc(m['role'])}{result_of}</div>{text}{calls}</div>")
+        parts.append(
+            f"<div class='msg {esc(m['role'])}'><div class='role'>{esc(m['role'])}{result_of}</div>{text}{calls}</div>"
+        )
     if traj["omitted_messages"]:
         parts.append(f"<p class='note'>… {traj['omitted_messages']} more messages not shown</p>")
     parts.append("</div>")
@@ -217,7 +250,8 @@ def _worst_trace(i: int, t: WorstTrace) -> str:
             _badge(r["verdict"]),
             _num(r["score"], 2) if isinstance(r["score"], int | float) else "-",
             esc(r["value"]),
-            esc(r["error"] or r["comment"]) + (f"<div class='muted'><code>{esc(r['metadata'])}</code></div>" if r["metadata"] else ""),
+            esc(r["error"] or r["comment"])
+            + (f"<div class='muted'><code>{esc(r['metadata'])}</code></div>" if r["metadata"] else ""),
         ]
         for k, r in sorted(t.results.items(), key=lambda kv: kv[1]["verdict"] == "pass")
     ]

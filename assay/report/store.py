@@ -73,7 +73,7 @@ class LocalStore:
     def open(self, name: str) -> IO[bytes]:
         """Open ``name`` for binary reading."""
         try:
-            return open(self.root / name, "rb")  # noqa: SIM115 - the caller closes it
+            return open(self.root / name, "rb")
         except OSError as exc:
             raise ConnectorError(f"cannot open {self.root / name}: {exc}") from exc
 
@@ -123,7 +123,7 @@ def expand_locations(locations: list[str]) -> list[str]:
 def open_decompressed(stream: IO[bytes], name: str) -> IO[bytes]:
     """``stream`` decompressed according to the suffix of ``name`` (``.gz``, ``.zst``, or as is)."""
     if fnmatch.fnmatch(name, "*.gz"):
-        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
+        return gzip.GzipFile(fileobj=stream, mode="rb")
     if fnmatch.fnmatch(name, "*.zst"):
         import zstandard
 

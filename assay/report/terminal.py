@@ -107,14 +107,16 @@ def _evaluator_table(report: RunReport) -> Table:
 
 def judge_rows(report: RunReport) -> list[dict[str, Any]]:
     """One dict per judge endpoint with the numbers the report shows (shared with the HTML)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, j in sorted(report.judges.items()):
         rows.append(
             {
                 "judge": name,
                 "model": j.get("model") or "",
                 "requests": int(j.get("requests", 0) or 0),
+                "ok": int(j.get("ok", 0) or 0),
                 "http_429": int(j.get("http_429", 0) or 0),
+                "http_5xx": int(j.get("http_5xx", 0) or 0),
                 "retries": int(j.get("retries", 0) or 0),
                 "errors": int(j.get("errors", 0) or 0),
                 "timeouts": int(j.get("timeouts", 0) or 0),
@@ -126,6 +128,9 @@ def judge_rows(report: RunReport) -> list[dict[str, Any]]:
                 "cost_usd": float(j.get("cost_usd", 0.0) or 0.0),
             }
         )
+        r = rows[-1]
+        other = int(j.get("http_4xx", 0) or 0) + int(j.get("connection_errors", 0) or 0)
+        r["other"] = max(other, r["requests"] - r["ok"] - r["http_429"] - r["http_5xx"] - r["timeouts"])
     return rows
 
 
@@ -173,7 +178,9 @@ def _dead_letter_table(report: RunReport) -> Table | None:
 def _worst_table(report: RunReport, limit: int = 5) -> Table | None:
     if not report.worst:
         return None
-    table = Table(title=f"worst traces (first {min(limit, len(report.worst))} of {len(report.worst)})", title_justify="left")
+    table = Table(
+        title=f"worst traces (first {min(limit, len(report.worst))} of {len(report.worst)})", title_justify="left"
+    )
     for col in ("trace", "failed", "mean", "failing results"):
         table.add_column(col, justify="right" if col in ("failed", "mean") else "left", overflow="fold")
     for t in report.worst[:limit]:
@@ -222,11 +229,11 @@ def print_comparison(cmp: Comparison, flips: int = 15) -> None:
         b, c = d.baseline, d.current
         table.add_row(
             d.key,
-            fmt_num(b and b.mean),
-            fmt_num(c and c.mean),
+            fmt_num(b.mean if b else None),
+            fmt_num(c.mean if c else None),
             _delta(d.mean_delta),
-            fmt_num(b and b.pass_rate),
-            fmt_num(c and c.pass_rate),
+            fmt_num(b.pass_rate if b else None),
+            fmt_num(c.pass_rate if c else None),
             _delta(d.pass_rate_delta),
             f"[red]{d.regressed:,}[/red]" if d.regressed else "0",
             f"{d.improved:,}",
@@ -239,7 +246,9 @@ def print_comparison(cmp: Comparison, flips: int = 15) -> None:
             flip_table.add_column(col, overflow="fold")
         for f in shown:
             arrow = f"{f.before} → {f.after}"
-            flip_table.add_row(f.trace_id, f.key, f"[red]{arrow}[/red]" if f.regression else arrow, f.comment_after[:160])
+            flip_table.add_row(
+                f.trace_id, f.key, f"[red]{arrow}[/red]" if f.regression else arrow, f.comment_after[:160]
+            )
         console.print(flip_table)
 
 

@@ -43,7 +43,7 @@ def _open_source(name: str) -> IO[bytes] | None:
         return opener(name) if opener else None
     if not os.path.isfile(name):
         return None
-    return open(name, "rb")  # noqa: SIM115 - closed by the caller
+    return open(name, "rb")
 
 
 def _file_line(position: Any) -> tuple[str, int] | None:
