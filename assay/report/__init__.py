@@ -25,7 +25,7 @@ from assay.report.catalog import (
     print_normalized,
 )
 from assay.report.compare import Comparison, Flip, KeyDelta, compare_reports, compare_runs
-from assay.report.html import write_html
+from assay.report.html import render_html, write_html
 from assay.report.load import RunInfo, iter_dead_letters, iter_rows, read_run_info
 from assay.report.store import LocalStore, ResultStore, expand_locations, open_store, register_store
 from assay.report.terminal import (
@@ -75,5 +75,6 @@ __all__ = [
     "read_run_info",
     "register_source_opener",
     "register_store",
+    "render_html",
     "write_html",
 ]

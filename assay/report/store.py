@@ -123,9 +123,9 @@ def expand_locations(locations: list[str]) -> list[str]:
 def open_decompressed(stream: IO[bytes], name: str) -> IO[bytes]:
     """``stream`` decompressed according to the suffix of ``name`` (``.gz``, ``.zst``, or as is)."""
     if fnmatch.fnmatch(name, "*.gz"):
-        return gzip.GzipFile(fileobj=stream, mode="rb")
+        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
     if fnmatch.fnmatch(name, "*.zst"):
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(stream, closefd=True)  # type: ignore[no-any-return]
+        return zstandard.ZstdDecompressor().stream_reader(stream, closefd=True)  # type: ignore[no-any-return,unused-ignore]
     return stream
