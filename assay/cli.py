@@ -288,7 +288,7 @@ def normalize(
 def report(
     results: Annotated[
         list[str],
-        typer.Argument(help="Results locations (directories, dt=* globs, s3://…) or a _SUMMARY.json; several = a trend."),
+        typer.Argument(help="Results locations (directories, dt=* globs, s3://…) or a _SUMMARY.json; several: trend."),
     ],
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")] = None,
     compare: Annotated[str | None, typer.Option("--compare", help="A baseline run to compare the newest with.")] = None,

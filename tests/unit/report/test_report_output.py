@@ -64,7 +64,9 @@ def test_write_html_replaces_the_file(tmp_path: Path, nights: list[Path]) -> Non
     assert out.read_text().startswith("<!DOCTYPE html>") and not list(tmp_path.glob("*.tmp"))
 
 
-def test_report_command_writes_html_quietly(nights: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_command_writes_html_quietly(
+    nights: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "r.html"
     report_command([str(nights[1])], compare=str(nights[0]), html=out, quiet=True)
     printed = capsys.readouterr().out
