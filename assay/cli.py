@@ -89,7 +89,7 @@ def _run_config(
         _fail(exc)
         return
     if not quiet:
-        from assay.report import print_summary
+        from assay.report.terminal import print_summary
 
         print_summary(result.summary)
     for msg in result.messages:
@@ -112,7 +112,7 @@ def _parse_workers(workers: str, config: RunConfig, shard: tuple[int, int] | Non
 
 
 def _print_dry_run(report: dict[str, Any]) -> None:
-    from assay.report import print_dry_run
+    from assay.report.terminal import print_dry_run
 
     print_dry_run(report)
 
@@ -295,18 +295,22 @@ def normalize(
 
 @app.command()
 def report(
-    results: Annotated[Path, typer.Argument(help="A results directory or its _SUMMARY.json.")],
+    results: Annotated[
+        list[str],
+        typer.Argument(help="Results locations (directories, dt=* globs, s3://…) or a _SUMMARY.json; several: trend."),
+    ],
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here.")] = None,
+    compare: Annotated[str | None, typer.Option("--compare", help="A baseline run to compare the newest with.")] = None,
+    worst: Annotated[int, typer.Option("--worst", help="How many worst traces to show.")] = 20,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No tables (with --html).")] = False,
 ) -> None:
-    """Print the summary table of a finished run."""
-    from assay.report import print_summary
+    """Report on finished runs: per-evaluator tables, dead letters, judges; --compare; a trend; --html."""
+    from assay.report.command import report_command
 
-    path = results / "_SUMMARY.json" if results.is_dir() else results
     try:
-        summary = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        typer.echo(f"assay: error: cannot read {path}: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    print_summary(summary)
+        report_command(results, html=html, compare=compare, worst=worst, quiet=quiet)
+    except AssayError as exc:
+        _fail(exc)
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Terminal output: the run summary table, evaluator listings, normalized traces, dry-run estimates."""
+"""Terminal views of the catalog and of the input: evaluator listings, params, normalized traces."""
 
 from __future__ import annotations
 
@@ -11,57 +11,10 @@ from typing import Any
 
 import orjson
 import yaml
-from rich.console import Console
 from rich.table import Table
 
 from assay.evaluators.base import BaseEvaluator
-from assay.pipeline.summary import fmt_num
-
-console = Console(highlight=False, soft_wrap=True)
-if not console.is_terminal:
-    console.width = max(console.width, 150)
-
-
-def print_summary(summary: dict[str, Any]) -> None:
-    c = summary.get("counts", {})
-    console.print(
-        f"[bold]assay run {summary.get('run_id')}[/bold]  status={summary.get('status')}  "
-        f"wall={summary.get('wall_time_s')}s  rate={summary.get('records_per_s')} rec/s"
-    )
-    console.print(
-        f"read {c.get('read', 0):,}  scored {c.get('scored', 0):,}  dead letters {c.get('dead_letters', 0):,}  "
-        f"(parse {c.get('parse_errors', 0):,}, normalize {c.get('normalize_errors', 0):,})  "
-        f"warnings {c.get('warnings', 0):,}"
-    )
-    table = Table(show_lines=False)
-    keys = summary.get("evaluators", {})
-    judged = any(ks.get("input_tokens") or ks.get("judge_calls") for ks in keys.values())
-    cols = ["result key", "scored", "errors", "mean", "pass rate", "threshold"]
-    for col in [*cols, "tokens", "cost $"] if judged else cols:
-        table.add_column(col, justify="left" if col == "result key" else "right", no_wrap=col == "result key")
-    for key, ks in keys.items():
-        row = [
-            key,
-            f"{ks['scored']:,}",
-            f"{ks['errors']:,}",
-            fmt_num(ks.get("mean")),
-            fmt_num(ks.get("pass_rate")),
-            fmt_num(ks.get("threshold"), 2),
-        ]
-        if judged:
-            tokens = ks.get("input_tokens", 0) + ks.get("output_tokens", 0)
-            row += [f"{tokens:,}" if tokens else "-", fmt_num(ks.get("cost_usd"), 4) if ks.get("cost_usd") else "-"]
-        table.add_row(*row)
-    console.print(table)
-    totals = summary.get("totals") or {}
-    if totals.get("requests"):
-        console.print(
-            f"judges: {totals['requests']:,} requests, {totals['rate_limited_429']:,} × 429, "
-            f"{totals['retries']:,} retries, {totals['errors']:,} errors, "
-            f"{totals['input_tokens'] + totals['output_tokens']:,} tokens, ${totals['cost_usd']:.4f}"
-        )
-    outputs = summary.get("outputs", {})
-    console.print(f"results: {outputs.get('results')}  dead letters: {outputs.get('dead_letter')}")
+from assay.report.terminal import console
 
 
 def print_evaluator_list(items: list[dict[str, str]]) -> None:
@@ -192,23 +145,3 @@ def print_normalized(item: dict[str, Any]) -> None:
         ref_calls = [tc["name"] for m in t["reference"]["messages"] for tc in (m.get("tool_calls") or [])]
         console.print(f"  reference tool calls: {ref_calls}", markup=False)
     console.print(f"  final output: {str(t.get('final_output'))[:200]!r}", markup=False)
-
-
-def print_dry_run(report: dict[str, Any]) -> None:
-    table = Table(title="dry run: estimated judge usage (nothing was spent)")
-    for col in ("evaluator", "judge", "calls", "input tokens", "output tokens", "cost $"):
-        table.add_column(col, justify="left" if col in ("evaluator", "judge") else "right")
-    for row in report.get("evaluators", []):
-        table.add_row(
-            row["evaluator"],
-            row.get("judge") or "-",
-            f"{row['calls']:,}",
-            f"{row['input_tokens']:,}",
-            f"{row['output_tokens']:,}",
-            f"{row['cost_usd']:.4f}",
-        )
-    console.print(table)
-    console.print(
-        f"records: {report.get('records', 0):,} (dead letters: {report.get('dead_letters', 0):,})  "
-        f"total calls {report.get('calls', 0):,}  estimated cost ${report.get('cost_usd', 0.0):.4f}"
-    )

@@ -1,0 +1,269 @@
+"""Terminal tables: the run summary, dry-run estimates, and the report of a results location."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from assay.pipeline.summary import fmt_num
+
+if TYPE_CHECKING:
+    from assay.report.build import RunReport
+    from assay.report.compare import Comparison
+    from assay.report.trend import Trend
+
+console = Console(highlight=False, soft_wrap=True)
+if not console.is_terminal:
+    console.width = max(console.width, 150)
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    c = summary.get("counts", {})
+    console.print(
+        f"[bold]assay run {summary.get('run_id')}[/bold]  status={summary.get('status')}  "
+        f"wall={summary.get('wall_time_s')}s  rate={summary.get('records_per_s')} rec/s"
+    )
+    console.print(
+        f"read {c.get('read', 0):,}  scored {c.get('scored', 0):,}  dead letters {c.get('dead_letters', 0):,}  "
+        f"(parse {c.get('parse_errors', 0):,}, normalize {c.get('normalize_errors', 0):,})  "
+        f"warnings {c.get('warnings', 0):,}"
+    )
+    table = Table(show_lines=False)
+    keys = summary.get("evaluators", {})
+    judged = any(ks.get("input_tokens") or ks.get("judge_calls") for ks in keys.values())
+    cols = ["result key", "scored", "errors", "mean", "pass rate", "threshold"]
+    for col in [*cols, "tokens", "cost $"] if judged else cols:
+        table.add_column(col, justify="left" if col == "result key" else "right", no_wrap=col == "result key")
+    for key, ks in keys.items():
+        row = [
+            key,
+            f"{ks['scored']:,}",
+            f"{ks['errors']:,}",
+            fmt_num(ks.get("mean")),
+            fmt_num(ks.get("pass_rate")),
+            fmt_num(ks.get("threshold"), 2),
+        ]
+        if judged:
+            tokens = ks.get("input_tokens", 0) + ks.get("output_tokens", 0)
+            row += [f"{tokens:,}" if tokens else "-", fmt_num(ks.get("cost_usd"), 4) if ks.get("cost_usd") else "-"]
+        table.add_row(*row)
+    console.print(table)
+    totals = summary.get("totals") or {}
+    if totals.get("requests"):
+        console.print(
+            f"judges: {totals['requests']:,} requests, {totals['rate_limited_429']:,} × 429, "
+            f"{totals['retries']:,} retries, {totals['errors']:,} errors, "
+            f"{totals['input_tokens'] + totals['output_tokens']:,} tokens, ${totals['cost_usd']:.4f}"
+        )
+    outputs = summary.get("outputs", {})
+    console.print(f"results: {outputs.get('results')}  dead letters: {outputs.get('dead_letter')}")
+
+
+def print_dry_run(report: dict[str, Any]) -> None:
+    table = Table(title="dry run: estimated judge usage (nothing was spent)")
+    for col in ("evaluator", "judge", "calls", "input tokens", "output tokens", "cost $"):
+        table.add_column(col, justify="left" if col in ("evaluator", "judge") else "right")
+    for row in report.get("evaluators", []):
+        table.add_row(
+            row["evaluator"],
+            row.get("judge") or "-",
+            f"{row['calls']:,}",
+            f"{row['input_tokens']:,}",
+            f"{row['output_tokens']:,}",
+            f"{row['cost_usd']:.4f}",
+        )
+    console.print(table)
+    console.print(
+        f"records: {report.get('records', 0):,} (dead letters: {report.get('dead_letters', 0):,})  "
+        f"total calls {report.get('calls', 0):,}  estimated cost ${report.get('cost_usd', 0.0):.4f}"
+    )
+
+
+def _delta(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    color = "red" if x < 0 else "green" if x > 0 else "dim"
+    return f"[{color}]{x:+.{digits}f}[/{color}]"
+
+
+def _evaluator_table(report: RunReport) -> Table:
+    keys = report.keys.values()
+    judged = any(k.input_tokens or k.cost_usd for k in keys)
+    table = Table(title="evaluators", title_justify="left")
+    cols = ["result key", "count", "scored", "errors", "unscored", "mean", "pass rate", "threshold"]
+    for col in [*cols, "tokens", "cost $"] if judged else cols:
+        table.add_column(col, justify="left" if col == "result key" else "right", no_wrap=col == "result key")
+    for k in keys:
+        row = [k.key, f"{k.count:,}", f"{k.scored:,}", f"[red]{k.errors:,}[/red]" if k.errors else "0"]
+        row += [f"{k.unscored:,}", fmt_num(k.mean), fmt_num(k.pass_rate), fmt_num(k.threshold, 2)]
+        if judged:
+            tokens = k.input_tokens + k.output_tokens
+            row += [f"{tokens:,}" if tokens else "-", f"{k.cost_usd:.4f}" if k.cost_usd else "-"]
+        table.add_row(*row)
+    return table
+
+
+def judge_rows(report: RunReport) -> list[dict[str, Any]]:
+    """One dict per judge endpoint with the numbers the report shows (shared with the HTML)."""
+    rows: list[dict[str, Any]] = []
+    for name, j in sorted(report.judges.items()):
+        rows.append(
+            {
+                "judge": name,
+                "model": j.get("model") or "",
+                "requests": int(j.get("requests", 0) or 0),
+                "ok": int(j.get("ok", 0) or 0),
+                "http_429": int(j.get("http_429", 0) or 0),
+                "http_5xx": int(j.get("http_5xx", 0) or 0),
+                "retries": int(j.get("retries", 0) or 0),
+                "errors": int(j.get("errors", 0) or 0),
+                "timeouts": int(j.get("timeouts", 0) or 0),
+                "cached": int(j.get("cached", 0) or 0),
+                "latency_p50_s": j.get("latency_p50_s"),
+                "latency_p99_s": j.get("latency_p99_s"),
+                "input_tokens": int(j.get("input_tokens", 0) or 0),
+                "output_tokens": int(j.get("output_tokens", 0) or 0),
+                "cost_usd": float(j.get("cost_usd", 0.0) or 0.0),
+            }
+        )
+        r = rows[-1]
+        other = int(j.get("http_4xx", 0) or 0) + int(j.get("connection_errors", 0) or 0)
+        r["other"] = max(other, r["requests"] - r["ok"] - r["http_429"] - r["http_5xx"] - r["timeouts"])
+    return rows
+
+
+def _judges_table(report: RunReport) -> Table | None:
+    rows = judge_rows(report)
+    if not rows:
+        return None
+    table = Table(title="judges", title_justify="left")
+    cols = ["judge", "model", "requests", "429s", "retries", "errors", "timeouts", "cached"]
+    cols += ["p50 s", "p99 s", "in tokens", "out tokens", "cost $"]
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("judge", "model") else "right")
+    for r in rows:
+        table.add_row(
+            r["judge"],
+            r["model"],
+            f"{r['requests']:,}",
+            f"{r['http_429']:,}",
+            f"{r['retries']:,}",
+            f"{r['errors']:,}",
+            f"{r['timeouts']:,}",
+            f"{r['cached']:,}",
+            fmt_num(r["latency_p50_s"]),
+            fmt_num(r["latency_p99_s"]),
+            f"{r['input_tokens']:,}",
+            f"{r['output_tokens']:,}",
+            f"{r['cost_usd']:.4f}",
+        )
+    return table
+
+
+def _dead_letter_table(report: RunReport) -> Table | None:
+    groups = report.dead.by_reason()
+    if not groups:
+        return None
+    severity = ", ".join(f"{n:,} {name}" for name, n in report.dead.severity.most_common())
+    table = Table(title=f"dead letters by reason ({severity})", title_justify="left")
+    for col in ("stage", "error type", "count", "first example"):
+        table.add_column(col, justify="right" if col == "count" else "left", overflow="fold")
+    for g in groups:
+        table.add_row(g.stage, g.error_type, f"{g.count:,}", f"{g.where}  {g.example}".strip())
+    return table
+
+
+def _worst_table(report: RunReport, limit: int = 5) -> Table | None:
+    if not report.worst:
+        return None
+    table = Table(
+        title=f"worst traces (first {min(limit, len(report.worst))} of {len(report.worst)})", title_justify="left"
+    )
+    for col in ("trace", "failed", "mean", "failing results"):
+        table.add_column(col, justify="right" if col in ("failed", "mean") else "left", overflow="fold")
+    for t in report.worst[:limit]:
+        bad = [k for k, r in t.results.items() if r["verdict"] in ("fail", "error")]
+        first = t.results[bad[0]] if bad else None
+        text = ", ".join(bad) + (f" — {bad[0]}: {first['error'] or first['comment']}" if first else "")
+        table.add_row(t.trace_id, str(t.failed), fmt_num(t.mean, 2), text[:200])
+    return table
+
+
+def print_run_report(report: RunReport) -> None:
+    """The terminal report of one run: header, evaluators, judges, dead letters, worst traces."""
+    s = report.summary
+    c = report.counts
+    status = s.get("status", "?" if s else "no _SUMMARY.json")
+    console.print(
+        f"[bold]{report.info.location}[/bold]  run {s.get('run_id', '?')}  status={status}  "
+        f"exit={s.get('exit_code', '-')}  started={s.get('started_at', '-')}  "
+        f"{'complete' if report.info.complete else 'no _SUCCESS'}"
+    )
+    console.print(
+        f"read {c.get('read', 0):,}  scored {c.get('scored', 0):,}  dead letters {c.get('dead_letters', 0):,}  "
+        f"rows {report.rows:,}  warnings {report.rows_with_warnings:,}"
+    )
+    for table in (_evaluator_table(report), _judges_table(report), _dead_letter_table(report), _worst_table(report)):
+        if table is not None:
+            console.print(table)
+    for message in s.get("messages") or []:
+        console.print(f"message: {message}", markup=False)
+
+
+def print_comparison(cmp: Comparison, flips: int = 15) -> None:
+    """Per-key deltas (regressions first) and the first flipped verdicts."""
+    cur, base = cmp.current.info, cmp.baseline.info
+    console.print(
+        f"[bold]compare[/bold] {cur.label} ({cur.location}) against {base.label} ({base.location}): "
+        f"{cmp.matched:,} traces matched, {cmp.only_current:,} only now, {cmp.only_baseline:,} only before, "
+        f"{cmp.regressions:,} regressed verdicts"
+    )
+    table = Table(title="deltas (regressions first)", title_justify="left")
+    for col in ("result key", "mean before", "mean now", "Δ mean", "pass before", "pass now", "Δ pass"):
+        table.add_column(col, justify="left" if col == "result key" else "right", no_wrap=col == "result key")
+    table.add_column("pass→fail", justify="right")
+    table.add_column("fail→pass", justify="right")
+    for d in cmp.deltas:
+        b, c = d.baseline, d.current
+        table.add_row(
+            d.key,
+            fmt_num(b.mean if b else None),
+            fmt_num(c.mean if c else None),
+            _delta(d.mean_delta),
+            fmt_num(b.pass_rate if b else None),
+            fmt_num(c.pass_rate if c else None),
+            _delta(d.pass_rate_delta),
+            f"[red]{d.regressed:,}[/red]" if d.regressed else "0",
+            f"{d.improved:,}",
+        )
+    console.print(table)
+    if cmp.flips:
+        shown = cmp.flips[:flips]
+        flip_table = Table(title=f"flipped verdicts (first {len(shown)})", title_justify="left")
+        for col in ("trace", "result key", "before → now", "comment now"):
+            flip_table.add_column(col, overflow="fold")
+        for f in shown:
+            arrow = f"{f.before} → {f.after}"
+            flip_table.add_row(
+                f.trace_id, f.key, f"[red]{arrow}[/red]" if f.regression else arrow, f.comment_after[:160]
+            )
+        console.print(flip_table)
+
+
+def print_trend(trend: Trend, metric: str = "pass_rate", last: int = 10) -> None:
+    """``metric`` of every result key over the last ``last`` runs, plus reads, dead letters and cost."""
+    points = trend.points[-last:]
+    table = Table(title=f"trend: {metric.replace('_', ' ')} over {len(points)} runs", title_justify="left")
+    table.add_column("result key", no_wrap=True)
+    for p in points:
+        table.add_column(p.label, justify="right")
+    offset = len(trend.points) - len(points)
+    for key in trend.keys:
+        table.add_row(key, *(fmt_num(v) for v in trend.series(key, metric)[offset:]))
+    table.add_section()
+    table.add_row("read", *(f"{v:,}" for v in trend.count_series("read")[offset:]))
+    table.add_row("dead letters", *(f"{v:,}" for v in trend.count_series("dead_letters")[offset:]))
+    table.add_row("judge cost $", *(f"{v:.4f}" for v in trend.cost_series()[offset:]))
+    console.print(table)

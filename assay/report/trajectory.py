@@ -1,0 +1,124 @@
+"""Reading the trajectories of a few traces back from their source records.
+
+Result rows do not hold the trajectory; they hold the record's ``position`` (file and line). For
+the handful of traces a report shows, each source file is streamed once up to the last line
+needed and those records are normalized as ``assay run`` does. A record that cannot be read (the
+file moved, a Kafka offset, an id that does not match) leaves the trace with its results only.
+Remote source files are readable once a scheme has an opener (:func:`register_source_opener`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import IO, Any
+
+from assay.connectors.file import iter_lines
+from assay.exceptions import AssayError
+from assay.report.aggregate import WorstTrace, short
+from assay.report.store import open_decompressed
+
+__all__ = ["attach_trajectories", "compact_trace", "register_source_opener"]
+
+MAX_MESSAGES = 60
+CONTENT_CHARS = 1500
+ARGS_CHARS = 600
+
+SourceOpener = Callable[[str], IO[bytes]]
+_OPENERS: dict[str, SourceOpener] = {}
+
+
+def register_source_opener(scheme: str, opener: SourceOpener) -> None:
+    """Read source records of ``scheme://…`` positions with ``opener(location)`` (raw bytes;
+    decompressed here by suffix)."""
+    _OPENERS[scheme] = opener
+
+
+def _open_source(name: str) -> IO[bytes] | None:
+    scheme, sep, _ = name.partition("://")
+    if sep:
+        opener = _OPENERS.get(scheme)
+        return opener(name) if opener else None
+    if not os.path.isfile(name):
+        return None
+    return open(name, "rb")
+
+
+def _file_line(position: Any) -> tuple[str, int] | None:
+    if isinstance(position, dict):
+        file, line = position.get("file") or position.get("key"), position.get("line")
+        if isinstance(file, str) and isinstance(line, int):
+            return file, line
+    return None
+
+
+def attach_trajectories(traces: Iterable[WorstTrace]) -> None:
+    """Fill ``trajectory`` of each trace whose source record is readable (one pass per file)."""
+    wanted: dict[str, dict[int, list[WorstTrace]]] = defaultdict(lambda: defaultdict(list))
+    for t in traces:
+        fl = _file_line(t.position)
+        if fl:
+            wanted[fl[0]][fl[1]].append(t)
+    for name, lines in wanted.items():
+        with contextlib.suppress(OSError, AssayError, EOFError, ValueError):
+            _read_lines(name, lines)
+
+
+def _read_lines(name: str, lines: dict[int, list[WorstTrace]]) -> None:
+    raw = _open_source(name)
+    if raw is None:
+        return
+    last = max(lines)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(raw)
+        f = stack.enter_context(open_decompressed(raw, name))
+        for i, text in enumerate(iter_lines(f), 1):
+            for t in lines.get(i, ()):
+                t.trajectory = compact_trace(text, name, i, t.trace_id)
+            if i >= last:
+                break
+
+
+def compact_trace(payload: bytes, file: str, line: int, trace_id: str | None = None) -> dict[str, Any] | None:
+    """A bounded, display-ready view of one source record: messages (role, text, tool calls),
+    final output and the reference's tool calls; the raw record when it does not normalize;
+    None when it is another trace than ``trace_id``."""
+    from assay.records import Envelope, Position
+    from assay.stages.normalize import parse_envelope
+    from assay.traces.model import Trace
+    from assay.traces.normalize import NormalizeOptions
+
+    if payload[-1:] == b"\r":
+        payload = payload[:-1]
+    trace = parse_envelope(Envelope(payload, Position(file, line)), NormalizeOptions())
+    if not isinstance(trace, Trace):
+        return {"raw": short(payload.decode("utf-8", "replace"), 4000), "error": short(trace.message, 300)}
+    if trace_id is not None and trace.id not in (trace_id, None) and trace_id != f"{file}:{line}":
+        return None
+    messages = []
+    for m in trace.messages[:MAX_MESSAGES]:
+        content = m.content
+        text = content if isinstance(content, str) or content is None else short(content, CONTENT_CHARS)
+        messages.append(
+            {
+                "role": m.role,
+                "content": short(text or "", CONTENT_CHARS),
+                "tool_calls": [
+                    {"name": tc.name, "args": short(tc.args, ARGS_CHARS), "error": tc.args_error}
+                    for tc in (m.tool_calls or [])
+                ],
+                "tool_call_id": m.tool_call_id,
+            }
+        )
+    reference_calls = [tc.name for tc in trace.reference.tool_calls()] if trace.reference is not None else None
+    return {
+        "format": trace.format,
+        "input": short(trace.input, CONTENT_CHARS) if trace.input is not None else None,
+        "messages": messages,
+        "omitted_messages": max(0, len(trace.messages) - MAX_MESSAGES),
+        "final_output": short(trace.final_output, CONTENT_CHARS) if trace.final_output is not None else None,
+        "reference_tool_calls": reference_calls,
+        "where": f"{file}:{line}",
+    }

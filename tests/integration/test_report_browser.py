@@ -1,0 +1,113 @@
+"""The HTML report of 20,000-trace runs, opened in a real headless Chromium.
+
+The page must load from a file with every host unresolvable (it is self-contained), draw every
+chart (``data-charts-drawn`` equals ``data-charts-expected`` in the DOM Chromium dumps after the
+scripts ran) with no script error or ``console.error`` (``data-js-errors="0"``), and screenshot.
+Needs Debian's ``chromium`` (``apt-get install -y chromium``); skipped with that reason without it.
+Set ``ASSAY_REPORT_SCREENSHOTS=DIR`` to keep the screenshots for a look.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.unit.report.synth import write_run, write_source
+
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+N = 20_000
+
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="needs the chromium binary: apt-get install -y chromium"),
+    pytest.mark.slow,
+    pytest.mark.timeout(600),
+]
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three nights of 20,000 traces each under results/dt=…, over one source corpus."""
+    root = tmp_path_factory.mktemp("report")
+    source = write_source(root / "corpus.jsonl", N)
+    for day, salt in (("2026-11-20", "c"), ("2026-11-21", "a"), ("2026-11-22", "b")):
+        write_run(
+            root / "results" / f"dt={day}", N, salt=salt, source=source, dead=120, started_at=f"{day}T02:00:00+00:00"
+        )
+    return root / "results"
+
+
+def assay(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-extensions",
+        "--host-resolver-rules=MAP * ~NOTFOUND",  # nothing may come from the network
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=30000",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+        page.as_uri(),
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+
+
+def check_page(page: Path, tmp_path: Path, name: str) -> dict[str, int]:
+    """Load ``page``, return its render markers; screenshot it."""
+    dom = chromium(page, tmp_path / f"profile-{name}", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    root = re.search(r"<html[^>]*>", dom.stdout)
+    assert root is not None, dom.stdout[:500]
+    marks = {k: int(v) for k, v in re.findall(r'data-(charts-drawn|charts-expected|js-errors)="(\d+)"', root.group(0))}
+    console_errors = [line for line in dom.stderr.splitlines() if "CONSOLE" in line and "Uncaught" in line]
+    assert not console_errors, console_errors
+    shot = tmp_path / f"{name}.png"
+    proc = chromium(page, tmp_path / f"profile-{name}-shot", f"--screenshot={shot}", "--window-size=1400,4000")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    keep = os.environ.get("ASSAY_REPORT_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / shot.name)
+        shutil.copy(page, Path(keep) / page.name)
+    return marks
+
+
+def test_compared_report_renders_in_chromium(nights: Path, tmp_path: Path) -> None:
+    page = tmp_path / "compare.html"
+    proc = assay(
+        "report", str(nights / "dt=2026-11-22"), "--compare", str(nights / "dt=2026-11-21"), "--html", str(page)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "deltas (regressions first)" in proc.stdout and "flipped verdicts" in proc.stdout
+    text = page.read_text()
+    assert f"{N:,}" in text and 'id="compare"' in text and "Regressions: passed before, not now" in text
+    marks = check_page(page, tmp_path, "compare")
+    assert marks["js-errors"] == 0
+    assert marks["charts-expected"] >= 7 and marks["charts-drawn"] == marks["charts-expected"]
+
+
+def test_trend_report_of_three_nights_renders_in_chromium(nights: Path, tmp_path: Path) -> None:
+    page = tmp_path / "trend.html"
+    proc = assay("report", str(nights / "dt=*"), "--html", str(page), "-q")
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert 'id="trend"' in text and "Trend over 3 runs" in text
+    marks = check_page(page, tmp_path, "trend")
+    assert marks["js-errors"] == 0
+    assert marks["charts-expected"] >= 10 and marks["charts-drawn"] == marks["charts-expected"]
