@@ -14,7 +14,8 @@ translated at the boundary with ``raise ... from``::
     │   └── VerdictParseError  the judge answered but no verdict could be salvaged
     ├── ConnectorError         a source or sink failed (infrastructure: exit code 1)
     ├── BudgetExceeded         the run's budget_usd was reached (exit code 5, resumable)
-    └── QualityGateFailed      a threshold gate failed (exit code 3)
+    ├── QualityGateFailed      a threshold gate failed (exit code 3)
+    └── RunLockedError         the same run (run file, --ds, shard) is already running (exit code 6)
 """
 
 from __future__ import annotations
@@ -89,3 +90,9 @@ class QualityGateFailed(AssayError):
     """A configured quality gate (threshold) failed."""
 
     exit_code = 3
+
+
+class RunLockedError(AssayError):
+    """The same run (run file, ``--ds``, shard) is already running in another process."""
+
+    exit_code = 6
