@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import orjson
@@ -15,6 +15,9 @@ import typer
 
 from assay.config import RunConfig, build_config, load_run_file, parse_evaluator_spec
 from assay.exceptions import AssayError, ConfigError
+
+if TYPE_CHECKING:
+    from assay.observability.session import RunSession
 
 app = typer.Typer(
     name="assay",
@@ -51,6 +54,7 @@ def _run_config(
     dry_run: bool,
     no_cache: bool,
     quiet: bool,
+    session: RunSession | None = None,
 ) -> None:
     from assay.pipeline.progress import Progress
     from assay.pipeline.run import execute
@@ -65,15 +69,17 @@ def _run_config(
             raise typer.Exit(0)
         shard_t = _parse_shard(shard)
         n_workers = _parse_workers(workers, config, shard_t)
+        make_progress = session.progress if session is not None else Progress
+
         if n_workers > 1:
-            with Progress(enabled=not quiet) as progress:
+            with make_progress(enabled=not quiet) as progress:
                 result = execute_sharded(
                     config, origin=origin, workers=n_workers, fresh=fresh, use_cache=not no_cache, progress=progress
                 )
         else:
             if shard_t is not None:
                 config = share_limits(config, shard_t[1])
-            with Progress(enabled=not quiet) as progress:
+            with make_progress(enabled=not quiet) as progress:
                 result = anyio.run(
                     lambda: execute(
                         config,
@@ -88,14 +94,17 @@ def _run_config(
     except AssayError as exc:
         _fail(exc)
         return
-    if not quiet:
+    if not quiet and (session is None or session.log_format == "text"):
         from assay.report.terminal import print_summary
 
         print_summary(result.summary)
-    for msg in result.messages:
-        typer.echo(f"assay: {msg}", err=True)
-    if result.error is not None:
-        typer.echo(f"assay: error: {result.error}", err=True)
+    if session is not None:
+        session.finish(result.summary, result.exit_code, result.messages)
+    if session is None or session.log_format == "text":
+        for msg in result.messages:
+            typer.echo(f"assay: {msg}", err=True)
+        if result.error is not None:
+            typer.echo(f"assay: error: {result.error}", err=True)
     raise typer.Exit(result.exit_code)
 
 
@@ -135,23 +144,108 @@ def run(
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the judge cache.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary table.")] = False,
+    wait_lock: Annotated[
+        str | None,
+        typer.Option(
+            "--wait-lock",
+            metavar="SECONDS",
+            help="When the same run (run file, --ds, shard) is running: wait up to SECONDS (or 'forever') "
+            "instead of exiting 6 at once.",
+        ),
+    ] = None,
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="text, or json: one JSON object per line on stderr.")
+    ] = "text",
+    metrics_port: Annotated[
+        int | None, typer.Option("--metrics-port", help="Serve Prometheus metrics on this port during the run.")
+    ] = None,
+    metrics_addr: Annotated[str, typer.Option("--metrics-addr", help="Address for --metrics-port.")] = "0.0.0.0",
+    metrics_textfile: Annotated[
+        str | None, typer.Option("--metrics-textfile", help="Write a node-exporter textfile at the end.")
+    ] = None,
+    metrics_push: Annotated[
+        str | None, typer.Option("--metrics-push", metavar="URL", help="Push metrics to a Pushgateway at the end.")
+    ] = None,
+    metrics_job: Annotated[str, typer.Option("--metrics-job", help="Pushgateway job name.")] = "assay",
 ) -> None:
-    """Run the job described by a run file."""
+    """Run the job described by a run file.
+
+    Exit codes: 0 ok; 1 infrastructure failure; 2 bad config or usage; 3 a quality gate failed;
+    4 too many dead letters; 5 budget exhausted (resumable); 6 the same run is already running;
+    130 interrupted."""
+    from assay.observability.logs import secrets_of_run_file
+    from assay.observability.session import RunSession
+    from assay.pipeline.lock import RunLock
+
+    session = RunSession(
+        log_format=log_format,
+        metrics_port=metrics_port,
+        metrics_addr=metrics_addr,
+        metrics_textfile=metrics_textfile,
+        metrics_push=metrics_push,
+        metrics_job=metrics_job,
+        secrets=secrets_of_run_file(run_file),
+    )
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
+        config = session.start(config, run_file=str(run_file), ds=ds, shard=shard, workers=workers)
+        lock = RunLock(
+            config.state_dir,
+            RunLock.key_for(run_file, ds, _parse_shard(shard)),
+            wait_s=_parse_wait(wait_lock),
+            on_wait=_log_lock_wait,
+        )
+        if not dry_run:
+            lock.acquire()
     except AssayError as exc:
+        session.close()
         _fail(exc)
         return
-    _run_config(
-        config,
-        str(run_file),
-        fresh=fresh,
-        workers=workers,
-        shard=shard,
-        dry_run=dry_run,
-        no_cache=no_cache,
-        quiet=quiet,
-    )
+    if lock.stale is not None:
+        _log_stale_lock(lock.stale)
+    try:
+        _run_config(
+            config,
+            str(run_file),
+            fresh=fresh,
+            workers=workers,
+            shard=shard,
+            dry_run=dry_run,
+            no_cache=no_cache,
+            quiet=quiet,
+            session=session,
+        )
+    finally:
+        lock.release()
+        session.close()
+
+
+def _parse_wait(text: str | None) -> float | None:
+    if text is None:
+        return 0.0
+    if text in ("forever", "inf"):
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if seconds < 0:
+        raise ConfigError(f"--wait-lock: expected seconds or 'forever', got {text!r}")
+    return seconds
+
+
+def _log_lock_wait(holder: dict[str, Any]) -> None:
+    from assay.observability.logs import log_event
+
+    log_event("lock_wait", message="the same run is already running; waiting for it", holder=holder)
+
+
+def _log_stale_lock(holder: dict[str, Any]) -> None:
+    import logging
+
+    from assay.observability.logs import log_event
+
+    log_event("lock_taken_over", logging.WARNING, "took over the lock of a run that died", holder=holder)
 
 
 @app.command()
@@ -311,6 +405,67 @@ def report(
         report_command(results, html=html, compare=compare, worst=worst, quiet=quiet)
     except AssayError as exc:
         _fail(exc)
+
+
+@app.command()
+def merge(
+    results: Annotated[
+        Path | None, typer.Argument(help="The results directory of a sharded run (default: the run file's sink).")
+    ] = None,
+    run_file: Annotated[
+        Path | None, typer.Option("--run-file", help="Apply this run file's gates (default: those the shards stored).")
+    ] = None,
+    ds: Annotated[str | None, typer.Option("--ds", help="Logical date for the run file's templating.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    shards: Annotated[
+        int | None, typer.Option("--shards", min=1, help="N of --shard i/N (needed only if several N are present).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary table.")] = False,
+) -> None:
+    """Merge the per-shard summaries of a --shard i/N run into one _SUMMARY.json, apply the gates
+    once, and write _SUCCESS when every shard is whole. Exit codes as `assay run`."""
+    from assay.pipeline.merge import Gates
+    from assay.pipeline.merge import merge as do_merge
+    from assay.pipeline.outputs import local_summary_path
+
+    try:
+        gates = None
+        location: Path | str | None = results
+        if run_file is not None:
+            config = load_run_file(run_file, ds=ds, sets=set_)
+            gates = Gates.from_config(config, origin=str(run_file))
+            if location is None:
+                location = local_summary_path(config).parent
+        if location is None:
+            raise ConfigError("assay merge: pass the results directory or --run-file")
+        report = do_merge(location, gates=gates, shards=shards)
+    except AssayError as exc:
+        _fail(exc)
+        return
+    if not quiet:
+        from assay.report import print_summary
+
+        print_summary(report.summary)
+    for msg in report.messages:
+        typer.echo(f"assay: {msg}", err=True)
+    raise typer.Exit(report.exit_code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from assay import __version__
+
+        typer.echo(f"assay {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Batch-score corpora of LLM and agent traces."""
 
 
 def main() -> None:

@@ -16,7 +16,8 @@ translated at the boundary with ``raise ... from``::
     ├── ConnectorError         a source or sink failed (infrastructure: exit code 1)
     │   └── JudgeUnavailableError  a judge endpoint is unreachable or failing (circuit open)
     ├── BudgetExceeded         the run's budget_usd was reached (exit code 5, resumable)
-    └── QualityGateFailed      a threshold gate failed (exit code 3)
+    ├── QualityGateFailed      a threshold gate failed (exit code 3)
+    └── RunLockedError         the same run (run file, --ds, shard) is already running (exit code 6)
 """
 
 from __future__ import annotations
@@ -104,3 +105,9 @@ class QualityGateFailed(AssayError):
     """A configured quality gate (threshold) failed."""
 
     exit_code = 3
+
+
+class RunLockedError(AssayError):
+    """The same run (run file, ``--ds``, shard) is already running in another process."""
+
+    exit_code = 6

@@ -50,6 +50,20 @@ def dead_letter_of(config: RunConfig) -> Any:
     return DeadLetterConfig(path=str(Path(config.state_dir) / "dead_letter" / key) + "/")
 
 
+def local_summary_path(config: RunConfig) -> Path:
+    """Where a run's ``_SUMMARY.json`` is on local disk: beside a directory's parts, named after a
+    file sink (``out.jsonl._SUMMARY.json``), or under the state dir for a sink without a directory
+    of its own (Kafka; ``summary_path`` overrides). For ``s3://`` sinks the summary is an object."""
+    path = getattr(config.sink, "path", None)
+    if isinstance(path, str) and not path.startswith("s3://"):
+        if is_directory_target(path):
+            return Path(path) / "_SUMMARY.json"
+        return Path(f"{path}._SUMMARY.json")
+    if config.summary_path:
+        return Path(config.summary_path)
+    return Path(config.state_dir) / "summaries" / CheckpointStore.key_for(sink_url(config)) / "_SUMMARY.json"
+
+
 def sink_url(config: RunConfig) -> str:
     sink = config.sink
     path = getattr(sink, "path", None)
@@ -150,8 +164,9 @@ class RunPlan:
         async with results:
             where: str | None = await results.publish(summary, success=success, summary_name=self.summary_name)
         if where is None:  # a sink without a directory of its own (Kafka)
-            default = Path(self.config.state_dir) / "summaries" / self.store.dir.name
-            target = Path(self.config.summary_path or default / (self.summary_name or "_SUMMARY.json"))
+            target = local_summary_path(self.config)
+            if self.summary_name:
+                target = target.with_name(self.summary_name)
             write_json_atomic(target, summary)
             where = str(target)
         if completed:

@@ -219,6 +219,11 @@ async def conclude(
     error = next((r.error for r in results if r.error is not None), None)
     summary = build_summary(config, stats, status, wall_s, str(config.run_id), started_at, judges)
     summary.update(extra)
+    if plan.shard is not None:  # what `assay merge` needs to judge the whole run without the run file
+        from assay.pipeline.merge import Gates
+
+        summary["shard"] = {"index": plan.shard[0], "count": plan.shard[1]}
+        summary.update(Gates.from_config(config).to_dict())
     report = finish(config, summary, stats, status, error=error)
     try:
         where = await plan.publish(
@@ -269,7 +274,7 @@ def finish(
         if code == EXIT_GATE:
             status = "gate_failed"
         elif code == EXIT_DEAD_LETTERS:
-            status = "too_many_dead_letters"
+            status = "dead_letters"
     summary["status"] = status if error is None else "failed"
     summary["exit_code"] = code
     summary["messages"] = messages
@@ -292,3 +297,11 @@ def error_rate_failures(config: RunConfig, stats: RunStats) -> list[str]:
                 f" ({ks.errors / ks.count:.1%} > max_error_rate {limit:.0%})"
             )
     return out
+
+
+def merge_summaries(parts: list[dict[str, Any]]) -> RunStats:
+    """The stats of several summaries (shards) added up."""
+    total = RunStats()
+    for p in parts:
+        total.merge(RunStats.from_dict(p))
+    return total

@@ -1,0 +1,171 @@
+"""The example nightly DAG and the operators' exit-code mapping, run by a real Apache Airflow.
+
+Airflow is not a dependency of the test environment (its ~150 packages and pins would weigh on
+every other test): a session fixture installs it once into its own virtual environment, which
+sees this environment's packages (``--system-site-packages``) and is kept between runs in
+``~/.cache/assay-tests/airflow-venv`` (or ``$ASSAY_AIRFLOW_VENV``). Each test module gets its own
+``AIRFLOW_HOME`` with a SQLite metadata database (``airflow db migrate``), the DAG files in
+``dags/``, ``airflow dags reserialize``, then ``airflow dags test DAG DATE``; the task states and
+XCom values are read back from that database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
+AIRFLOW_SPEC = "apache-airflow>=3.0,<4"
+SETUP_TIMEOUT_S = 1500
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(SETUP_TIMEOUT_S + 600)]
+
+
+def _venv_dir() -> Path:
+    default = Path.home() / ".cache" / "assay-tests" / "airflow-venv"
+    return Path(os.environ.get("ASSAY_AIRFLOW_VENV", default))
+
+
+@pytest.fixture(scope="session")
+def airflow_bin() -> Path:
+    """The ``airflow`` executable of a virtual environment with Airflow 3 (installed on first use)."""
+    venv = _venv_dir()
+    python = venv / "bin" / "python"
+    probe = [python, "-c", "import airflow.sdk"]
+    ready = python.exists() and subprocess.run(probe, capture_output=True).returncode == 0
+    if not ready:
+        shutil.rmtree(venv, ignore_errors=True)
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+        install = subprocess.run(
+            [python, "-m", "pip", "install", "-q", AIRFLOW_SPEC],
+            capture_output=True,
+            text=True,
+            timeout=SETUP_TIMEOUT_S,
+        )
+        assert install.returncode == 0, f"pip install {AIRFLOW_SPEC} failed:\n{install.stderr[-3000:]}"
+    return venv / "bin" / "airflow"
+
+
+class Airflow:
+    """One AIRFLOW_HOME and the commands run in it."""
+
+    def __init__(self, airflow: Path, home: Path, env: dict[str, str]) -> None:
+        self.airflow = airflow
+        self.home = home
+        self.env = env
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [str(self.airflow), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=900,
+        )
+        if check:
+            tail = f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+            assert result.returncode == 0, f"airflow {' '.join(args)}:\n{tail}"
+        return result
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with sqlite3.connect(self.home / "airflow.db") as db:
+            return db.execute(sql, params).fetchall()
+
+    def states(self, dag_id: str) -> dict[tuple[str, int], tuple[str, int]]:
+        """(task, map index) → (state, tries) of the DAG's last run."""
+        rows = self.query("SELECT task_id, map_index, state, try_number FROM task_instance WHERE dag_id = ?", dag_id)
+        return {(t, m): (s, n) for t, m, s, n in rows}
+
+    def xcom(self, dag_id: str, task_id: str, key: str = "return_value", map_index: int = -1) -> Any:
+        rows = self.query(
+            "SELECT value FROM xcom WHERE dag_id = ? AND task_id = ? AND key = ? AND map_index = ?",
+            dag_id,
+            task_id,
+            key,
+            map_index,
+        )
+        assert len(rows) == 1, f"xcom {task_id}[{map_index}] {key}: {rows}"
+        value = rows[0][0]
+        return json.loads(value if isinstance(value, str) else value.decode())
+
+
+@pytest.fixture(scope="module")
+def airflow(airflow_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
+    home = tmp_path_factory.mktemp("airflow_home")
+    work = tmp_path_factory.mktemp("assay_work")
+    (home / "dags").mkdir()
+    shutil.copy(REPO / "examples" / "airflow" / "assay_nightly.py", home / "dags")
+    shutil.copy(HERE / "exit_codes_dag.py", home / "dags")
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        # the example DAG and its run file
+        "ASSAY_RUN_FILE": str(REPO / "examples" / "airflow" / "nightly.yaml"),
+        "ASSAY_SHARDS": "2",
+        "ASSAY_RESULTS_DIR": str(work / "results"),
+        "ASSAY_STATE_DIR": str(work / "state"),
+        # the exit-code DAG
+        "ASSAY_TEST_RUN_FILE": str(REPO / "examples" / "quickstart" / "run.yaml"),
+        "ASSAY_TEST_OUT": str(work / "codes"),
+        "ASSAY_TEST_FAKE": str(HERE / "fake_assay.py"),
+    }
+    af = Airflow(airflow_bin, home, env)
+    af.run("db", "migrate")
+    af.run("dags", "reserialize")
+    yield af
+
+
+def test_nightly_dag_scores_yesterday_in_shards_and_merges(airflow: Airflow) -> None:
+    airflow.run("dags", "test", "assay_nightly", "2026-11-22")
+    assert airflow.states("assay_nightly") == {
+        ("score", 0): ("success", 1),
+        ("score", 1): ("success", 1),
+        ("merge", -1): ("success", 1),
+    }
+    results = Path(airflow.env["ASSAY_RESULTS_DIR"]) / "dt=2026-11-21"  # the day before the logical date
+    shards = [airflow.xcom("assay_nightly", "score", map_index=i) for i in (0, 1)]
+    merged = airflow.xcom("assay_nightly", "merge")
+    assert merged == json.loads((results / "_SUMMARY.json").read_text())
+    assert merged["status"] == "ok" and merged["exit_code"] == 0 and merged["run_id"] == "nightly-2026-11-21"
+    assert merged["counts"]["read"] == sum(s["counts"]["read"] for s in shards) == 43  # the quickstart traces
+    assert merged["shards"]["present"] == [0, 1]
+    assert {g["key"] for g in merged["gates"]} == {"tool_call_accuracy", "trajectory_unordered_match"}
+    assert (results / "_SUCCESS").exists()
+
+
+def test_exit_codes_map_to_task_states(airflow: Airflow) -> None:
+    result = airflow.run("dags", "test", "assay_exit_codes", "2026-11-22", check=False)
+    assert result.returncode != 0  # the DAG run fails: most of its tasks do
+    states = airflow.states("assay_exit_codes")
+    # retries=1: a retryable failure is tried twice, a final one once
+    assert states == {
+        ("exit_0", -1): ("success", 1),
+        ("exit_1", -1): ("failed", 2),  # infrastructure: retried
+        ("exit_2", -1): ("failed", 1),  # bad config: no retry
+        ("exit_3", -1): ("failed", 1),  # gate failed: no retry
+        ("exit_4", -1): ("failed", 1),  # dead letters: no retry
+        ("exit_5", -1): ("failed", 2),  # budget: retried (resumes)
+        ("exit_6", -1): ("failed", 2),  # still running elsewhere: retried
+        ("exit_130", -1): ("failed", 2),  # interrupted: retried (resumes)
+    }
+    assert airflow.xcom("assay_exit_codes", "exit_0")["run_id"] == "fake-0"
+    gate = airflow.xcom("assay_exit_codes", "exit_3", key="assay_summary")
+    assert gate["status"] == "gate_failed"
+    logs = "\n".join(p.read_text(errors="replace") for p in (airflow.home / "logs").rglob("*.log"))
+    logs += result.stdout + result.stderr
+    assert "assay exited 3: a quality gate failed" in logs and "reason-3" in logs
