@@ -182,6 +182,8 @@ class KafkaSource(Source):
 
     async def batches(self) -> AsyncIterator[list[Envelope]]:
         while True:
+            if self._stopping:  # buffered records are not acknowledged: the group reads them again
+                return
             batch = self._take()
             if batch:
                 yield batch

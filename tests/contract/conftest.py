@@ -118,8 +118,58 @@ def _s3_sink(request: pytest.FixtureRequest) -> SinkHarness:
     return SinkHarness("s3", make, read)
 
 
-SOURCES = ["file", "list", "s3"]
-SINKS = ["dir-none", "dir-gzip", "dir-zstd", "file-gzip", "list", "s3"]
+def _kafka_source(request: pytest.FixtureRequest) -> SourceHarness:
+    """One topic of 3 partitions and one consumer group per test: a resumed source is a new
+    consumer of the group (its committed offsets are the resume state)."""
+    import uuid
+
+    from assay.connectors.kafka import KafkaSourceConfig
+    from assay.connectors.kafka_source import KafkaSource
+    from tests.support.kafka_broker import create_topic, produce
+
+    bootstrap = request.getfixturevalue("bootstrap")
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"contract-{tag}", f"contract-{tag}"
+    made: list[bool] = []
+
+    async def make(records: list[bytes], resume_state: Any) -> Source:
+        if not made:
+            await create_topic(bootstrap, topic, 3)
+            await produce(bootstrap, topic, records, partitions=[i % 3 for i in range(len(records))])
+            made.append(True)
+        cfg = KafkaSourceConfig(
+            bootstrap_servers=bootstrap, topics=[topic], group_id=group, session_timeout_ms=6000, stop_at="end"
+        )
+        return KafkaSource(cfg, batch_size=7, resume_state=resume_state)
+
+    return SourceHarness("kafka", make, exact=False, partitioned=True)
+
+
+def _kafka_sink(request: pytest.FixtureRequest) -> SinkHarness:
+    import uuid
+
+    from assay.connectors.kafka import KafkaSinkConfig
+    from assay.connectors.kafka_sink import KafkaSink
+    from tests.support.kafka_broker import create_topic, read_topic
+
+    bootstrap = request.getfixturevalue("bootstrap")
+    topic = f"contract-out-{uuid.uuid4().hex[:8]}"
+    made: list[bool] = []
+
+    async def make(resume_state: Any) -> Sink:
+        if not made:
+            await create_topic(bootstrap, topic, 1)  # one partition: the order of the rows is kept
+            made.append(True)
+        return KafkaSink(KafkaSinkConfig(bootstrap_servers=bootstrap, topic=topic))
+
+    async def read() -> list[bytes]:
+        return [m.value for m in await read_topic(bootstrap, topic)]
+
+    return SinkHarness("kafka", make, read, exact=False, extra={"start_over": False})
+
+
+SOURCES = ["file", "list", "s3", "kafka"]
+SINKS = ["dir-none", "dir-gzip", "dir-zstd", "file-gzip", "list", "s3", "kafka"]
 
 
 @pytest.fixture(params=SOURCES)
@@ -127,6 +177,8 @@ def source_harness(request: pytest.FixtureRequest, tmp_path: Path) -> SourceHarn
     name = request.param
     if name == "s3":
         return _s3_source(request)
+    if name == "kafka":
+        return _kafka_source(request)
     return {"file": _file_source, "list": lambda _: _list_source()}[name](tmp_path)
 
 
@@ -139,4 +191,6 @@ def sink_harness(request: pytest.FixtureRequest, tmp_path: Path) -> SinkHarness:
         return _file_sink(tmp_path)
     if name == "s3":
         return _s3_sink(request)
+    if name == "kafka":
+        return _kafka_sink(request)
     return _list_sink()

@@ -60,6 +60,9 @@ def test_a_crash_after_flush_keeps_exactly_the_flushed_rows(sink_harness: SinkHa
 
 
 def test_start_over_removes_earlier_outputs(sink_harness: SinkHarness) -> None:
+    if not sink_harness.extra.get("start_over", True):
+        pytest.skip(f"{sink_harness.name}: a topic is append-only (reruns are at-least-once)")
+
     async def go() -> list[bytes]:
         async with await sink_harness.make(None) as sink:
             await sink.write_batch(ROWS)
@@ -94,6 +97,9 @@ def test_dead_letters_keep_position_and_reason(sink_harness: SinkHarness) -> Non
 
     rows = anyio.run(go)
     assert len(rows) == 1
+    if sink_harness.name == "kafka":  # the original bytes; the reason travels in headers
+        assert rows[0] == b"{not json"
+        return
     d = orjson.loads(rows[0])
     assert d["line"] == 7 and d["stage"] == "parse" and "bad" in d["error"] and d["raw"] == "{not json"
 
