@@ -94,7 +94,7 @@ def main() -> None:
     ap.add_argument("--burst", type=float, default=None, help="server token bucket size (default R)")
     ap.add_argument("--latency-low", type=float, default=0.2)
     ap.add_argument("--latency-high", type=float, default=0.6)
-    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--concurrency", type=int, default=None, help="max_concurrency (default: unset)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--window", action="store_true", help="server limit: a sliding one-second window")
     ap.add_argument("--coarse", action="store_true", help="server sends only an integer Retry-After")

@@ -13,10 +13,9 @@ intervals, and the objects that are entirely done (those are not even fetched ag
 
 from __future__ import annotations
 
-import bisect
 import io
 import threading
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anyio
@@ -28,6 +27,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from assay.connectors.base import Source
 from assay.connectors.compression import open_stream
 from assay.connectors.framing import ReadError, iter_records
+from assay.connectors.ledger import LineLedger
 from assay.connectors.s3_client import S3Client, S3Config, S3Url, is_hidden, parse_s3_url
 from assay.exceptions import ConnectorError
 from assay.records import Envelope, Position
@@ -36,35 +36,20 @@ CHUNK = 1 << 20
 _Item = list[Envelope] | BaseException
 
 
-def _merge(ivs: list[list[int]], lines: Iterable[int]) -> list[list[int]]:
-    merged: list[list[int]] = []
-    for s, e in sorted([*ivs, *([n, n] for n in lines)]):
-        if merged and s <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    return merged
-
-
-class _Ledger:
-    """Completed positions per object (line intervals) and the objects entirely done."""
+class _Ledger(LineLedger):
+    """Completed positions per object (line intervals, :class:`LineLedger`) and the objects
+    entirely done (their intervals dropped, so the snapshot stays small)."""
 
     def __init__(self, state: Any) -> None:
         state = state or {}
-        self.done: dict[str, list[list[int]]] = {k: [list(iv) for iv in v] for k, v in state.get("done", {}).items()}
+        super().__init__(state.get("done"))
         self.complete: set[str] = set(state.get("complete", []))
-        self._starts = {k: [iv[0] for iv in v] for k, v in self.done.items()}
 
     def covers(self, name: str, line: int) -> bool:
-        ivs = self.done.get(name)
-        if not ivs:
-            return False
-        i = bisect.bisect_right(self._starts[name], line) - 1
-        return i >= 0 and ivs[i][0] <= line <= ivs[i][1]
+        return self.is_done(name, line)
 
-    def add(self, name: str, lines: list[int]) -> None:
-        self.done[name] = _merge(self.done.get(name, []), lines)
-        self._starts[name] = [iv[0] for iv in self.done[name]]
+    def add(self, name: str, lines: list[int]) -> None:  # type: ignore[override]
+        self.add_keys(name, lines)
 
     def finish(self, name: str) -> None:
         self.complete.add(name)
@@ -72,7 +57,7 @@ class _Ledger:
         self._starts.pop(name, None)
 
     def snapshot(self) -> dict[str, Any]:
-        return {"done": {k: [list(iv) for iv in v] for k, v in self.done.items()}, "complete": sorted(self.complete)}
+        return {"done": self.to_json(), "complete": sorted(self.complete)}
 
 
 class _Body(io.RawIOBase):

@@ -166,10 +166,38 @@ class CodeCheck(AsyncEvaluator[CodeCheckParams]):
         return Result(self.key, 1.0 if ok else 0.0, ok, comment, {"errors": errors})
 
 
+CODE_DIR_PREFIX = "assay-code-"
+
+
 def _prepare_dir(code: str) -> str:
-    workdir = tempfile.mkdtemp(prefix="assay-code-")
+    # the pid in the name lets a later run remove what a killed run left (sweep_stale_dirs)
+    workdir = tempfile.mkdtemp(prefix=f"{CODE_DIR_PREFIX}{os.getpid()}-")
     Path(workdir, "python_file.py").write_text(code, encoding="utf-8")
     return workdir
+
+
+def sweep_stale_dirs() -> int:
+    """Remove the temporary directories of code checks whose process is gone (a run killed
+    mid-check leaves them behind); returns how many were removed."""
+    removed = 0
+    root = Path(tempfile.gettempdir())
+    for d in root.glob(f"{CODE_DIR_PREFIX}*-*"):
+        pid = d.name[len(CODE_DIR_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class PyrightCheck(CodeCheck):

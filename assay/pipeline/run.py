@@ -128,6 +128,14 @@ async def _stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -
     cancel.cancel()
 
 
+def sweep_leftovers(config: RunConfig) -> None:
+    """What killed runs left behind that no checkpoint needs: code checks' temporary directories."""
+    if any(spec.name in ("pyright", "mypy", "code_judge") for spec in config.evaluators):
+        from assay.evaluators.code import sweep_stale_dirs
+
+        sweep_stale_dirs()
+
+
 def tune_gc() -> None:
     """Fewer young-generation collections: the hot path allocates many short-lived containers per
     record, and the default threshold (700) makes the collector run every couple of records.
@@ -180,6 +188,7 @@ async def execute(
     t0 = time.perf_counter()
     config = config.model_copy(update={"run_id": config.run_id or RunOptions().run_id})
     plan = RunPlan(config, shard)
+    sweep_leftovers(config)
     writer = shard[0] if shard else 0
     states = await plan.prepare(1, fresh=fresh) if shard is None else await _prepare_shard(plan, fresh)
     result = await run_writer(

@@ -37,7 +37,7 @@ from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.outputs import RunPlan
 from assay.pipeline.progress import Progress
-from assay.pipeline.run import RunReport, conclude
+from assay.pipeline.run import RunReport, conclude, sweep_leftovers
 from assay.pipeline.summary import RunStats
 from assay.pipeline.writer import WriterResult, run_writer
 
@@ -271,6 +271,7 @@ def execute_sharded(
     t0 = time.perf_counter()
     config = config.model_copy(update={"run_id": config.run_id or os.urandom(6).hex()})
     plan = RunPlan(config, None)
+    sweep_leftovers(config)
     states = anyio.run(lambda: plan.prepare(workers, fresh=fresh))
     job = _Job(origin, workers, use_cache, plan.store.dir.name, os.getpid(), states)
     signals = _Signals()

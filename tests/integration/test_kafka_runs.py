@@ -18,16 +18,11 @@ import anyio
 import pytest
 
 from tests.support.kafka_broker import committed, create_topic, end_offsets, produce, read_topic
+from tests.support.runs import slow_evaluator
 
 N = 6000
 BAD = 60
-SLOW = """
-import time
-
-def slow(outputs, **kwargs):
-    time.sleep(0.0005)
-    return {"key": "slow", "score": 1.0}
-"""
+SLOW = slow_evaluator(0.0005)
 
 pytestmark = pytest.mark.slow
 

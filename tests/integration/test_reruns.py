@@ -19,14 +19,10 @@ from typing import Any
 
 import pytest
 
-N = 600
-SLOW = """
-import time
+from tests.support.runs import checkpointed_rows, slow_evaluator
 
-def slow(outputs, **kwargs):
-    time.sleep(0.004)
-    return {"key": "slow", "score": 1.0}
-"""
+N = 600
+SLOW = slow_evaluator(0.004)
 
 
 @pytest.fixture
@@ -64,22 +60,12 @@ def interrupt(f: Path, *extra: str, sig: int = signal.SIGTERM, after_rows: int =
     proc = subprocess.Popen(cmd(f, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=f.parent)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        if _checkpointed_rows(f.parent) >= after_rows:
+        if checkpointed_rows(f.parent) >= after_rows:
             break
         time.sleep(0.02)
     proc.send_signal(sig)
     proc.communicate(timeout=120)
     return proc.returncode
-
-
-def _checkpointed_rows(root: Path) -> int:
-    total = 0
-    for ck in (root / ".assay" / "checkpoints").glob("*/writer-*.json"):
-        try:
-            total += json.loads(ck.read_text())["stats"]["counts"]["scored"]
-        except (OSError, ValueError, KeyError):
-            continue
-    return total
 
 
 def rows(out: Path) -> list[dict[str, Any]]:

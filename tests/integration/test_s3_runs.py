@@ -16,17 +16,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.runs import checkpointed_rows, slow_evaluator
 from tests.support.s3_server import S3Server
 
 N_OBJECTS = 20
 PER_OBJECT = 40
-SLOW = """
-import time
-
-def slow(outputs, **kwargs):
-    time.sleep(0.01)
-    return {"key": "slow", "score": 1.0}
-"""
+SLOW = slow_evaluator(0.01)
 
 
 def _upload(client: Any, bucket: str) -> None:
@@ -64,16 +59,6 @@ def _rows(client: Any, bucket: str) -> list[dict[str, Any]]:
         data = gzip.decompress(data) if key.endswith(".gz") else data
         out += [json.loads(x) for x in data.splitlines() if x]
     return out
-
-
-def _checkpointed(root: Path) -> int:
-    total = 0
-    for ck in (root / ".assay" / "checkpoints").glob("*/writer-*.json"):
-        try:
-            total += json.loads(ck.read_text())["stats"]["counts"]["scored"]
-        except (OSError, ValueError, KeyError):
-            continue
-    return total
 
 
 def _cli(f: Path, *args: str) -> list[str]:
@@ -116,7 +101,7 @@ def test_s3_run_killed_midway_leaves_no_success_and_resumes_exactly(
     assert subprocess.run(_cli(f), capture_output=True, timeout=180, cwd=tmp_path).returncode == 0
     proc = subprocess.Popen(_cli(f, "--fresh"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and _checkpointed(tmp_path) < 200:
+    while time.monotonic() < deadline and checkpointed_rows(tmp_path) < 200:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 import time
@@ -138,3 +139,16 @@ def test_checks_run_concurrently_in_the_pipeline_path() -> None:
 
     anyio.run(run_all)
     assert results == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_stale_code_dirs_of_dead_processes_are_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from assay.evaluators import code
+
+    monkeypatch.setattr(code.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / f"assay-code-{dead.stdout.strip()}-abc").mkdir()
+    (tmp_path / f"assay-code-{os.getpid()}-def").mkdir()  # ours: still in use
+    assert code.sweep_stale_dirs() == 1
+    assert [p.name for p in tmp_path.iterdir()] == [f"assay-code-{os.getpid()}-def"]
