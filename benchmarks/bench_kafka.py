@@ -6,7 +6,7 @@ worker, the same engine (:class:`assay.pipeline.runner.Pipeline`, ``trajectory_m
 
 * ``kafka``: :class:`KafkaSource` (consumer group, ``stop_at: end``) → :class:`KafkaSink`
   (acks=all), ending when every row is confirmed and the group's offsets are committed;
-* ``file``:  :class:`FileSource` over the JSONL file → :class:`JsonlSink`;
+* ``file``:  :class:`FileSource` over the JSONL file → :class:`LocalSink`;
 
 and, for reference, ``assay score`` on the file as a subprocess (start-up included).
 
@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from assay.connectors.base import Sink, Source  # noqa: E402
-from assay.connectors.file import FileSource, JsonlSink  # noqa: E402
+from assay.connectors.file import FileSource, LocalSink  # noqa: E402
 from assay.connectors.kafka import KafkaSinkConfig, KafkaSourceConfig  # noqa: E402
 from assay.connectors.kafka_sink import KafkaSink  # noqa: E402
 from assay.connectors.kafka_source import KafkaSource  # noqa: E402
 from assay.evaluators.trajectory import TrajectoryMatch  # noqa: E402
+from assay.pipeline.commit import Committer  # noqa: E402
 from assay.pipeline.runner import Pipeline, RunOptions  # noqa: E402
-from assay.records import Position  # noqa: E402
 from assay.stages.evaluate import EvaluateStage  # noqa: E402
 from tests.support.kafka_broker import create_topic, produce, read_topic, tansu_broker  # noqa: E402
 
@@ -45,21 +45,19 @@ PARTITIONS = 6
 
 async def run_pipeline(source: Source, sink: Sink, dead: Sink, batch_size: int) -> tuple[int, float]:
     """The engine on one source/sink pair: rows scored, seconds until everything is durable and acked."""
-    positions: list[Position] = []
+    commit = Committer(source, {"results": sink, "dead": dead}, store=None, writer=0, state=dict)
     pipeline = Pipeline(
         source,
         EvaluateStage([TrajectoryMatch(mode="strict")]),
         sink,
         dead,
         RunOptions(batch_size=batch_size, workers=1),
-        on_durable=positions.extend,
+        committer=commit,
     )
     started = time.perf_counter()
     async with source, sink, dead:
         outcome = await pipeline.run()
-        await sink.flush()
-        await dead.flush()
-        await source.ack(positions)
+        await commit.commit()  # the engine's commit: flush every sink, then ack the source
     return outcome.stats.counts["scored"], time.perf_counter() - started
 
 
@@ -81,7 +79,7 @@ async def kafka_run(bootstrap: str, topic: str, tag: str, batch_size: int, poll:
 
 async def file_run(corpus: Path, out: Path, batch_size: int) -> tuple[int, float]:
     source = FileSource([str(corpus)], batch_size=batch_size)
-    return await run_pipeline(source, JsonlSink(str(out)), JsonlSink(str(out) + ".dead.jsonl"), batch_size)
+    return await run_pipeline(source, LocalSink(str(out)), LocalSink(str(out) + ".dead.jsonl"), batch_size)
 
 
 def cli_run(corpus: Path, out: Path) -> float:

@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from assay.connectors.base import Sink, Source  # noqa: E402
-from assay.connectors.file import FileSource, JsonlSink  # noqa: E402
+from assay.connectors.file import FileSource, LocalSink  # noqa: E402
 from assay.connectors.s3 import S3Config, S3Sink, S3Source  # noqa: E402
 from assay.evaluators import TrajectoryMatch  # noqa: E402
 from assay.pipeline.runner import Pipeline, RunOptions  # noqa: E402
@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
 
         out = Path(tmp) / "scores"
         f_src = FileSource([str(inp)])
-        f_sink = JsonlSink(str(out) + "/", compression="gzip")
-        f_dead = JsonlSink(str(Path(tmp) / "dead") + "/", prefix="dead")
+        f_sink = LocalSink(str(out) + "/", compression="gzip")
+        f_dead = LocalSink(str(Path(tmp) / "dead") + "/", prefix="dead")
         _, wall = anyio.run(run_engine, f_src, f_sink, f_dead)
         written = [p.read_bytes() for p in sorted(out.glob("part-*"))]
         results.append(("file → file", args.n, wall, rows_in(written)))
