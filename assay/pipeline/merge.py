@@ -61,21 +61,6 @@ def shard_summary_name(index: int, count: int) -> str:
     return f"_SUMMARY.shard-{index}-of-{count}.json"
 
 
-def write_shard_summary(
-    summary_path: str | os.PathLike[str], shard: tuple[int, int], summary: Mapping[str, Any], config: RunConfig
-) -> Path:
-    """Write shard ``shard``'s summary beside the run's ``_SUMMARY.json`` (at ``summary_path``),
-    with the gates and limits it ran under, so a merge can apply them without the run file."""
-    path = Path(summary_path).with_name(shard_summary_name(*shard))
-    data = {
-        **summary,
-        "shard": {"index": shard[0], "count": shard[1]},
-        **Gates.from_config(config).to_dict(),
-    }
-    LocalFS(path.parent).write_bytes(path.name, orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str))
-    return path
-
-
 class ResultsFS(Protocol):
     """Where a run's results live: names are relative to the results root."""
 

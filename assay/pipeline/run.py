@@ -69,11 +69,6 @@ class RunReport:
     error: AssayError | None = None
 
 
-def gate_results(config: RunConfig, stats: RunStats) -> list[dict[str, Any]]:
-    """Every gate check of the run file: key, check, threshold, actual, passed, message."""
-    return [r.to_dict() for r in evaluate_gates(config.gates, stats)]
-
-
 @contextlib.asynccontextmanager
 async def _judge_pool(config: RunConfig, *, use_cache: bool) -> AsyncIterator[Any]:
     """Open the run's judge pool when the run file declares judges (judges are optional)."""
@@ -250,7 +245,7 @@ def finish(
 ) -> RunReport:
     """The exit code and status of a run from its stats; written into the summary."""
     messages: list[str] = []
-    gates = gate_results(config, stats)
+    gates = [r.to_dict() for r in evaluate_gates(config.gates, stats)]
     if error is not None:
         code = error.exit_code
     elif status == "budget":
