@@ -1,6 +1,6 @@
 """A whole judged run against a rate-limited judge: `assay run` scoring N traces with one
 `llm_judge` evaluator, end to end (process start-up, reading, judging, writing), against the
-stand-in judge server with a hard limit of R requests/s and 0.2–0.6 s latency.
+stand-in judge server (in its own process) with a hard limit of R requests/s and 0.2–0.6 s latency.
 
     python benchmarks/bench_judged_run.py --n 2000 --rps 20
 
@@ -16,9 +16,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
-
-from assay.testing.judge_server import JudgeServerThread
+from typing import Any
 
 
 def corpus(path: Path, n: int) -> None:
@@ -33,27 +33,71 @@ def corpus(path: Path, n: int) -> None:
             )
 
 
+class ServerProcess:
+    """The stand-in judge in its own process (its clock and event loop are not the client's, as with
+    a real endpoint), stopped on exit."""
+
+    def __init__(self, args: argparse.Namespace, rps: float) -> None:
+        self.cmd = [
+            sys.executable, "-m", "assay.testing.judge_server", "--port", "0",
+            "--latency", f"{args.latency_low}-{args.latency_high}", "--rps", str(rps),
+            "--limit", args.limit or ("window" if args.window else "bucket"), "--seed", str(args.seed),
+        ]  # fmt: skip
+        if args.burst:
+            self.cmd += ["--burst", str(args.burst)]
+        if args.coarse:
+            self.cmd.append("--coarse")
+        self.url = ""
+
+    def __enter__(self) -> ServerProcess:
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        self.url = line.strip().rsplit(" ", 1)[-1]
+        if not self.url.startswith("http"):
+            self.proc.kill()
+            raise SystemExit(f"judge server did not start: {line!r}")
+        return self
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.url + "/stats?arrivals=1") as resp:
+            return json.loads(resp.read())  # type: ignore[no-any-return]
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def diagnose(arrivals: list[list[float]], rps: float) -> str:
+    """Where the time went, from the server's own arrival log: the accepted rate per second, idle
+    gaps (no accepted request for over 2/R) and the share of 429s."""
+    ok = sorted(t for t, status in arrivals if status != 429)
+    if len(ok) < 2:
+        return "too few accepted requests"
+    gaps = [b - a for a, b in zip(ok, ok[1:], strict=False)]
+    idle = sum(g - 1.0 / rps for g in gaps if g > 2.0 / rps)
+    span = ok[-1] - ok[0]
+    return (
+        f"accepted span {span:.1f} s ({(len(ok) - 1) / span:.2f}/s), idle beyond 2/R: {idle:.1f} s, "
+        f"median gap {sorted(gaps)[len(gaps) // 2] * 1000:.1f} ms (1/R = {1000 / rps:.1f} ms)"
+    )
+
+
 def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespace) -> dict[str, object]:
-    with JudgeServerThread(
-        latency=(args.latency_low, args.latency_high),
-        rps=rps,
-        burst=args.burst or rps,
-        seed=args.seed,
-        limit_kind="window" if args.window else "bucket",
-        retry_after_ms=not args.coarse,
-    ) as server:
+    with ServerProcess(args, rps) as server:
+        judge: dict[str, Any] = {
+            "provider": "openai",
+            "base_url": f"{server.url}/v1",
+            "model": "m",
+            "timeout": 10,
+        }
+        if factor > 0:
+            judge["rpm"] = rps * 60 * factor
+        if args.concurrency:
+            judge["max_concurrency"] = args.concurrency
         cfg = {
             "source": {"path": "corpus.jsonl"},
-            "judges": {
-                "j": {
-                    "provider": "openai",
-                    "base_url": f"{server.url}/v1",
-                    "model": "m",
-                    "rpm": rps * 60 * factor,
-                    "max_concurrency": args.concurrency,
-                    "timeout": 10,
-                }
-            },
+            "judges": {"j": judge},
             "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}}],
             "sink": {"path": f"out-{factor}/"},
         }
@@ -65,7 +109,10 @@ def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespa
             text=True,
         )
         wall = time.perf_counter() - t0
-        requests, http_429 = server.stats.requests, server.stats.rate_limited
+        stats = server.stats()
+        requests, http_429 = stats["requests"], stats["rate_limited"]
+        if args.diagnose:
+            print(f"  [{factor:g}x] {diagnose(stats['arrivals'], rps)}", flush=True)
     summary = json.loads((workdir / f"out-{factor}" / "_SUMMARY.json").read_text())
     rows = [
         json.loads(line)
@@ -74,7 +121,7 @@ def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespa
     ]
     scored = sum(1 for r in rows if r["results"]["correctness"]["score"] is not None)
     return {
-        "scenario": "rpm correct" if factor == 1 else f"rpm {factor:g}x too high",
+        "scenario": {0: "rpm unset", 1: "rpm correct"}.get(factor, f"rpm {factor:g}x too high"),
         "exit": proc.returncode,
         "wall_s": wall,
         "ideal_s": n / rps,
@@ -97,14 +144,25 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=None, help="max_concurrency (default: unset)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--window", action="store_true", help="server limit: a sliding one-second window")
+    ap.add_argument(
+        "--limit",
+        choices=["bucket", "window", "spacing", "minute"],
+        default=None,
+        help="server limit: token bucket (default), sliding 1 s window, strict spacing of 1/R, per-minute window",
+    )
     ap.add_argument("--coarse", action="store_true", help="server sends only an integer Retry-After")
-    ap.add_argument("--factors", default="1,3", help="rpm configured as these multiples of the real limit")
+    ap.add_argument(
+        "--factors", default="1,3", help="rpm configured as these multiples of the real limit (0: rpm unset)"
+    )
+    ap.add_argument("--diagnose", action="store_true", help="print where the time went (server arrival log)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         workdir = Path(d)
         corpus(workdir / "corpus.jsonl", args.n)
         results = [run(workdir, args.n, args.rps, float(f), args) for f in args.factors.split(",")]
-    kind = "sliding 1 s window" if args.window else f"bucket {args.burst or args.rps:g}"
+    kinds = {"window": "sliding 1 s window", "spacing": "strict spacing 1/R", "minute": "per-minute window"}
+    limit = args.limit or ("window" if args.window else "bucket")
+    kind = kinds.get(limit, f"bucket {args.burst or args.rps:g}")
     print(
         f"# {args.n} traces, server limit {args.rps:g} req/s ({kind}{', Retry-After only' if args.coarse else ''}), "
         f"latency {args.latency_low}-{args.latency_high} s; ideal wall N/R = {args.n / args.rps:.1f} s"

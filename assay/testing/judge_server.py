@@ -11,7 +11,7 @@ when a tool is forced); strings come back as plain text (to exercise verdict sal
 Misbehaviour on demand, deterministic for a given ``seed`` and arrival order: ``latency``
 (seconds, fixed or a ``(low, high)`` range), ``rps`` (a token bucket of ``rps`` requests per
 second holding ``burst``; beyond it 429 with ``Retry-After``, ``retry-after-ms`` and
-``x-ratelimit-reset-requests``; ``limit_kind="window"`` counts accepted requests in a sliding
+``x-ratelimit-reset-requests``, or only an integer ``Retry-After`` with ``retry_after_ms=False``; ``limit_kind="window"`` counts accepted requests in a sliding
 one-second window instead, ``"spacing"`` refuses any request closer than ``1/rps`` to the previous
 accepted one, ``"minute"`` allows ``60·rps`` per fixed minute), ``error_rate`` (answered
 ``fail_status``: 500 by default; 401 or 403 for a wrong key; 500 with ``error_rate=1`` for a
@@ -287,7 +287,10 @@ class JudgeServer:
     # --- handlers ------------------------------------------------------------------------------
 
     async def _get_stats(self, request: web.Request) -> web.Response:
-        return web.json_response(self.stats.to_dict())
+        stats = self.stats.to_dict()
+        if request.query.get("arrivals"):  # for benchmarks: when each request arrived, and its status
+            stats["arrivals"] = list(self.stats.arrivals)
+        return web.json_response(stats)
 
     async def _reset_stats(self, request: web.Request) -> web.Response:
         self.stats.reset()
@@ -360,14 +363,13 @@ class JudgeServer:
         return hang, fail, delay
 
     def _rate_limited(self, provider: str, wait: float) -> web.Response:
-        headers = {
-            "Retry-After": str(max(1, math.ceil(wait))),
-            "x-ratelimit-limit-requests": str(self._bucket.rate if self._bucket else 0),
-            "x-ratelimit-remaining-requests": "0",
-            "x-ratelimit-reset-requests": f"{max(1, round(wait * 1000))}ms",
-        }
+        # retry_after_ms=False is the coarse server many gateways are: an integer Retry-After only.
+        headers = {"Retry-After": str(max(1, math.ceil(wait)))}
         if self.retry_after_ms:
             headers["retry-after-ms"] = str(max(1, round(wait * 1000)))
+            headers["x-ratelimit-limit-requests"] = str(self._bucket.rate if self._bucket else 0)
+            headers["x-ratelimit-remaining-requests"] = "0"
+            headers["x-ratelimit-reset-requests"] = f"{max(1, round(wait * 1000))}ms"
         return _error(provider, 429, "rate_limit_error", "stand-in judge: rate limit exceeded", headers)
 
     def _client_error(self, provider: str, status: int, message: str) -> web.Response:
@@ -666,6 +668,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--fail-status", type=int, default=500, help="status of --error-rate answers (e.g. 401)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--api-key", default=None, help="require this key (Bearer, x-api-key or api-key)")
+    parser.add_argument(
+        "--coarse", action="store_true", help="a 429 carries only an integer Retry-After (no ms or reset headers)"
+    )
     args = parser.parse_args(argv)
 
     async def serve() -> None:
@@ -682,6 +687,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             api_key=args.api_key,
             limit_kind=args.limit or ("window" if args.window else "bucket"),
             fail_status=args.fail_status,
+            retry_after_ms=not args.coarse,
         )
         async with server:
             print(f"stand-in judge listening on {server.url}", flush=True)
