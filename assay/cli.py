@@ -167,6 +167,15 @@ def run(
         str | None, typer.Option("--metrics-push", metavar="URL", help="Push metrics to a Pushgateway at the end.")
     ] = None,
     metrics_job: Annotated[str, typer.Option("--metrics-job", help="Pushgateway job name.")] = "assay",
+    progress_interval: Annotated[
+        float,
+        typer.Option(
+            "--progress-interval",
+            metavar="SECONDS",
+            min=0.1,
+            help="Without a terminal (cron, Airflow): print a timestamped progress line this often.",
+        ),
+    ] = 30.0,
 ) -> None:
     """Run the job described by a run file.
 
@@ -184,6 +193,7 @@ def run(
         metrics_textfile=metrics_textfile,
         metrics_push=metrics_push,
         metrics_job=metrics_job,
+        progress_interval_s=progress_interval,
         secrets=secrets_of_run_file(run_file),
     )
     try:

@@ -74,6 +74,12 @@ class Source(AsyncResource, ABC):
 
     size_unit: str = "records"
 
+    def size_done(self) -> int | None:
+        """How much of ``size_hint`` has been read so far, in ``size_unit`` (what a resumed run
+        skips included). None when the source does not count it: the engine then counts the
+        records it took, which is the same thing for a ``records`` hint."""
+        return None
+
     def describe(self) -> str:
         return type(self).__name__
 

@@ -143,6 +143,9 @@ class FileSource(Source):
         self._stopped = False
         self._index = 0  # running record index of round-robin sharded inputs
         self._bytes_total: int | None = None
+        self._bytes_done = 0  # of the files read to their end
+        self._bytes_read: int | None = 0  # size_done(); None once a file is read by byte range
+        self._raw: IO[bytes] | None = None  # the file being read
         self._grouped: Source | None = None
         if read_mode == "sessions":
             from assay.stages.sessions import GroupSessions
@@ -180,6 +183,13 @@ class FileSource(Source):
         if self._grouped is not None:
             return self._grouped.size_hint()
         return self._bytes_total
+
+    def size_done(self) -> int | None:
+        """Input bytes read so far (as of the last batch); None for stdin, and for a shard that
+        reads files by byte range (its share of the total is not known in advance)."""
+        if self._grouped is not None:
+            return self._grouped.size_done()
+        return None if self._bytes_total is None else self._bytes_read
 
     async def ack(self, positions: Sequence[Position]) -> None:
         if self._grouped is not None:
@@ -220,6 +230,7 @@ class FileSource(Source):
         name = display_name(path)
         shard = self.shard
         if shard is not None and self._byte_range_shardable(raw, path):
+            self._bytes_read = None
             start, end, line = byte_range(raw, file_size(path), shard[0], shard[1])
             raw.seek(start)
             stream: Any = Limited(raw, end - start)
@@ -244,14 +255,29 @@ class FileSource(Source):
             if self._stopped:
                 return
             raw = open_raw(path)
+            self._raw = raw
             try:
                 yield from self._read_input(path, raw)
+                if path != STDIN:
+                    self._bytes_done += file_size(path)
             except (OSError, EOFError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise ConnectorError(f"{display_name(path)}: read failed: {reason}") from exc
             finally:
+                self._raw = None
                 if path != STDIN:
                     raw.close()
+
+    def _count_read(self) -> None:
+        """In the reading thread, between records (the file is not being read)."""
+        if self._bytes_read is None or self._bytes_total is None:
+            return
+        raw = self._raw
+        try:
+            here = raw.tell() if raw is not None and raw.seekable() else 0
+        except (OSError, ValueError):
+            here = 0
+        self._bytes_read = min(self._bytes_done + here, self._bytes_total)
 
     async def batches(self) -> AsyncIterator[list[Envelope]]:
         if self._grouped is not None:
@@ -270,6 +296,7 @@ class FileSource(Source):
                         break
             except ConnectorError as exc:  # the records read before the fault still go out
                 return batch, exc
+            self._count_read()
             return batch, None
 
         while not self._stopped:

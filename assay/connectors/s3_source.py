@@ -63,10 +63,11 @@ class _Ledger(LineLedger):
 class _Body(io.RawIOBase):
     """A sync, readable view of an async response body, for framing code in a worker thread."""
 
-    def __init__(self, body: Any, closed: threading.Event) -> None:
+    def __init__(self, body: Any, closed: threading.Event, counted: Any = None) -> None:
         self.body = body
         self.stopped = closed
         self.eof = False
+        self.counted = counted  # called with the size of every chunk read (progress)
 
     def readable(self) -> bool:
         return True
@@ -90,6 +91,8 @@ class _Body(io.RawIOBase):
         data = anyio.from_thread.run(self._fill, len(b))
         self.eof = not data
         memoryview(b).cast("B")[: len(data)] = data
+        if self.counted is not None:
+            self.counted(len(data))
         return len(data)
 
 
@@ -146,6 +149,9 @@ class S3Source(Source):
         self._read_to_end: set[str] = set()
         self._started = False
         self._receivers: set[MemoryObjectReceiveStream[_Item]] = set()  # not yet drained
+        self._bytes_read = 0  # size_done(): bodies read (several framing threads add to it)
+        self._bytes_lock = threading.Lock()
+        self._skipped_bytes: int | None = None
 
     def describe(self) -> str:
         return self.url
@@ -153,6 +159,20 @@ class S3Source(Source):
     def size_hint(self) -> int | None:
         """Bytes of the objects this shard reads (known after ``open``)."""
         return sum(size for _, _, size in self.objects) if self.objects else None
+
+    def size_done(self) -> int | None:
+        """Bytes of this shard's objects read so far (objects an earlier attempt completed count
+        as read); known after ``open``."""
+        if not self.objects:
+            return None
+        if self._skipped_bytes is None:  # the resume ledger is frozen: computed once
+            done = self._resume.complete
+            self._skipped_bytes = sum(size for b, k, size in self.objects if self.name(b, k) in done)
+        return self._skipped_bytes + self._bytes_read
+
+    def _count(self, n: int) -> None:
+        with self._bytes_lock:
+            self._bytes_read += n
 
     def stop(self) -> None:
         self._stopped = True
@@ -296,7 +316,7 @@ class S3Source(Source):
         size = self.batch_size
         batch: list[Envelope] = []
         try:
-            stream = open_stream(_Body(body, self._closing), name, suffix_name=name)
+            stream = open_stream(_Body(body, self._closing, self._count), name, suffix_name=name)
             for line, payload in iter_records(stream, name, self.input_format):
                 if isinstance(payload, ReadError):
                     self.read_errors.append((Position(name, line), payload.message))

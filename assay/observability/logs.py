@@ -27,7 +27,7 @@ import orjson
 import yaml
 
 from assay.exceptions import ConfigError
-from assay.pipeline.progress import Progress
+from assay.pipeline.progress import Gauges, Progress
 from assay.pipeline.summary import RunStats
 
 LogFormat = Literal["text", "json"]
@@ -158,7 +158,8 @@ def log_event(event: str, level: int = logging.INFO, message: str = "", **fields
 
 
 class ObservedProgress(Progress):
-    """The run's progress display, plus observers (e.g. metrics) called on every update.
+    """The run's progress display, plus observers (e.g. metrics) called on every update and
+    gauge observers called on every tick (about once a second, even with ``--quiet``).
 
     With ``events`` (``--log-format json``) the progress goes out as ``progress`` log events at a
     fixed interval instead of the plain lines, which would not parse as JSON."""
@@ -169,21 +170,52 @@ class ObservedProgress(Progress):
         enabled: bool = True,
         events: bool = False,
         observers: Iterable[Callable[[RunStats], None]] = (),
-        interval_s: float = 10.0,
+        gauge_observers: Iterable[Callable[[Gauges], None]] = (),
+        interval_s: float = 30.0,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(enabled=enabled and not events, interval_s=interval_s)
+        super().__init__(
+            enabled=enabled, interval_s=interval_s, stream=stream, clock=clock, tty=False if events else None
+        )
         self.events = events and enabled
         self.observers = list(observers)
-        self._next = time.perf_counter() + interval_s
+        self.gauge_observers = list(gauge_observers)
 
     def update(self, stats: RunStats) -> None:
         for observe in self.observers:
             observe(stats)
+        super().update(stats)
+
+    def tick(self, gauges: Gauges) -> None:
+        for observe in self.gauge_observers:
+            observe(gauges)
+        super().tick(gauges)
+
+    def emit(self, now: float) -> None:
         if not self.events:
-            super().update(stats)
+            super().emit(now)
             return
-        now = time.perf_counter()
-        if now >= self._next:
-            self._next = now + self.interval_s
-            c = stats.counts
-            log_event("progress", counts=dict(c), records_per_s=round(c["read"] / max(now - self.started, 1e-9), 1))
+        g = self.gauges
+        eta = self.eta_s()
+        fields: dict[str, Any] = {
+            "counts": dict(self.stats.counts),
+            "records_per_s": round(self.records_per_s(), 1),
+            "in_flight": g.in_flight,
+            "queues": {stage: used for stage, (used, _size) in g.queues.items()},
+        }
+        if g.size_total is not None:
+            fields.update(size_total=g.size_total, size_done=g.size_done, size_unit=g.size_unit)
+            fields["eta_s"] = None if eta is None else round(eta, 1)
+        if g.judges:
+            fields["judges"] = {
+                name: {"in_flight": j.in_flight, "rpm": _round(self.judge_rpm(name)), "limit_rpm": j.limit_rpm}
+                for name, j in g.judges.items()
+            }
+        if g.grace_left_s is not None:
+            fields["grace_left_s"] = round(g.grace_left_s, 1)
+        log_event("progress", message=self.line(), **fields)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)

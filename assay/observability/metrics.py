@@ -22,7 +22,8 @@ Metric names (all prefixed ``assay_``): ``records_read_total``, ``records_scored
 ``judge_tokens_total{judge,direction}``, ``judge_cost_usd_total{judge}``, ``judge_in_flight{judge}``,
 ``judge_rate_rpm{judge}``, ``judge_latency_seconds{judge}`` (histogram of the latency samples the
 endpoint keeps: its most recent 20,000 successful attempts), ``judge_latency_quantile_seconds
-{judge,quantile}``, ``queue_depth{stage}``, ``run_info{run_id,status}``, ``run_exit_code``,
+{judge,quantile}``, ``queue_depth{stage}`` and ``queue_capacity{stage}`` (batches buffered in front
+of ``evaluate`` and ``sink``, sampled about once a second), ``run_info{run_id,status}``, ``run_exit_code``,
 ``run_wall_seconds``, ``run_finished_timestamp_seconds``.
 """
 
@@ -74,7 +75,7 @@ class RunMetrics:
         self._stats: dict[str, Any] = {}
         self._judges: dict[str, dict[str, Any]] = {}
         self._latencies: dict[str, list[float]] = {}
-        self._queues: dict[str, int] = {}
+        self._queues: dict[str, tuple[int, int | None]] = {}
         self._lock = threading.Lock()  # updates come from the run's thread, reads from the server's
         self._server: Any = None
         self.registry.register(self)
@@ -110,10 +111,16 @@ class RunMetrics:
             self.wall_s = float(wall) if isinstance(wall, int | float) else None
             self.finished_at = time.time()
 
-    def set_queue_depth(self, stage: str, depth: int) -> None:
-        """Items buffered in front of ``stage`` now (the engine calls this; see docs/operations.md)."""
+    def set_queue_depth(self, stage: str, depth: int, capacity: int | None = None) -> None:
+        """Batches buffered in front of ``stage`` now, and the buffer's size when known."""
         with self._lock:
-            self._queues[stage] = depth
+            self._queues[stage] = (depth, capacity)
+
+    def observe_gauges(self, gauges: Any) -> None:
+        """A gauge observer: takes the progress sampler's ``Gauges`` (about once a second) and
+        keeps the depth of every stage's queue."""
+        with self._lock:
+            self._queues = {stage: (used, size) for stage, (used, size) in gauges.queues.items()}
 
     def observer(self) -> Callable[[Any], None]:
         """A progress observer: takes a ``RunStats`` and, when called inside a run with judges,
@@ -173,9 +180,15 @@ class RunMetrics:
         yield from self._collect_evaluators(stats.get("evaluators", {}))
         yield from self._collect_judges(judges, latencies)
         depth = GaugeMetricFamily(self._n("queue_depth"), "Batches buffered in front of a stage.", labels=["stage"])
-        for stage, n in sorted(queues.items()):
+        capacity = GaugeMetricFamily(
+            self._n("queue_capacity"), "Buffer size (batches) in front of a stage.", labels=["stage"]
+        )
+        for stage, (n, size) in sorted(queues.items()):
             depth.add_metric([stage], n)
+            if size is not None:
+                capacity.add_metric([stage], size)
         yield depth
+        yield capacity
         yield from self._collect_run()
 
     def _n(self, name: str) -> str:

@@ -19,6 +19,7 @@ from assay.observability.logs import ObservedProgress, log_event, setup_logging
 if TYPE_CHECKING:
     from assay.config import RunConfig
     from assay.observability.metrics import RunMetrics
+    from assay.pipeline.progress import Gauges
     from assay.pipeline.summary import RunStats
 
 
@@ -32,6 +33,7 @@ class RunSession:
     metrics_textfile: str | None = None
     metrics_push: str | None = None
     metrics_job: str = "assay"
+    progress_interval_s: float = 30.0
     secrets: list[str] = field(default_factory=list)
     run_id: str | None = None
     metrics: RunMetrics | None = None
@@ -59,12 +61,21 @@ class RunSession:
         return config
 
     def progress(self, *, enabled: bool) -> ObservedProgress:
-        """The progress display: plain or rich for ``text``, ``progress`` events for ``json``,
-        feeding the metrics on every update."""
+        """The progress display: rich on a terminal, a timestamped line every
+        ``progress_interval_s`` otherwise, ``progress`` events for ``json``; it feeds the metrics
+        (counts on every update, queue depths on every tick)."""
         observers: list[Callable[[RunStats], None]] = []
+        gauge_observers: list[Callable[[Gauges], None]] = []
         if self.metrics is not None:
             observers.append(self.metrics.observer())
-        return ObservedProgress(enabled=enabled, events=self.log_format == "json", observers=observers)
+            gauge_observers.append(self.metrics.observe_gauges)
+        return ObservedProgress(
+            enabled=enabled,
+            events=self.log_format == "json",
+            observers=observers,
+            gauge_observers=gauge_observers,
+            interval_s=self.progress_interval_s,
+        )
 
     def finish(self, summary: dict[str, Any], exit_code: int, messages: Iterable[str]) -> None:
         """Log ``run_finished`` (and each message as a warning) and write/push the metrics."""

@@ -112,6 +112,7 @@ async def _watch_flag(
 async def _stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
     """Stop reading; in-flight work has ``grace_s`` to drain before it is cancelled."""
     pipeline.stop("interrupted")
+    pipeline.stop_deadline = time.monotonic() + grace_s  # the progress display counts it down
     print(
         f"assay: stopping: reading no more; finishing {pipeline.in_flight:,} in-flight records"
         f" (grace period {grace_s:g} s, then they are abandoned and redone on resume)",

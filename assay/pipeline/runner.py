@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import orjson
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from assay.connectors.base import Sink, Source
 from assay.exceptions import AssayError
@@ -102,6 +103,9 @@ class Pipeline:
         self.source_error: AssayError | None = None
         self._resumed_read = self.stats.counts["read"]  # read by earlier attempts of the run
         self.status = "ok"
+        self.stop_deadline: float | None = None
+        """``time.monotonic()`` when in-flight work is abandoned, once a signal stops the run."""
+        self._queues: dict[str, MemoryObjectReceiveStream[Any]] = {}
         self.parse = RecordParser(self.options.normalize, projected=not evaluate.reads_scenario)
 
     def stop(self, status: str) -> None:
@@ -117,6 +121,7 @@ class Pipeline:
         workers = opts.workers or self.evaluate.wanted_batches_in_flight(opts.batch_size)
         raw_send, raw_recv = anyio.create_memory_object_stream[list[Envelope]](opts.buffer)
         out_send, out_recv = anyio.create_memory_object_stream[Processed](opts.buffer)
+        self._queues = {"evaluate": raw_recv, "sink": out_recv}
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._pump, raw_send)
             async with raw_recv, out_send:
@@ -131,6 +136,14 @@ class Pipeline:
     def in_flight(self) -> int:
         """Records taken from the source and not yet written."""
         return self.emitted - self.stats.counts["read"] + self._resumed_read
+
+    def queue_depths(self) -> dict[str, tuple[int, int]]:
+        """Stage → (batches buffered in front of it, buffer size): the bounded streams now."""
+        out: dict[str, tuple[int, int]] = {}
+        for stage, stream in self._queues.items():
+            st = stream.statistics()
+            out[stage] = (st.current_buffer_used, int(st.max_buffer_size))
+        return out
 
     async def _pump(self, send: ObjectSendStream[list[Envelope]]) -> None:
         """Feed the workers. A source that fails ends the stream normally, so every record it

@@ -20,7 +20,7 @@ from assay.connectors.registry import SinkContext, SourceContext, build_sink, bu
 from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.commit import Committer
-from assay.pipeline.progress import ProgressSink
+from assay.pipeline.progress import ProgressSink, sample_gauges
 from assay.pipeline.runner import Pipeline, RunOptions
 from assay.pipeline.summary import RunStats
 from assay.stages.evaluate import EvaluateStage
@@ -160,6 +160,9 @@ async def run_writer(
                             tg.start_soon(_watch_flag, stop_requested, pipeline, grace, tg.cancel_scope)
                         elif handle_signals:
                             tg.start_soon(_watch_signals, pipeline, grace, tg.cancel_scope)
+                        tick = getattr(progress, "tick", None)
+                        if tick is not None:  # ETA, judges, queue depths: sampled about once a second
+                            tg.start_soon(sample_gauges, pipeline, tick, pool)
                         await pipeline.run()
                         tg.cancel_scope.cancel()
                 except Exception as exc:

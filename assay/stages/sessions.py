@@ -71,6 +71,9 @@ class GroupSessions(Source):
     def size_hint(self) -> int | None:
         return self.inner.size_hint()
 
+    def size_done(self) -> int | None:
+        return self.inner.size_done()
+
     def snapshot(self) -> Any:
         return self.inner.snapshot()
 

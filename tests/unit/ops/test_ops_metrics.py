@@ -187,3 +187,56 @@ def test_cli_metrics_port_in_use_is_a_config_error(quickstart: Path, run_cli) ->
         port = busy.getsockname()[1]
         result = run_cli("run", str(quickstart), "-q", "--metrics-port", str(port), "--metrics-addr", "127.0.0.1")
     assert result.returncode == 2 and "--metrics-port" in result.stderr
+
+
+def test_queue_depths_of_a_running_pipeline_in_the_exposition() -> None:
+    """The runner's streams, sampled by the progress sampler, reach the exposition: with the sink
+    held, both queues are full (buffer 3); once it is released and the run ends, both are empty."""
+    import functools
+
+    import anyio
+
+    from assay.evaluators import TrajectoryMatch
+    from assay.observability.logs import ObservedProgress
+    from assay.pipeline import Pipeline, RunOptions
+    from assay.pipeline.progress import sample_gauges
+    from assay.stages import EvaluateStage
+    from assay.testing import ListSink, ListSource
+    from tests.unit.ops.test_ops_progress import GOOD, _Blocked
+
+    m = RunMetrics("r1")
+    prog = ObservedProgress(enabled=False, observers=[m.observer()], gauge_observers=[m.observe_gauges])
+    sink = _Blocked()
+    pipe = Pipeline(
+        ListSource([GOOD] * 300, batch_size=10),
+        EvaluateStage([TrajectoryMatch()]),
+        sink,
+        ListSink(),
+        RunOptions(buffer=3, workers=2),
+        on_progress=prog.update,
+    )
+    stage = (("stage", "evaluate"),), (("stage", "sink"),)
+
+    def depths() -> tuple[float, ...]:
+        got = samples(generate_latest(m.registry).decode())
+        return tuple(got.get(("assay_queue_depth", s), -1.0) for s in stage)
+
+    async def main() -> tuple[tuple[float, ...], dict[Any, float]]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(sample_gauges, pipe, prog.tick, every_s=0.01))
+            async with anyio.create_task_group() as run:
+                run.start_soon(pipe.run)
+                with anyio.fail_after(10):
+                    while depths() != (3.0, 3.0):  # noqa: ASYNC110 (what a scraper sees)
+                        await anyio.sleep(0.01)
+                full = depths()
+                sink.release.set()
+            await anyio.sleep(0.05)  # a few more samples after the end
+            tg.cancel_scope.cancel()
+        return full, samples(generate_latest(m.registry).decode())
+
+    full, after = anyio.run(main)
+    assert full == (3.0, 3.0)
+    assert tuple(after[("assay_queue_depth", s)] for s in stage) == (0.0, 0.0)
+    assert tuple(after[("assay_queue_capacity", s)] for s in stage) == (3.0, 3.0)
+    assert after[("assay_records_read_total", ())] == 300

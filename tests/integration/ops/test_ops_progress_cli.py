@@ -1,0 +1,79 @@
+"""``assay run`` with stderr not a terminal (cron, Airflow): timestamped progress lines with the
+rate and the ETA at ``--progress-interval``; the metrics textfile carries the queue depths."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.runs import slow_evaluator
+
+REPO = Path(__file__).resolve().parents[3]
+LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ assay: read [\d,]+  scored [\d,]+  failed \d+ \| [\d,]+ rec/s \| ")
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    """600 traces of about 10 kB (6 MB of input) and an evaluator taking 4 ms each: ~2.5 s."""
+    pad = "x" * 10_000
+    msgs = [{"role": "user", "content": pad}, {"role": "assistant", "content": "a"}]
+    lines = [json.dumps({"id": f"t{i}", "messages": msgs}) for i in range(600)]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "slowmod.py").write_text(slow_evaluator(0.004))
+    cfg = {
+        "source": {"path": "corpus.jsonl"},
+        "evaluators": [{"name": "python", "params": {"function": "slowmod:slow"}}],
+        "sink": {"path": "out/"},
+        "limits": {"batch_size": 10},
+    }
+    (tmp_path / "run.yaml").write_text(json.dumps(cfg))
+    return tmp_path / "run.yaml"
+
+
+def test_progress_lines_without_a_terminal_and_queue_depth_metrics(job: Path) -> None:
+    prom = job.parent / "assay.prom"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(job.parent)])}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "assay.cli",
+            "run",
+            str(job),
+            "--workers",
+            "1",
+            "--progress-interval",
+            "0.25",
+            "--metrics-textfile",
+            str(prom),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=job.parent,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if " assay: read " in ln]
+    assert len(lines) >= 3, proc.stderr
+    assert all(LINE.match(ln) for ln in lines), lines
+    assert all("\x1b" not in ln for ln in lines)  # no terminal codes in a log file
+    assert all(re.search(r"\d+% of [\d.]+ MB, ETA ", ln) for ln in lines), lines
+    etas = [m.group(1) for ln in lines if (m := re.search(r"ETA (\d+s|\d+m\d\ds)\b", ln))]
+    assert etas, lines  # once the rate is measured, the ETA is a duration
+    rates = [int(re.search(r"\| ([\d,]+) rec/s", ln).group(1).replace(",", "")) for ln in lines]  # type: ignore[union-attr]
+    assert all(r > 0 for r in rates)
+    assert "queued evaluate " in lines[-1]
+
+    text = prom.read_text()
+    depths = dict(re.findall(r'^assay_queue_depth\{stage="(\w+)"\} ([\d.e+]+)$', text, re.M))
+    capacity = dict(re.findall(r'^assay_queue_capacity\{stage="(\w+)"\} ([\d.e+]+)$', text, re.M))
+    assert set(depths) == set(capacity) == {"evaluate", "sink"}
+    assert all(float(capacity[s]) == 4 and 0 <= float(depths[s]) <= 4 for s in depths)
