@@ -1,7 +1,7 @@
 """Reports of finished runs, and the other terminal views of the CLI.
 
-* :func:`build_run_report` streams a results location (a directory today; any
-  :class:`~assay.report.store.ResultStore`, e.g. S3, through :func:`register_store`) into
+* :func:`build_run_report` streams a results location (a directory, an ``s3://`` prefix, or any
+  :class:`~assay.report.store.ResultStore` registered with :func:`register_store`) into
   per-key aggregates, the worst traces with their trajectories, and dead letters by reason;
 * :func:`compare_runs` puts two runs side by side (deltas, flipped verdicts, regressions first);
 * :func:`build_trend` follows each evaluator over several runs (``results/dt=*``);
@@ -27,7 +27,14 @@ from assay.report.catalog import (
 from assay.report.compare import Comparison, Flip, KeyDelta, compare_reports, compare_runs
 from assay.report.html import render_html, write_html
 from assay.report.load import RunInfo, iter_dead_letters, iter_rows, read_run_info
-from assay.report.store import LocalStore, ResultStore, expand_locations, open_store, register_store
+from assay.report.store import (
+    LocalStore,
+    ResultStore,
+    close_stores,
+    expand_locations,
+    open_store,
+    register_store,
+)
 from assay.report.terminal import (
     console,
     print_comparison,
@@ -55,6 +62,7 @@ __all__ = [
     "attribute_docs",
     "build_run_report",
     "build_trend",
+    "close_stores",
     "compare_reports",
     "compare_runs",
     "console",

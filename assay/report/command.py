@@ -7,7 +7,7 @@ from pathlib import Path
 from assay.report.build import build_run_report
 from assay.report.compare import Comparison, compare_runs
 from assay.report.load import read_run_info
-from assay.report.store import expand_locations
+from assay.report.store import close_stores, expand_locations
 from assay.report.terminal import console, print_comparison, print_run_report, print_trend
 from assay.report.trend import Trend, build_trend
 
@@ -25,6 +25,13 @@ def report_command(
     """Report on one run, or on several (a trend, the newest compared with the one before it);
     ``compare`` names an explicit baseline for the newest run. Prints tables unless ``quiet``;
     writes the HTML report to ``html`` when given. Raises :class:`~assay.exceptions.AssayError`."""
+    try:
+        _report(results, html=html, compare=compare, worst=worst, quiet=quiet)
+    finally:
+        close_stores()  # e.g. the S3 client every s3:// location shared
+
+
+def _report(results: list[str], *, html: Path | None, compare: str | None, worst: int, quiet: bool) -> None:
     infos = sorted((read_run_info(loc) for loc in expand_locations(results)), key=lambda i: i.sort_key)
     current = infos[-1]
     trend: Trend | None = build_trend(infos) if len(infos) > 1 else None

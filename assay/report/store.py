@@ -3,9 +3,12 @@
 A results location is what the file/directory sink writes: ``part-*.jsonl[.gz|.zst]`` rows,
 ``_dead_letter/dead-*.jsonl`` failures, ``_SUMMARY.json`` and ``_SUCCESS``. The report reads it
 through :class:`ResultStore` (list the files, open one as a byte stream), so that another place of
-bytes (S3) plugs in with :func:`register_store` without touching the report::
+bytes plugs in with :func:`register_store` without touching the report::
 
-    register_store("s3", lambda location: MyS3Store(location))
+    register_store("gs", lambda location: MyGcsStore(location), expand=my_glob, close=my_close)
+
+``s3://`` is built in (:mod:`assay.report.s3_store`, extra ``assay[s3]``, imported on first use):
+a prefix is one run, a pattern such as ``s3://lake/scores/dt=*/`` expands to the runs it selects.
 
 Compression is a separate concern: :func:`open_decompressed` wraps any opened stream by the
 file's suffix (``.gz``, ``.zst``).
@@ -18,6 +21,7 @@ import glob
 import gzip
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
 
@@ -26,6 +30,7 @@ from assay.exceptions import ConfigError, ConnectorError
 __all__ = [
     "LocalStore",
     "ResultStore",
+    "close_stores",
     "expand_locations",
     "open_decompressed",
     "open_store",
@@ -83,34 +88,89 @@ class LocalStore:
 
 
 StoreFactory = Callable[[str], ResultStore]
-_FACTORIES: dict[str, StoreFactory] = {}
+StoreExpander = Callable[[str], list[str]]
 
 
-def register_store(scheme: str, factory: StoreFactory) -> None:
-    """Make ``scheme://…`` locations readable through ``factory(location)`` (e.g. ``"s3"``)."""
-    _FACTORIES[scheme] = factory
+@dataclass(frozen=True, slots=True)
+class _Scheme:
+    factory: StoreFactory
+    expand: StoreExpander | None = None
+    close: Callable[[], None] | None = None
+
+
+_FACTORIES: dict[str, _Scheme] = {}
+
+
+def register_store(
+    scheme: str,
+    factory: StoreFactory,
+    *,
+    expand: StoreExpander | None = None,
+    close: Callable[[], None] | None = None,
+) -> None:
+    """Make ``scheme://…`` locations readable through ``factory(location)``. ``expand`` turns a
+    location with a glob into the locations it selects; ``close`` releases what the stores of the
+    scheme share (clients, connections), called by :func:`close_stores`."""
+    _FACTORIES[scheme] = _Scheme(factory, expand, close)
+
+
+def _s3_store(location: str) -> ResultStore:
+    from assay.report.s3_store import S3Store
+
+    return S3Store(location)
+
+
+def _s3_expand(location: str) -> list[str]:
+    from assay.report.s3_store import expand_s3
+
+    return expand_s3(location)
+
+
+def _s3_close() -> None:
+    import sys
+
+    module = sys.modules.get("assay.report.s3_store")  # nothing to close if it was never imported
+    if module is not None:
+        module.close_shared_reader()
+
+
+register_store("s3", _s3_store, expand=_s3_expand, close=_s3_close)
 
 
 def open_store(location: str) -> ResultStore:
     """The store of ``location``: a registered scheme (``s3://``), or a local directory."""
     scheme, sep, _ = location.partition("://")
     if sep:
-        factory = _FACTORIES.get(scheme)
-        if factory is None:
-            raise ConfigError(f"report: no reader for {scheme}:// locations (known: {sorted(_FACTORIES) or 'none'})")
-        return factory(location)
+        return _scheme(scheme).factory(location)
     if not os.path.isdir(location):
         raise ConfigError(f"report: {location!r} is not a results directory")
     return LocalStore(location)
 
 
-def expand_locations(locations: list[str]) -> list[str]:
-    """Expand local glob patterns (``results/dt=*``) into the matching directories, in order given.
+def _scheme(scheme: str) -> _Scheme:
+    found = _FACTORIES.get(scheme)
+    if found is None:
+        raise ConfigError(f"report: no reader for {scheme}:// locations (known: {sorted(_FACTORIES) or 'none'})")
+    return found
 
-    Remote locations pass through unchanged (a registered store may expand them itself)."""
+
+def close_stores() -> None:
+    """Release what the registered schemes' stores share (the report command calls it at the end)."""
+    for entry in _FACTORIES.values():
+        if entry.close is not None:
+            entry.close()
+
+
+def expand_locations(locations: list[str]) -> list[str]:
+    """Expand glob patterns (``results/dt=*``, ``s3://lake/scores/dt=*/``) into the matching
+    locations, in the order given (each pattern's matches sorted)."""
     out: list[str] = []
     for loc in locations:
-        if "://" not in loc and glob.has_magic(loc):
+        scheme, sep, _ = loc.partition("://")
+        if sep:
+            expand = _scheme(scheme).expand
+            out.extend(expand(loc) if expand is not None else [loc])
+        elif glob.has_magic(loc):
             found = sorted(p for p in glob.glob(loc) if os.path.isdir(p))
             if not found:
                 raise ConfigError(f"report: no results directory matches {loc!r}")

@@ -4,7 +4,8 @@ Result rows do not hold the trajectory; they hold the record's ``position`` (fil
 the handful of traces a report shows, each source file is streamed once up to the last line
 needed and those records are normalized as ``assay run`` does. A record that cannot be read (the
 file moved, a Kafka offset, an id that does not match) leaves the trace with its results only.
-Remote source files are readable once a scheme has an opener (:func:`register_source_opener`).
+Remote source files are readable once a scheme has an opener (:func:`register_source_opener`);
+``s3://`` objects are built in (the report's shared S3 reader).
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ def register_source_opener(scheme: str, opener: SourceOpener) -> None:
     """Read source records of ``scheme://…`` positions with ``opener(location)`` (raw bytes;
     decompressed here by suffix)."""
     _OPENERS[scheme] = opener
+
+
+def _open_s3(name: str) -> IO[bytes]:
+    from assay.connectors.s3_client import parse_s3_url
+    from assay.report.s3_store import shared_reader
+
+    url = parse_s3_url(name)
+    return shared_reader().open_object(url.bucket, url.key)
+
+
+register_source_opener("s3", _open_s3)
 
 
 def _open_source(name: str) -> IO[bytes] | None:
