@@ -143,9 +143,10 @@ class FileSource(Source):
         self._stopped = False
         self._index = 0  # running record index of round-robin sharded inputs
         self._bytes_total: int | None = None
-        self._bytes_done = 0  # of the files read to their end
-        self._bytes_read: int | None = 0  # size_done(); None once a file is read by byte range
-        self._raw: IO[bytes] | None = None  # the file being read
+        self._sizes: dict[str, int] = {}
+        self._bytes_done = 0.0  # size_done(): the files read to their end, this shard's share
+        self._bytes_read = 0.0  # ... and of the file being read, as of the last batch
+        self._reading: tuple[IO[bytes], int, int, int] | None = None  # raw, start, end, size
         self._grouped: Source | None = None
         if read_mode == "sessions":
             from assay.stages.sessions import GroupSessions
@@ -164,7 +165,8 @@ class FileSource(Source):
             return
         self.files = expand_paths(self.paths)
         if STDIN not in self.files:
-            self._bytes_total = sum(file_size(p) for p in self.files)
+            self._sizes = {p: file_size(p) for p in self.files}
+            self._bytes_total = sum(self._sizes.values())
 
     async def aclose(self) -> None:
         if self._grouped is not None:
@@ -179,17 +181,27 @@ class FileSource(Source):
             self._grouped.stop()
 
     def size_hint(self) -> int | None:
-        """Total input bytes (compressed, as stored); None when reading stdin."""
+        """Total input bytes (compressed, as stored); None when reading stdin. A shard of ``n``
+        counts ``1/n`` of every file: the shards' hints add up to the input's size."""
         if self._grouped is not None:
             return self._grouped.size_hint()
-        return self._bytes_total
+        if self._bytes_total is None:
+            return None
+        return self._bytes_total // self._shards
 
     def size_done(self) -> int | None:
-        """Input bytes read so far (as of the last batch); None for stdin, and for a shard that
-        reads files by byte range (its share of the total is not known in advance)."""
+        """Input bytes read so far, as of the last batch, in the same share as ``size_hint``:
+        a file read by byte range counts the fraction of its range read, a file read whole by
+        every shard the fraction of the file."""
         if self._grouped is not None:
             return self._grouped.size_done()
-        return None if self._bytes_total is None else self._bytes_read
+        if self._bytes_total is None:
+            return None
+        return int(min(self._bytes_read, self._bytes_total) // self._shards)
+
+    @property
+    def _shards(self) -> int:
+        return self.shard[1] if self.shard is not None else 1
 
     async def ack(self, positions: Sequence[Position]) -> None:
         if self._grouped is not None:
@@ -230,8 +242,8 @@ class FileSource(Source):
         name = display_name(path)
         shard = self.shard
         if shard is not None and self._byte_range_shardable(raw, path):
-            self._bytes_read = None
             start, end, line = byte_range(raw, file_size(path), shard[0], shard[1])
+            self._reading = (raw, start, end, self._sizes.get(path, 0))
             raw.seek(start)
             stream: Any = Limited(raw, end - start)
             if start == 0:
@@ -255,29 +267,31 @@ class FileSource(Source):
             if self._stopped:
                 return
             raw = open_raw(path)
-            self._raw = raw
+            size = self._sizes.get(path, 0)
+            self._reading = (raw, 0, size, size)
             try:
                 yield from self._read_input(path, raw)
-                if path != STDIN:
-                    self._bytes_done += file_size(path)
+                self._bytes_done += size
             except (OSError, EOFError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise ConnectorError(f"{display_name(path)}: read failed: {reason}") from exc
             finally:
-                self._raw = None
+                self._reading = None
                 if path != STDIN:
                     raw.close()
 
     def _count_read(self) -> None:
         """In the reading thread, between records (the file is not being read)."""
-        if self._bytes_read is None or self._bytes_total is None:
-            return
-        raw = self._raw
-        try:
-            here = raw.tell() if raw is not None and raw.seekable() else 0
-        except (OSError, ValueError):
-            here = 0
-        self._bytes_read = min(self._bytes_done + here, self._bytes_total)
+        reading = self._reading
+        here = 0.0
+        if reading is not None:
+            raw, start, end, size = reading
+            try:
+                pos = raw.tell() if raw.seekable() else start
+            except (OSError, ValueError):
+                pos = start
+            here = size * min(max(pos - start, 0) / max(end - start, 1), 1.0)
+        self._bytes_read = self._bytes_done + here
 
     async def batches(self) -> AsyncIterator[list[Envelope]]:
         if self._grouped is not None:

@@ -203,11 +203,13 @@ class Progress:
             from rich.console import Console
             from rich.progress import BarColumn, SpinnerColumn, TextColumn
             from rich.progress import Progress as RichProgress
+            from rich.table import Column
 
             prog = RichProgress(
                 SpinnerColumn(),
                 BarColumn(bar_width=20),
-                TextColumn("{task.description}"),
+                # the whole line, wrapped on a narrow terminal rather than cut off
+                TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=False, overflow="fold")),
                 transient=True,
                 console=Console(file=self.stream),
             )

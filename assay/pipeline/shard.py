@@ -36,7 +36,7 @@ from assay.config import RunConfig
 from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.outputs import RunPlan
-from assay.pipeline.progress import Progress
+from assay.pipeline.progress import Gauges, Progress
 from assay.pipeline.run import RunReport, conclude, sweep_leftovers
 from assay.pipeline.summary import RunStats
 from assay.pipeline.writer import WriterResult, run_writer
@@ -71,6 +71,8 @@ def share_judge(cfg: dict[str, Any], n: int) -> dict[str, Any]:
 
 
 _COUNTS = ("read", "scored", "dead_letters")
+_GAUGES = ("size_total", "size_done", "in_flight", "taken", "bytes")  # -1: not known
+_SLOTS = len(_COUNTS) + len(_GAUGES)
 
 
 ORPHAN_GRACE_S = 1.0
@@ -82,12 +84,20 @@ class _SharedCounts:
 
     def __init__(self, counters: Any, i: int) -> None:
         self.counters = counters
-        self.base = i * len(_COUNTS)
+        self.base = i * _SLOTS
+        for k in range(len(_COUNTS), _SLOTS):
+            counters[self.base + k] = -1
 
     def update(self, stats: RunStats) -> None:
         c = stats.counts
         for k, name in enumerate(_COUNTS):
             self.counters[self.base + k] = c[name]
+
+    def tick(self, gauges: Gauges) -> None:
+        """The input's size and how much is read (the parent's ETA); the rest stays per process."""
+        values = (gauges.size_total, gauges.size_done, gauges.in_flight, gauges.taken, gauges.size_unit == "bytes")
+        for k, v in enumerate(values, len(_COUNTS)):
+            self.counters[self.base + k] = -1 if v is None else int(v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +209,9 @@ def _run_workers(
     # fork where available: the children start with assay already imported (the parent runs no
     # threads and no event loop at this point, so forking is safe); spawn elsewhere.
     ctx: Any = get_context("fork" if sys.platform == "linux" else "spawn")
-    counters = ctx.Array("q", n * len(_COUNTS), lock=False)
+    counters = ctx.Array("q", n * _SLOTS, lock=False)
+    for i in range(n):  # the gauges are unknown until each worker publishes them
+        counters[i * _SLOTS + len(_COUNTS) : (i + 1) * _SLOTS] = [-1] * len(_GAUGES)
     procs = []
     pending: dict[Connection, int] = {}
     # everything alive now is shared with the children: frozen, their collector never walks (and so
@@ -235,6 +247,9 @@ def _run_workers(
                 for name, total in zip(_COUNTS, _sum_counts(counters, n), strict=True):
                     stats.counts[name] = total
                 progress.update(stats)
+                tick = getattr(progress, "tick", None)
+                if tick is not None:
+                    tick(_sum_gauges(counters, n))
     finally:
         for p in procs:
             p.join(timeout=30)
@@ -253,8 +268,21 @@ def _run_workers(
 
 
 def _sum_counts(counters: Any, n: int) -> list[int]:
-    k = len(_COUNTS)
-    return [sum(counters[i * k + j] for i in range(n)) for j in range(k)]
+    return [sum(counters[i * _SLOTS + j] for i in range(n)) for j in range(len(_COUNTS))]
+
+
+def _sum_gauges(counters: Any, n: int) -> Gauges:
+    """The workers' input sizes and progress added up (unknown until every worker knows)."""
+    first = len(_COUNTS)
+    cols = [[counters[i * _SLOTS + first + j] for i in range(n)] for j in range(len(_GAUGES))]
+    total, done, in_flight, taken, in_bytes = (None if min(c) < 0 else sum(c) for c in cols)
+    return Gauges(
+        size_total=total,
+        size_done=done if total is not None else None,
+        size_unit="bytes" if in_bytes else "records",
+        in_flight=in_flight or 0,
+        taken=taken or 0,
+    )
 
 
 def execute_sharded(

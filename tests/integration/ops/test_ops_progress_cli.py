@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,43 @@ def test_progress_lines_without_a_terminal_and_queue_depth_metrics(job: Path) ->
     capacity = dict(re.findall(r'^assay_queue_capacity\{stage="(\w+)"\} ([\d.e+]+)$', text, re.M))
     assert set(depths) == set(capacity) == {"evaluate", "sink"}
     assert all(float(capacity[s]) == 4 and 0 <= float(depths[s]) <= 4 for s in depths)
+
+
+def test_ctrl_c_says_at_once_what_it_is_doing(job: Path) -> None:
+    """SIGINT after the first progress line: the stop message names the in-flight records and the
+    grace period right away; the run exits 130 (resumable)."""
+    (job.parent / "slowmod.py").write_text(slow_evaluator(0.05))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(job.parent)])}
+    err = job.parent / "stderr.txt"
+    with err.open("w") as f:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "assay.cli",
+                "run",
+                str(job),
+                "--progress-interval",
+                "0.2",
+                "--set",
+                "limits.grace_period_s=7",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=f,
+            env=env,
+            cwd=job.parent,
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while " assay: read " not in err.read_text() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=60) == 130
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    text = err.read_text()
+    assert re.search(
+        r"assay: stopping: reading no more; finishing [\d,]+ in-flight records \(grace period 7 s", text
+    ), text

@@ -4,15 +4,18 @@ gauges a running pipeline hands it (queue depths, input size). Fake clocks, no w
 from __future__ import annotations
 
 import doctest
+import gzip
 import io
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
 import pytest
 
 import assay.pipeline.progress as progress_module
 from assay.connectors.base import Sink
+from assay.connectors.file_source import FileSource
 from assay.evaluators import TrajectoryMatch
 from assay.observability.logs import ObservedProgress
 from assay.pipeline import Pipeline, RunOptions
@@ -188,3 +191,59 @@ def test_cli_style_line_has_no_terminal_codes() -> None:
     clock.t += 1
     p.update(stats(3))
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ assay: read 3 .*\n", out.getvalue())
+
+
+class _Pool:
+    """What ``gauges_of`` reads of a judge pool: ``JudgePool.stats()``."""
+
+    def stats(self) -> dict[str, dict[str, object]]:
+        return {"gpt": {"requests": 40, "in_flight": 6, "rate_rpm": 90.0}, "local": {"requests": 3, "in_flight": 0}}
+
+
+def test_gauges_of_read_the_judge_pool() -> None:
+    pipe = Pipeline(ListSource([GOOD] * 5), EvaluateStage([TrajectoryMatch()]), ListSink(), ListSink())
+    g = gauges_of(pipe, _Pool())
+    assert g.judges == {"gpt": JudgeGauge(6, 40, 90.0), "local": JudgeGauge(0, 3, None)}
+    assert g.grace_left_s is None
+    pipe.stop_deadline = 130.0
+    assert gauges_of(pipe, now=100.0).grace_left_s == 30.0
+
+
+def _read_all(src: FileSource) -> int:
+    async def main() -> int:
+        async with src:
+            return sum([len(b) async for b in src.batches()])
+
+    return anyio.run(main)
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_file_shards_report_shares_that_add_up_to_the_input(tmp_path: Path, compressed: bool) -> None:
+    """Byte-range shards (plain JSON lines) and round-robin shards (gzip) alike: each shard's
+    size_hint and size_done are its share, and the shards' shares add up to the input's size."""
+    data = b"".join(b'{"id": "t%d", "messages": []}\n' % i for i in range(2000))
+    path = tmp_path / ("in.jsonl.gz" if compressed else "in.jsonl")
+    path.write_bytes(gzip.compress(data) if compressed else data)
+    size = path.stat().st_size
+    shards = [FileSource([str(path)], shard=(i, 3), batch_size=50) for i in range(3)]
+    assert sum(_read_all(s) for s in shards) == 2000
+    assert sum(s.size_done() or 0 for s in shards) == pytest.approx(size, abs=3)
+    assert sum(s.size_hint() or 0 for s in shards) == pytest.approx(size, abs=3)
+    whole = FileSource([str(path)], batch_size=50)
+    assert whole.size_done() is None  # not opened: the size is not known yet
+    _read_all(whole)
+    assert whole.size_done() == whole.size_hint() == size
+
+
+def test_workers_gauges_add_up_once_every_worker_knows() -> None:
+    from assay.pipeline.shard import _COUNTS, _SLOTS, _SharedCounts, _sum_gauges
+
+    counters = [0] * (2 * _SLOTS)
+    a, b = _SharedCounts(counters, 0), _SharedCounts(counters, 1)
+    assert _sum_gauges(counters, 2).size_total is None
+    a.tick(Gauges(size_total=600, size_done=150, size_unit="bytes", in_flight=10, taken=40))
+    assert _sum_gauges(counters, 2).size_total is None  # worker 1 has not published yet
+    b.tick(Gauges(size_total=400, size_done=100, size_unit="bytes", in_flight=5, taken=30))
+    assert _sum_gauges(counters, 2) == Gauges(1000, 250, "bytes", 15, 70)
+    a.update(stats(40))
+    assert counters[: len(_COUNTS)] == [40, 40, 0]
