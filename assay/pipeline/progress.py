@@ -79,7 +79,9 @@ class Gauges:
 
 
 class WindowRate:
-    """The rate of a growing count over a sliding window of samples.
+    """The rate of a growing count over a sliding window of samples. Samples closer than
+    ``step_s`` to the one before the newest replace the newest, so the count may be fed on every
+    batch: the deque holds about ``window_s / step_s`` samples, and the newest is always current.
 
     >>> r = WindowRate(window_s=10)
     >>> r.add(0.0, 0); r.add(5.0, 50); r.per_s()
@@ -88,14 +90,18 @@ class WindowRate:
     0.0
     """
 
-    def __init__(self, window_s: float = RATE_WINDOW_S) -> None:
+    def __init__(self, window_s: float = RATE_WINDOW_S, step_s: float = 1.0) -> None:
         self.window_s = window_s
+        self.step_s = step_s
         self._samples: deque[tuple[float, float]] = deque()
 
     def add(self, t: float, value: float) -> None:
         s = self._samples
         if s and t <= s[-1][0]:
             s[-1] = (s[-1][0], value)
+            return
+        if len(s) >= 2 and t - s[-2][0] < self.step_s:
+            s[-1] = (t, value)
             return
         s.append((t, value))
         while len(s) > 2 and t - s[1][0] >= self.window_s:
@@ -191,9 +197,9 @@ class Progress:
         self._input = WindowRate()
         self._requests: dict[str, WindowRate] = {}
         self._last_line = self.started
-        self._last_sample = -1.0
         self._done0: int | None = None  # size_done at the first tick (an earlier attempt's share)
         self._done: float | None = None
+        self._ticked = False
         self._last_live = -1.0
         self._live: Any = None
         self._task: Any = None
@@ -225,22 +231,27 @@ class Progress:
             self._live.stop()
             self._live = None
 
+    @property
+    def sample_every_s(self) -> float:
+        """How often the sampler should tick: once a second, or twice per line interval."""
+        return min(SAMPLE_EVERY_S, self.interval_s / 2)
+
     # -- feeds -----------------------------------------------------------------------------------
 
     def update(self, stats: RunStats) -> None:
         """The latest counts (the sink stage, after every batch)."""
         self.stats = stats
         now = self.clock()
-        if now - self._last_sample >= 1.0:  # (called per batch: thousands of times a second)
-            self._last_sample = now
-            self._records.add(now, stats.counts["read"])
-        self._show(now)
+        self._records.add(now, stats.counts["read"])  # (per batch: a cheap deque update)
+        # with a sampler, the timestamped lines keep its clock (they come even when no batch ends)
+        if not self._ticked or self._live is not None:
+            self._show(now)
 
     def tick(self, gauges: Gauges) -> None:
         """The latest gauges (the sampler, about once a second)."""
         self.gauges = gauges
+        self._ticked = True
         now = self.clock()
-        self._last_sample = now
         self._records.add(now, self.stats.counts["read"])
         self._done = self._finished_part(gauges)
         if self._done is not None:
@@ -354,10 +365,10 @@ def gauges_of(pipeline: Pipeline, pool: Any = None, *, now: float | None = None)
     return Gauges(total, done, unit, pipeline.in_flight, pipeline.emitted, pipeline.queue_depths(), judges, grace)
 
 
-async def sample_gauges(
-    pipeline: Pipeline, tick: Callable[[Gauges], None], pool: Any = None, *, every_s: float = SAMPLE_EVERY_S
-) -> None:
-    """Hand ``tick`` the pipeline's gauges every ``every_s`` seconds until cancelled."""
+async def sample_gauges(pipeline: Pipeline, sink: Any, pool: Any = None, *, every_s: float | None = None) -> None:
+    """Hand ``sink.tick`` the pipeline's gauges until cancelled: every ``every_s`` seconds, by
+    default ``sink.sample_every_s`` (a :class:`Progress`: often enough for its line interval)."""
+    every = every_s if every_s is not None else getattr(sink, "sample_every_s", SAMPLE_EVERY_S)
     while True:
-        tick(gauges_of(pipeline, pool))
-        await anyio.sleep(every_s)
+        sink.tick(gauges_of(pipeline, pool))
+        await anyio.sleep(every)

@@ -160,9 +160,8 @@ async def run_writer(
                             tg.start_soon(_watch_flag, stop_requested, pipeline, grace, tg.cancel_scope)
                         elif handle_signals:
                             tg.start_soon(_watch_signals, pipeline, grace, tg.cancel_scope)
-                        tick = getattr(progress, "tick", None)
-                        if tick is not None:  # ETA, judges, queue depths: sampled about once a second
-                            tg.start_soon(sample_gauges, pipeline, tick, pool)
+                        if hasattr(progress, "tick"):  # ETA, judges, queue depths: sampled about once a second
+                            tg.start_soon(sample_gauges, pipeline, progress, pool)
                         await pipeline.run()
                         tg.cancel_scope.cancel()
                 except Exception as exc:

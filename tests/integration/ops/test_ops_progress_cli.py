@@ -119,3 +119,41 @@ def test_ctrl_c_says_at_once_what_it_is_doing(job: Path) -> None:
     assert re.search(
         r"assay: stopping: reading no more; finishing [\d,]+ in-flight records \(grace period 7 s", text
     ), text
+
+
+def test_judged_run_shows_judges_in_flight_and_their_rate(tmp_path: Path) -> None:
+    """A run against the stand-in judge (0.2 s latency, rpm 1,200): the lines name the judge, its
+    requests in flight and the requests per minute actually sent, against its limit."""
+    from assay.testing.judge_server import JudgeServerThread
+
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    lines = [json.dumps({"id": f"t{i}", "messages": msgs, "reference_outputs": "a"}) for i in range(80)]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    with JudgeServerThread(latency=0.2, seed=1) as server:
+        cfg = {
+            "source": {"path": "corpus.jsonl"},
+            "judges": {
+                "standin": {"provider": "openai", "base_url": f"{server.url}/v1", "model": "m", "rpm": 1200},
+            },
+            "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "standin"}}],
+            "sink": {"path": "out/"},
+            "limits": {"batch_size": 4},
+        }
+        (tmp_path / "run.yaml").write_text(json.dumps(cfg))
+        proc = subprocess.run(
+            [sys.executable, "-m", "assay.cli", "run", "run.yaml", "--no-cache", "--progress-interval", "0.5"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stderr
+    judged = [ln for ln in proc.stderr.splitlines() if LINE.match(ln) and "judge standin: " in ln]
+    assert judged, proc.stderr
+    found = [re.search(r"judge standin: (\d+) in flight, ([\d,?]+) req/min \(limit ([\d,]+)\)", ln) for ln in judged]
+    assert all(found), judged
+    assert all(int(m.group(3).replace(",", "")) <= 1200 for m in found if m)
+    rates = [int(m.group(2).replace(",", "")) for m in found if m and m.group(2) != "?"]
+    assert rates and all(0 < r <= 1500 for r in rates), judged  # about 1,200 req/min at most

@@ -223,7 +223,7 @@ def test_queue_depths_of_a_running_pipeline_in_the_exposition() -> None:
 
     async def main() -> tuple[tuple[float, ...], dict[Any, float]]:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(functools.partial(sample_gauges, pipe, prog.tick, every_s=0.01))
+            tg.start_soon(functools.partial(sample_gauges, pipe, prog, every_s=0.01))
             async with anyio.create_task_group() as run:
                 run.start_soon(pipe.run)
                 with anyio.fail_after(10):

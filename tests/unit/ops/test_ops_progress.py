@@ -247,3 +247,43 @@ def test_workers_gauges_add_up_once_every_worker_knows() -> None:
     assert _sum_gauges(counters, 2) == Gauges(1000, 250, "bytes", 15, 70)
     a.update(stats(40))
     assert counters[: len(_COUNTS)] == [40, 40, 0]
+
+
+def test_json_logs_get_progress_events_with_the_eta_judges_and_queues() -> None:
+    import json
+
+    from assay.observability import setup_logging
+
+    out = io.StringIO()
+    setup_logging("json", run_id="r1", stream=out)
+    clock = Clock()
+    p = ObservedProgress(events=True, interval_s=10, clock=clock, stream=io.StringIO())
+    for second in range(21):
+        judges = {"gpt": JudgeGauge(in_flight=3, requests=second, limit_rpm=60.0)}
+        p.update(stats(10 * second))
+        p.tick(
+            Gauges(size_total=1000, size_done=10 * second, taken=10 * second, judges=judges, queues={"sink": (1, 4)})
+        )
+        clock.t += 1
+    assert p.stream.getvalue() == ""  # type: ignore[attr-defined]  # no plain lines beside JSON
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [e["event"] for e in events] == ["progress", "progress"]
+    last = events[-1]
+    assert last["size_total"] == 1000 and last["size_done"] == 200 and last["size_unit"] == "records"
+    assert last["eta_s"] == pytest.approx(80.0) and last["records_per_s"] == pytest.approx(10.0)
+    assert last["judges"] == {"gpt": {"in_flight": 3, "rpm": 60.0, "limit_rpm": 60.0}}
+    assert last["queues"] == {"sink": 1} and last["run_id"] == "r1"
+    assert "ETA 1m20s" in last["message"]
+
+
+def test_with_a_sampler_lines_come_even_when_no_batch_ends() -> None:
+    """A judge that stalls finishes no batch: the sampler's ticks still print the line on time."""
+    clock = Clock()
+    p, out = plain(clock, interval_s=30)
+    assert p.sample_every_s == 1.0 and plain(clock, interval_s=0.5)[0].sample_every_s == 0.25
+    p.update(stats(100))
+    for _ in range(61):
+        p.tick(Gauges(judges={"gpt": JudgeGauge(in_flight=32, requests=500)}))
+        clock.t += 1
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and all("read 100 " in ln and "judge gpt: 32 in flight, 0 req/min" in ln for ln in lines)
