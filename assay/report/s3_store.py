@@ -64,7 +64,7 @@ class S3Reader:
             # a daemon thread: a reader nobody closed never holds the interpreter's exit
             thread = threading.Thread(target=anyio.run, args=(_serve, ready), name="assay-s3-report", daemon=True)
             thread.start()
-            portal = ready.result()
+            portal = ready.result(timeout=60)
             try:
                 portal.call(self.client.open)
             except BaseException:
@@ -117,9 +117,14 @@ class S3Reader:
 
 
 async def _serve(ready: Future[BlockingPortal]) -> None:
-    async with BlockingPortal() as portal:
-        ready.set_result(portal)
-        await portal.sleep_until_stopped()
+    try:
+        async with BlockingPortal() as portal:
+            ready.set_result(portal)
+            await portal.sleep_until_stopped()
+    except BaseException as exc:
+        if not ready.done():  # the opener waits for the portal: tell it why there is none
+            ready.set_exception(exc)
+        raise
 
 
 class _Body(io.RawIOBase):
