@@ -11,6 +11,7 @@ server's request and 429 counts, retries, and rows lost (missing or with an erro
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import subprocess
 import sys
@@ -74,7 +75,7 @@ def diagnose(arrivals: list[list[float]], rps: float) -> str:
     ok = sorted(t for t, status in arrivals if status != 429)
     if len(ok) < 2:
         return "too few accepted requests"
-    gaps = [b - a for a, b in zip(ok, ok[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(ok)]
     idle = sum(g - 1.0 / rps for g in gaps if g > 2.0 / rps)
     span = ok[-1] - ok[0]
     return (

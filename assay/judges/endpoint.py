@@ -414,9 +414,8 @@ class JudgeEndpoint(AsyncResource):
                 if status == 429:
                     self.stats.http_429 += 1
                     self.breaker.success()
-                    delay = retry_delay(headers)
-                    self.limits.on_rate_limited(sent_at=sent_at, delay=delay)
-                    raise JudgeRetryableError(self._failure_text(status, raw), status=status, retry_after=delay)
+                    wait = self.limits.on_rate_limited(sent_at=sent_at, delay=retry_delay(headers))
+                    raise JudgeRetryableError(self._failure_text(status, raw), status=status, retry_after=wait)
                 self.limits.on_answer(latency)
         finally:
             await self._release_session(session)

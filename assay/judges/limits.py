@@ -34,8 +34,23 @@ import anyio
 #: one-second window refuses an exactly paced client whenever jitter bunches requests together;
 #: 2% of headroom absorbs about 20 ms of jitter there, for a small, predictable cost.
 PACE_MARGIN = 0.98
+#: How much of a pacing interval a sender woken late may make up on the next one: two actual sends
+#: are never closer than (1 - GAP_SLACK) / rate (a strict limiter refuses anything closer than 1/R).
+GAP_SLACK = 0.01
+#: Each jitter refusal widens the least gap between sends by SPACING_STEP of an interval (up to
+#: SPACING_MAX); the widening decays by SPACING_DECAY per second, so refusals settle at about
+#: SPACING_DECAY / SPACING_STEP per second whatever the timing noise of the path to the server.
+SPACING_STEP = 0.004
+SPACING_MAX = 0.05
+SPACING_DECAY = 0.0005
+#: Waits shorter than this (seconds) yield to the event loop instead of arming a timer.
+SPIN_S = 0.002
+#: The most the pacer wakes ahead of a slot to make up for the event loop's lateness.
+MAX_LATENESS_S = 0.005
 #: Seconds without a 429 after which the rate is raised one step.
 QUIET_S = 1.0
+#: One episode of refusals never cuts the rate below this fraction of the rate being sent.
+MAX_CUT = 0.25
 #: Multiplicative decrease on a 429 (of the rate actually being sent).
 BETA = 0.85
 #: The gentler decrease for a 429 that comes after GENTLE_AFTER_S seconds without one.
@@ -51,6 +66,8 @@ RECOVER_TO = 0.95
 #: PROBE_MIN, so 429s become rarer the longer a run lasts.
 PROBE_STEP = 0.02
 PROBE_MIN = 0.0025
+#: Growth of the rate per quiet period while no limit is known (``rpm`` unset).
+SEARCH_GROWTH = 1.15
 #: Pause after a 429 that carried no reset hint.
 DEFAULT_PAUSE_S = 1.0
 #: The rate never drops below this (requests per second).
@@ -61,17 +78,18 @@ MEASURE_WINDOW_S = 3.0
 MEASURE_MIN_S = 1.0
 #: The sliding window the client keeps its own sends under (a little over a second, for the
 #: jitter between when we send and when the server counts).
-WINDOW_S = 1.02
+WINDOW_S = 1.005
 #: How far back accepted/refused sends are remembered, and the least sending time (since the last
 #: pause) from which the accepted count is trusted as the server's per-second limit.
 ACCEPT_WINDOW_S = 2.0
 ACCEPT_MIN_SPAN_S = 0.25
+ACCEPT_MIN_SENDS = 4
 #: The accepted count is taken as the limit only when at least this share of that second's sends
 #: was refused (otherwise a slow second, e.g. a pause, would pass for a low limit).
 ACCEPT_REFUSED_SHARE = 0.2
 #: A 429 is taken for timing jitter (no rate cut) when the refusals of the last ACCEPT_WINDOW_S
 #: are at most this share of the sends there (one is always allowed) ...
-JITTER_SHARE = 0.05
+JITTER_SHARE = 0.12
 JITTER_ALLOWED = 3
 #: ... unless the server accepted less than this share of the rate being sent (a clear excess).
 JITTER_ACCEPTED = 0.9
@@ -169,12 +187,18 @@ class AdaptiveRate:
         self.decreases = 0
         self.jitter_refusals = 0
         self._near_ceiling = False
-        """429s taken for timing jitter (no rate cut)."""
+        self.spacing = 0.0
+        """Extra gap between sends (a fraction of the interval) learned from jitter refusals."""
+        self._spacing_at = 0.0
+        self._searching = False
+        """No rate configured and no limit found yet: the rate grows by SEARCH_GROWTH per quiet period."""
         self._probe = PROBE_STEP
         self._last_change = time.monotonic()
         self._last_decrease = -math.inf
         self._sends: deque[float] = deque()
         self._first_send = math.inf
+        self._resumed_at = -math.inf
+        """When the last real pause ended (accepted-rate measurements start after it)."""
         self._history: deque[float] = deque()
         """Send times of the last ACCEPT_WINDOW_S seconds (not cleared by a decrease)."""
         self._refused: deque[float] = deque()
@@ -194,6 +218,10 @@ class AdaptiveRate:
         return self.rate
 
     def _raised(self, rate: float, refused: float) -> float:
+        if self._searching:
+            # no limit configured and none found yet (only jitter-like refusals of a first burst):
+            # look for it quickly, like TCP's slow start
+            return rate * SEARCH_GROWTH
         target = RECOVER_TO * refused
         if self.ceiling is not None and self._near_ceiling:
             # refused at about the configured rate: timing jitter against a strict limiter, not a
@@ -234,16 +262,18 @@ class AdaptiveRate:
         itself (a token bucket's burst makes it an overestimate, which only makes the cut milder).
         Paused time inside that second counts as sending nothing, as it does for the server.
         None when too little was sent to tell."""
-        start = max(sent_at - 1.0, self._first_send)
+        # Only time we spent sending counts: a second that held one of our own pauses says how
+        # long we waited, not what the server accepts.
+        start = max(sent_at - 1.0, self._first_send, self._resumed_at)
         if sent_at - start < ACCEPT_MIN_SPAN_S or sent_at - self._first_send < 1.0:
             return None  # the first second (new connections, jittery) is no measure
         sent = sum(1 for t in self._history if start <= t < sent_at)
-        if sent == 0:
+        if sent < ACCEPT_MIN_SENDS:
             return None
         refused = sum(1 for t in self._refused if start <= t < sent_at)
         if refused < ACCEPT_REFUSED_SHARE * sent:
             return None  # few refusals: we were not far above the limit, the count is no measure of it
-        return max(sent - refused, 1) / max(sent_at - start, 1.0)
+        return max(sent - refused, 1) / (sent_at - start)
 
     def _isolated(self, now: float, accepted: float | None) -> bool:
         """Whether this 429 is timing jitter at the limit rather than a rate above it: the server
@@ -273,30 +303,60 @@ class AdaptiveRate:
             return None  # too short to say; the configured rate stands
         return (len(self._sends) - 1) / (self._sends[-1] - self._sends[0])
 
-    def on_rate_limited(self, *, now: float, sent_at: float, delay: float | None) -> None:
-        """A 429: pause every sender until the reset, and lower the rate once per episode."""
+    def min_gap(self, rate: float, now: float) -> float:
+        """The least time between two actual sends at ``rate``: a late sender may catch up on the
+        pacer's grid, but never by more than GAP_SLACK of an interval; after jitter refusals the
+        gap widens by ``spacing`` (which decays again while the server accepts everything)."""
+        if self.spacing > 0.0:
+            self.spacing = max(0.0, self.spacing - SPACING_DECAY * (now - self._spacing_at))
+        self._spacing_at = now
+        return (1.0 - GAP_SLACK + self.spacing) / rate
+
+    def _pause(self, now: float, seconds: float) -> None:
+        until = now + seconds
+        if until > self.blocked_until:
+            self.blocked_until = until
+            self.generation += 1
+        if seconds > ACCEPT_MIN_SPAN_S / 2:  # a real pause, not a skipped slot
+            self._resumed_at = max(self._resumed_at, until)
+
+    def on_rate_limited(self, *, now: float, sent_at: float, delay: float | None) -> float | None:
+        """A 429: pause every sender until the reset, and lower the rate once per episode, unless
+        the refusal was timing jitter at the limit. Returns how long the refused request waits
+        before it is tried again."""
         accepted = self.accepted_rate(sent_at)
         self._refused.append(sent_at)
         while self._refused and self._refused[0] < now - ACCEPT_WINDOW_S:
             self._refused.popleft()
-        until = now + (DEFAULT_PAUSE_S if delay is None else delay)
-        if until > self.blocked_until:
-            self.blocked_until = until
-            self.generation += 1
+        wait = DEFAULT_PAUSE_S if delay is None else delay
         if not self.adaptive or sent_at < self._last_decrease:
-            return  # sent before the last decrease: it says nothing about the current rate
+            # sent before the last decrease: it says nothing about the current rate
+            self._pause(now, wait)
+            return delay
         if self._isolated(now, accepted):
             self.jitter_refusals += 1
             if self.rate is None:  # the first sign of a limit: hold the rate we were sending at
                 recent = self._recent_rate(now)
                 self.rate = None if recent is None else max(MIN_RATE, recent)
-            # One refusal among many accepted sends is timing jitter at the limit, not a rate
-            # above it: keep the rate, but stop probing upwards (this is where the limit is).
-            if self.rate is not None:
-                self.refused_at = self.rate
-                self._probe = PROBE_MIN
+                if self.rate is not None:
+                    self.refused_at = self.rate
+                    self._searching = True
+                self._pause(now, wait)  # nothing known yet: the server's word (or a second)
                 self._last_change = max(now, self.blocked_until)
-            return
+                return delay
+            # One refusal among many accepted sends is timing jitter at the limit (a request that
+            # came a few milliseconds early), not a rate above it: keep the rate and stop probing
+            # upwards (this is where the limit is). A precise hint (under a second) is followed; a
+            # coarse one ("Retry-After: 1", or none) would silence every sender for a whole second,
+            # when one pacing interval is what the early request missed.
+            short = wait if delay is not None and delay < 1.0 else min(wait, 1.0 / self.rate)
+            self.spacing = min(self.spacing + SPACING_STEP, SPACING_MAX)
+            self._pause(now, short)
+            self.refused_at = self.rate
+            self._probe = PROBE_MIN
+            self._last_change = max(now, self.blocked_until)
+            return short
+        self._searching = False
         sending = [r for r in (self.rate, self.measured(now)) if r is not None]
         if not sending and (recent := self._recent_rate(now)) is not None:
             sending = [recent]
@@ -316,8 +376,11 @@ class AdaptiveRate:
             and self.rate >= NEAR_CEILING * self.ceiling
             and (accepted is None or accepted >= JITTER_ACCEPTED * self.rate)
         )
+        if self._near_ceiling and accepted is not None:
+            beta = BETA_GENTLE  # a cluster of early requests at the configured rate, not a wrong rpm
         target = current * beta
         if accepted is not None and accepted * PACE_MARGIN < target:
+            accepted = max(accepted, current * MAX_CUT)
             # far above the limit: go straight to what the server accepted, and take that (not the
             # refused send rate) as the limit the recovery returns to
             target = accepted * PACE_MARGIN
@@ -325,9 +388,29 @@ class AdaptiveRate:
             self._near_ceiling = False
         self.rate = max(MIN_RATE, target)
         self.decreases += 1
+        # Above the limit, the lower rate is the answer. A precise hint (under a second) is
+        # followed; a coarse one ("Retry-After: 1", or none) only once the server accepted nothing
+        # in the last second of sending (a window that ran out), else a pause of one interval
+        # keeps a strict limiter's one-second hint from silencing a run that is merely too fast.
+        if delay is not None and delay < 1.0:
+            pause = delay
+        elif self._accepting(sent_at):
+            pause = min(wait, 1.0 / self.rate)
+        else:
+            pause = wait
+        self._pause(now, pause)
         self._last_decrease = now
         self._last_change = max(now, self.blocked_until)
         self._sends.clear()
+        return pause if delay is None or pause < delay else delay
+
+    def _accepting(self, sent_at: float) -> bool:
+        """Whether the server accepted any of our sends in the second before ``sent_at`` (sends
+        not refused count as accepted: a 429 comes back at once)."""
+        start = sent_at - 1.0
+        sent = sum(1 for t in self._history if start <= t < sent_at)
+        refused = sum(1 for t in self._refused if start <= t < sent_at)
+        return sent > refused
 
 
 class Limits:
@@ -351,6 +434,9 @@ class Limits:
         self.in_flight = 0
         self._clock = clock
         self._next_slot = 0.0
+        self._last_send = -math.inf
+        self._lateness = 0.0
+        """How late the event loop wakes a sleeping sender (moving average, seconds)."""
         self._token_debt = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sem: anyio.CapacityLimiter | None = None
@@ -418,6 +504,12 @@ class Limits:
             self._token_debt += actual - estimated
 
     async def _wait_turn(self) -> float:
+        """Reserve the next send time on the pacer's grid, sleep until it, then send only when the
+        last *actual* send is at least MIN_GAP of an interval ago and the sliding window has room.
+
+        The grid keeps the average rate when the event loop wakes a sender late; the gap guard
+        keeps the late sender and the next one (on time) from arriving closer than a strict
+        limiter allows. The final check and the record happen with no await between them."""
         control = self.control
         while True:
             now = self._clock()
@@ -427,29 +519,44 @@ class Limits:
             rate = control.current(now)
             if rate is None:
                 control.record_send(now)
+                self._last_send = now
                 return now
             generation = control.generation
             send_at = max(now, self._next_slot)
             self._next_slot = send_at + 1.0 / rate
             if send_at > now:
-                await anyio.sleep(send_at - now)
-            if generation != control.generation:
-                continue  # a 429 paused everyone while we waited: queue again after the pause
-            now = self._clock()
-            wait = control.window_wait(now, rate)
-            if wait > 0:
-                await anyio.sleep(wait)
-                continue
-            control.record_send(now)
-            return now
+                # wake early by the loop's usual lateness, so the average send lands on the grid
+                planned = max(now, send_at - self._lateness)
+                await anyio.sleep(planned - now)
+                woke = self._clock()
+                self._lateness = min(0.9 * self._lateness + 0.1 * (woke - planned), MAX_LATENESS_S)
+            while generation == control.generation:
+                now = self._clock()
+                wait = max(
+                    self._last_send + control.min_gap(rate, now) - now,
+                    control.window_wait(now, rate),
+                    control.blocked_until - now,
+                )
+                if wait <= 0:
+                    control.record_send(now)
+                    self._last_send = now
+                    return now
+                # a timer oversleeps by about a millisecond, which would make every later send late
+                # too; a wait shorter than that only yields to the loop until it has passed
+                await anyio.sleep(0 if wait < SPIN_S else wait)
+            # a 429 paused everyone while we waited: queue again after the pause
 
-    def on_rate_limited(self, *, sent_at: float, delay: float | None) -> None:
+    def on_rate_limited(self, *, sent_at: float, delay: float | None) -> float | None:
+        """A 429 for the request sent at ``sent_at``: returns how long that request should wait
+        before it is tried again (the server's hint, or a single pacing interval when the refusal
+        was timing jitter: the pacer then gives it the next free slot)."""
         now = self._clock()
         generation = self.control.generation
-        self.control.on_rate_limited(now=now, sent_at=sent_at, delay=delay)
+        retry = self.control.on_rate_limited(now=now, sent_at=sent_at, delay=delay)
         if self.control.generation != generation:
-            self._next_slot = self.control.blocked_until
+            self._next_slot = self.control.blocked_until  # every reservation before the pause is void
         self._resize()
+        return retry
 
     def snapshot(self) -> dict[str, Any]:
         control = self.control

@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from assay.judges.limits import BETA, JITTER_ALLOWED, PACE_MARGIN, AdaptiveRate, Limits
+from assay.judges.limits import BETA, JITTER_ALLOWED, PACE_MARGIN, WINDOW_S, AdaptiveRate, Limits
 
 
 def refuse_burst(ctl: AdaptiveRate, start: float, count: int, delay: float | None = 0.0) -> None:
@@ -187,7 +187,7 @@ def test_window_guard_keeps_any_second_under_the_limit() -> None:
     # a late wake-up bunched 20 sends into 0.2 s: the 21st must wait until the first leaves the window
     for i in range(20):
         ctl.record_send(10.0 + i * 0.01)
-    assert ctl.window_wait(10.2, rate) == pytest.approx(10.0 + 1.02 - 10.2)
+    assert ctl.window_wait(10.2, rate) == pytest.approx(10.0 + WINDOW_S - 10.2)
     assert ctl.window_wait(11.1, rate) == 0.0
     # evenly paced sends never wait
     even = AdaptiveRate(20.0)
