@@ -8,16 +8,16 @@ a hash of the prompt, ``reasoning`` a short sentence). Dicts come back in the re
 structured shape (OpenAI and Ollama: JSON in ``message.content``; Anthropic: a ``tool_use`` block
 when a tool is forced); strings come back as plain text (to exercise verdict salvage).
 
-Misbehaviour on demand, deterministic for a given ``seed`` and arrival order: ``latency``
-(seconds, fixed or a ``(low, high)`` range), ``rps`` (a token bucket of ``rps`` requests per
-second holding ``burst``; beyond it 429 with ``Retry-After``, ``retry-after-ms`` and
-``x-ratelimit-reset-requests``, or only an integer ``Retry-After`` with ``retry_after_ms=False``;
+Misbehaviour on demand, deterministic for a given ``seed`` and arrival order: ``latency`` (seconds,
+fixed or a ``(low, high)`` range), ``rps`` (a token bucket of ``rps`` requests per second holding
+``burst``; beyond it 429 with ``Retry-After``, ``retry-after-ms`` and ``x-ratelimit-reset-
+requests``, or only an integer ``Retry-After`` with ``retry_after_ms=False``;
 ``limit_kind="window"`` counts accepted requests in a sliding one-second window instead,
-``"spacing"`` refuses any request closer than ``1/rps`` to the previous accepted one,
-``"minute"`` allows ``60·rps`` per fixed minute), ``error_rate`` (answered ``fail_status``: 500 by default; 401 or 403 for a wrong key; 500 with ``error_rate=1`` for a
-reachable but failing endpoint), ``api_key`` (401 for any other key) and ``hang_rate`` (requests
-never answered until the server stops). ``stats`` (also ``GET /stats``) counts requests, 200s, 429s,
-500s and hangs.
+``"spacing"`` refuses any request closer than ``1/rps`` to the previous accepted one, ``"minute"``
+allows ``60·rps`` per fixed minute), ``error_rate`` (answered ``fail_status``: 500 by default; 401
+or 403 for a wrong key; 500 with ``error_rate=1`` for a reachable but failing endpoint), ``api_key``
+(401 for any other key) and ``hang_rate`` (requests never answered until the server stops).
+``stats`` (also ``GET /stats``) counts requests, 200s, 429s, 500s and hangs.
 
 >>> import anyio, aiohttp
 >>> async def demo():
