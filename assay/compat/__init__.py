@@ -13,6 +13,10 @@ run file or :mod:`assay.evaluators` also offers.
 ``assay.compat.openevals.llm``           ``create_llm_as_judge``, ``create_async_llm_as_judge``
 ``assay.compat.openevals.prompts``       the prebuilt prompt constants (``CORRECTNESS_PROMPT`` …)
 ``assay.compat.openevals.trajectory``    ``.match`` and ``.llm``, as in openevals
+``assay.compat.openevals.json``          ``create_json_match_evaluator`` (a list of results)
+``assay.compat.openevals.code``          ``.pyright``, ``.mypy``, ``.llm`` (``create_code_llm_as_judge``),
+                                         ``.e2b.execution`` / ``.e2b.pyright`` (run locally, no E2B)
+``assay.compat.openevals.string``        ``.embedding_similarity`` (a local embedding model)
 ``assay.compat.agentevals.trajectory``   ``check_trajectory``, the trajectory factories and
                                          ``TRAJECTORY_ACCURACY_PROMPT[_WITH_REFERENCE]``; ``.match``, ``.llm``
 ======================================== =====================================================

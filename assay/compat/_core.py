@@ -91,25 +91,35 @@ def openevals_result(result: Result, *, raw_object: bool = False) -> Any:
         raise EvaluatorError(f"{result.key}: {result.error}")
     if raw_object and isinstance(result.value, dict):
         return result.value
-    value = result.value
-    score = value if isinstance(value, bool | int | float) else result.score
+    value, score = result.value, result.score
+    if isinstance(value, bool):  # a pass/fail verdict: the judge's answer (True = toxic for TOXICITY)
+        score = value if score in (0.0, 1.0) else score
+    elif isinstance(value, int | float):  # the chosen number (choices), the number (continuous)
+        score = value
     return EvaluatorResult(key=result.key, score=score, comment=result.comment, metadata=result.metadata or None)
 
 
 class CompatEvaluator:
     """A sync evaluator function in openevals' shape: ``evaluator(inputs=, outputs=,
-    reference_outputs=, **kwargs)`` returns a dict. ``.evaluator`` is the assay evaluator behind
-    it (usable in a run, ``evaluate()`` returns assay Results)."""
+    reference_outputs=, **kwargs)`` returns a dict (a list for multi-key evaluators).
+    ``.evaluator`` is the assay evaluator behind it (usable in a run; its ``evaluate()`` returns
+    assay Results)."""
 
-    def __init__(self, evaluator: BaseEvaluator[Any], *, raw_object: bool = False) -> None:
+    def __init__(self, evaluator: BaseEvaluator[Any], *, raw_object: bool = False, many: bool = False) -> None:
         self.evaluator = evaluator
         self.key = evaluator.key
         self._raw = raw_object
+        self._many = many
 
     def __call__(self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any) -> Any:
         results = self.evaluator.evaluate_all(
             inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
         )
+        return self._shape(results)
+
+    def _shape(self, results: list[Result]) -> Any:
+        if self._many:  # openevals' multi-key evaluators return a list of results
+            return [openevals_result(r) for r in results]
         return openevals_result(results[0], raw_object=self._raw)
 
     def __repr__(self) -> str:
@@ -125,13 +135,15 @@ class AsyncCompatEvaluator(CompatEvaluator):
         results = await self.evaluator.aevaluate_all(
             inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
         )
-        return openevals_result(results[0], raw_object=self._raw)
+        return self._shape(results)
 
 
-def wrap(evaluator: BaseEvaluator[Any], *, is_async: bool = False, raw_object: bool = False) -> CompatEvaluator:
-    """The openevals-shaped function around ``evaluator``."""
+def wrap(
+    evaluator: BaseEvaluator[Any], *, is_async: bool = False, raw_object: bool = False, many: bool = False
+) -> CompatEvaluator:
+    """The openevals-shaped function around ``evaluator`` (``many``: a list of results)."""
     cls = AsyncCompatEvaluator if is_async else CompatEvaluator
-    return cls(evaluator, raw_object=raw_object)
+    return cls(evaluator, raw_object=raw_object, many=many)
 
 
 __all__ = [

@@ -24,13 +24,14 @@ SEED_PREFIXES = ("002", "003", "004")  # agentevals page, openevals README, agen
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```python[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 _OUTPUT = re.compile(r"\s*```[ \t]*\n(?P<body>.*?)^```", re.M | re.S)
 _KEY = re.compile(r"""['"]?key['"]?\s*:\s*['"](\w+)['"]""")
+_SCORE = re.compile(r"""['"]?score['"]?\s*:\s*(True|False|true|false|-?[0-9.]+)""")
 _USES = re.compile(r"\b(openevals|agentevals)\b|\bcreate_\w*(evaluator|llm_as_judge)\(|check_trajectory\(")
 _IMPORT = re.compile(r"^(\s*from\s+)(openevals|agentevals)(\.[\w.]+)?(\s+import\b)", re.M)
 
 
 def extract(seeds_dir: Path = SEEDS_DIR) -> list[dict[str, Any]]:
     """Every Python block of the seeds that uses openevals/agentevals (or, in the agentevals page,
-    the shared setup's evaluator), with the evaluator key the document prints after it."""
+    the shared setup's evaluator), with the evaluator key and score the document prints after it."""
     blocks: list[dict[str, Any]] = []
     for path in sorted(seeds_dir.glob("*.txt")):
         seed = path.name[:3]
@@ -45,12 +46,14 @@ def extract(seeds_dir: Path = SEEDS_DIR) -> list[dict[str, Any]]:
                 continue
             out = _OUTPUT.match(text, m.end() + 1)
             key = _KEY.search(out.group("body")) if out else None
+            score = _SCORE.search(out.group("body")) if out else None
             blocks.append(
                 {
                     "seed": seed,
                     "line": text[: m.start()].count("\n") + 1,
                     "code": code,
                     "expected_key": key.group(1) if key else None,
+                    "expected_score": json.loads(score.group(1).lower()) if score else None,
                 }
             )
     return blocks
@@ -66,8 +69,10 @@ def rewrite_imports(code: str) -> str:
 
 
 def restore_indentation(code: str) -> str:
-    """The scraped README lost the indentation of ``class``/``with`` bodies: indent the lines after
-    a block opener up to the next blank line, until the code compiles."""
+    """Undo the scrape: it escaped backticks (``\\```` → ````` ``) and lost the indentation of
+    ``class``/``with`` bodies (indent the lines after a block opener up to the next blank line,
+    until the code compiles)."""
+    code = code.replace("\\`", "`")
     for _ in range(10):
         try:
             compile(code, "<seed>", "exec")

@@ -23,6 +23,13 @@ MODULES = [
     "assay.compat.openevals.trajectory",
     "assay.compat.openevals.trajectory.llm",
     "assay.compat.openevals.trajectory.match",
+    "assay.compat.openevals.json",
+    "assay.compat.openevals.code.pyright",
+    "assay.compat.openevals.code.mypy",
+    "assay.compat.openevals.code.llm",
+    "assay.compat.openevals.code.e2b.execution",
+    "assay.compat.openevals.code.e2b.pyright",
+    "assay.compat.openevals.string.embedding_similarity",
     "assay.compat.agentevals.trajectory",
     "assay.compat.agentevals.trajectory.llm",
     "assay.compat.agentevals.trajectory.match",
@@ -151,6 +158,22 @@ def test_model_shorthand_honours_the_base_url_variables(monkeypatch: pytest.Monk
     assert shorthand_judge("openai:o3-mini")["base_url"] == "http://127.0.0.1:8787/v1"
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:11434")
     assert shorthand_judge("ollama:llama3.1")["base_url"] == "http://127.0.0.1:11434"
+
+
+def test_scores_keep_openevals_types() -> None:
+    assert openevals_result(Result("toxicity", 0.0, True, "rude"))["score"] is True  # inverted by assay
+    assert openevals_result(Result("json_match:all", 0.5, False))["score"] == 0.5  # a mean, not a verdict
+    assert openevals_result(Result("score", 0.5, 0.5))["score"] == 0.5
+    assert openevals_result(Result("label", 1.0, "good"))["score"] == 1.0
+
+
+def test_e2b_execution_runs_locally_without_e2b() -> None:
+    from assay.compat.openevals.code.e2b.execution import create_e2b_execution_evaluator
+
+    ev = create_e2b_execution_evaluator(sandbox=object(), environment_variables={"X": "1"})
+    r = ev(outputs="import os\nassert os.environ['X'] == '1'")
+    assert (r["key"], r["score"]) == ("execution_succeeded", True)
+    assert ev(outputs="raise SystemExit(2)")["score"] is False
 
 
 def test_unscored_results_raise_like_openevals() -> None:
