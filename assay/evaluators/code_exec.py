@@ -132,6 +132,8 @@ class CodeExecution(AsyncEvaluator[CodeExecutionParams]):
             meta["ran"] = False
             return Result(self.key, 0.0, False, f"timed out after {self.params.timeout:g}s (killed)", meta)
         report = o.report or {}
+        if report.get("unenforced_limits"):
+            meta["unenforced_limits"] = report["unenforced_limits"]
         ran = o.returncode in (0, 2) and report.get("ran", o.returncode == 0) is True
         meta["ran"] = ran
         if not ran:

@@ -151,7 +151,7 @@ async def run_python(
     does, only OSError when the interpreter cannot be started. ``network``: ``auto`` (a namespace
     when available, else the hook alone), ``namespace`` (required) or ``hook``."""
     lim = limits or Limits()
-    prefix = namespace_prefix() if network != "hook" else None
+    prefix = await anyio.to_thread.run_sync(namespace_prefix) if network != "hook" else None
     if network == "namespace" and prefix is None:
         raise OSError("no network namespace available (unshare -n / -rn failed)")
     workdir = await anyio.to_thread.run_sync(_prepare, code, tests)
