@@ -54,7 +54,8 @@ class SourceConfig(_Model):
     """``auto``: JSON array for ``.json`` files that start with ``[``, JSON lines otherwise."""
     read_mode: Literal["records", "sessions"] = "records"
     """``records``: one trace per line/element. ``sessions``: agent session transcripts (Claude Code,
-    Agent SDK streams) where one trace spans many lines, grouped by session id."""
+    Agent SDK streams) where one trace spans many lines, grouped by session id, and span-per-record
+    OTel exports (``ConsoleSpanExporter``), grouped by trace id (docs/formats.md, otel)."""
 
     @property
     def paths(self) -> list[str]:

@@ -47,6 +47,7 @@ BUILTIN_EVALUATORS: dict[str, str] = {
     # code
     "pyright": "assay.evaluators.code:PyrightCheck",
     "mypy": "assay.evaluators.code:MypyCheck",
+    "code_execution": "assay.evaluators.code_exec:CodeExecution",
     # composition and user code
     "composite": "assay.evaluators.composite:Composite",
     "python": "assay.evaluators.custom:PythonEvaluator",

@@ -81,11 +81,31 @@ def load_function(target: str | Callable[..., Any], what: str) -> Callable[..., 
     return load_callable(target, what)
 
 
-class CodeCheckParams(EvaluatorParams):
-    cli_args: list[str] | None = Field(
-        None, validation_alias=AliasChoices("cli_args", "pyright_cli_args", "mypy_cli_args")
-    )
-    """Extra command-line arguments (None = the checker's defaults)."""
+def build_extractor(
+    evaluator: str, code_extraction: str, code_extractor: str | Callable[..., Any] | None
+) -> Callable[..., Any] | None:
+    """The user extractor of an evaluator's params (ConfigError when combined with a strategy)."""
+    if code_extractor is None:
+        return None
+    if code_extraction != "none":
+        raise ConfigError(f"evaluator {evaluator!r}: params.code_extractor cannot be combined with code_extraction")
+    return load_function(code_extractor, f"evaluator {evaluator!r}: params.code_extractor")
+
+
+def extract_code(value: Any, code_extraction: str, extractor: Callable[..., Any] | None) -> str | None:
+    """The code of an output value: the extractor's answer, the whole text, or its markdown blocks."""
+    if extractor is not None:
+        code = extractor(value)
+        return code if isinstance(code, str) else None
+    text = output_text(value)
+    if text is None or code_extraction == "none":
+        return text
+    return extract_markdown_code(text)
+
+
+class CodeExtractionParams(EvaluatorParams):
+    """Where the code is in the output (shared by the code checks and ``code_execution``)."""
+
     code_extraction: Literal["none", "markdown_code_blocks"] = Field(
         "none", validation_alias=AliasChoices("code_extraction", "code_extraction_strategy")
     )
@@ -93,6 +113,13 @@ class CodeCheckParams(EvaluatorParams):
     code_extractor: str | Callable[..., Any] | None = None
     """A user function, ``"module:function"`` or (library use) a callable (output value -> code or
     None); excludes code_extraction."""
+
+
+class CodeCheckParams(CodeExtractionParams):
+    cli_args: list[str] | None = Field(
+        None, validation_alias=AliasChoices("cli_args", "pyright_cli_args", "mypy_cli_args")
+    )
+    """Extra command-line arguments (None = the checker's defaults)."""
     ignore_missing_imports: bool = True
     """Do not report imports that cannot be resolved (the checker has no project environment)."""
     timeout: float = Field(60.0, gt=0)
@@ -108,13 +135,7 @@ class CodeCheck(AsyncEvaluator[CodeCheckParams]):
 
     def setup(self) -> None:
         p = self.params
-        if p.code_extractor is not None and p.code_extraction != "none":
-            raise ConfigError(f"evaluator {self.name!r}: params.code_extractor cannot be combined with code_extraction")
-        self._extractor = (
-            load_function(p.code_extractor, f"evaluator {self.name!r}: params.code_extractor")
-            if p.code_extractor
-            else None
-        )
+        self._extractor = build_extractor(self.name, p.code_extraction, p.code_extractor)
         self._command = p.command or self.default_command()
 
     def default_command(self) -> list[str]:
@@ -128,13 +149,7 @@ class CodeCheck(AsyncEvaluator[CodeCheckParams]):
         raise NotImplementedError
 
     def extract(self, value: Any) -> str | None:
-        if self._extractor is not None:
-            code = self._extractor(value)
-            return code if isinstance(code, str) else None
-        text = output_text(value)
-        if text is None or self.params.code_extraction == "none":
-            return text
-        return extract_markdown_code(text)
+        return extract_code(value, self.params.code_extraction, self._extractor)
 
     async def ascore(self, trace: Trace) -> Result:
         code = self.extract(trace.final_output)

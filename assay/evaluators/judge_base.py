@@ -14,6 +14,7 @@ Error policy (the same for every judge evaluator):
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from abc import abstractmethod
 from collections.abc import Callable
@@ -39,7 +40,8 @@ class JudgeParams(EvaluatorParams):
     """Cap on the judge's output tokens per call (None: the endpoint's setting)."""
     model: str | None = None
     """Shorthand for an ad-hoc judge (openevals style): ``"openai:gpt-4.1-mini"``,
-    ``"anthropic:claude-sonnet-4-5"`` or ``"ollama:llama3.1"``: the provider's default base URL and
+    ``"anthropic:claude-sonnet-4-5"`` or ``"ollama:llama3.1"``: the provider's base URL
+    (``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` / ``OLLAMA_HOST`` when set, else its default) and
     key variable (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``). Used when ``judge`` is not set."""
 
     @field_validator("model")
@@ -89,6 +91,23 @@ def model_shorthand(text: str) -> dict[str, Any]:
     return {"provider": provider, "model": model}
 
 
+#: The variables the providers' own SDKs read for their API root; the ``model`` shorthand honours
+#: them, so ``OPENAI_BASE_URL`` pointed at a proxy or a stand-in server works as with openevals.
+BASE_URL_ENVS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "ollama": "OLLAMA_HOST"}
+
+
+def shorthand_judge(text: str) -> dict[str, Any]:
+    """The inline judge config of a ``model`` shorthand, with the base URL from the provider's
+    environment variable (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``OLLAMA_HOST``) when set."""
+    config = model_shorthand(text)
+    base_url = os.environ.get(BASE_URL_ENVS[config["provider"]], "").strip()
+    if base_url:
+        if config["provider"] == "ollama" and "://" not in base_url:
+            base_url = f"http://{base_url}"
+        config["base_url"] = base_url.rstrip("/")
+    return config
+
+
 def find_judge(spec: Any, evaluator: str, model: str | None = None) -> Judge:
     """Resolve a ``judge`` parameter: a Judge object as is; a name or an inline config through
     :func:`assay.judges.resolve_judge`; None → the ``model`` shorthand when given, else the
@@ -98,7 +117,7 @@ def find_judge(spec: Any, evaluator: str, model: str | None = None) -> Judge:
     from assay.judges import current_pool, resolve_judge  # lazy: keeps aiohttp out of imports
 
     if spec is None and model is not None:
-        spec = model_shorthand(model)
+        spec = shorthand_judge(model)
     if spec is None:
         pool = current_pool()
         names = pool.names if pool is not None else []
@@ -197,4 +216,4 @@ class JudgeEvaluator(AsyncEvaluator[JP]):
         return result
 
 
-__all__ = ["JudgeCalls", "JudgeEvaluator", "JudgeParams", "schema_name"]
+__all__ = ["JudgeCalls", "JudgeEvaluator", "JudgeParams", "schema_name", "shorthand_judge"]

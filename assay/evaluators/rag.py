@@ -1,7 +1,8 @@
 """The RAG triad: context relevance, groundedness (claim by claim) and answer relevance.
 
 The question is the trace input (or its ``question``/``query``/``input``/``text`` field), the
-context is the trace's retrieved context, the answer is the final output.
+context is the trace's retrieved context, the answer is the final output; ``question_key`` and
+``context_key`` (potato's names) name other fields of the inputs or the record.
 
 * ``context_relevance``: how relevant and sufficient the context is for the question (0–1);
 * ``answer_relevance``: how well the answer addresses the question, regardless of correctness (0–1);
@@ -23,20 +24,39 @@ import anyio
 
 from assay.evaluators.base import MultiEvaluator
 from assay.evaluators.judge_base import JudgeCalls, JudgeEvaluator, JudgeParams
-from assay.evaluators.judge_render import as_text, context_text, format_template, question_text
+from assay.evaluators.judge_render import as_text, context_text, format_template, lookup, question_text
 from assay.exceptions import VerdictParseError
 from assay.judges.base import JudgeRequest
 from assay.judges.prompts import load_template
 from assay.judges.verdict import VerdictSpec, coerce_bool, parse_verdict, reasoning_property, response_object
 from assay.records import Result
+from assay.traces.base import get_path
 from assay.traces.model import Trace
 
 
 class RagParams(JudgeParams):
+    question_key: str | None = None
+    """Where the question is (potato's ``question_key``): a field of the inputs (dotted path), else
+    a record field (scenario, metadata). None: the input text or its
+    ``question``/``query``/``input``/``text`` field."""
+    context_key: str | None = None
+    """Where the retrieved context is (potato's ``context_key``): a field of the inputs (dotted
+    path), else a record field. None: the trace's context (``context=``, the record's context,
+    ``inputs["context"]``)."""
     system: str | None = None
     """A system message sent before the prompt."""
     use_reasoning: bool = True
     """Ask for reasoning before the score (kept as the comment)."""
+
+
+def field_value(trace: Trace, path: str) -> Any:
+    """A named field: in the inputs first (potato reads ``inputs[question_key]``), then the
+    record's fields (scenario, metadata)."""
+    if isinstance(trace.input, dict):
+        value = get_path(trace.input, path)
+        if value is not None:
+            return value
+    return lookup(trace, path)
 
 
 def answer_text(trace: Trace) -> str:
@@ -53,9 +73,12 @@ class _RagJudge(JudgeEvaluator[RagParams]):
 
     def values(self, trace: Trace) -> dict[str, str] | str:
         """The template values, or a comment saying what the trace lacks."""
+        p = self.params
+        question = field_value(trace, p.question_key) if p.question_key else question_text(trace)
+        context = field_value(trace, p.context_key) if p.context_key else trace.context
         values = {
-            "question": question_text(trace) or "",
-            "context": context_text(trace.context) or "",
+            "question": "" if question is None else as_text(question),
+            "context": context_text(context) or "",
             "answer": answer_text(trace),
         }
         for name in self.needs:

@@ -126,7 +126,7 @@ async def _stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -
 
 def sweep_leftovers(config: RunConfig) -> None:
     """What killed runs left behind that no checkpoint needs: code checks' temporary directories."""
-    if any(spec.name in ("pyright", "mypy", "code_judge") for spec in config.evaluators):
+    if any(spec.name in ("pyright", "mypy", "code_judge", "code_execution") for spec in config.evaluators):
         from assay.evaluators.code import sweep_stale_dirs
 
         sweep_stale_dirs()

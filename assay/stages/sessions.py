@@ -1,8 +1,10 @@
 """Session grouping as a Source wrapper: one record per agent session, whatever the source.
 
-Agent session transcripts (Claude Code, Agent SDK ``stream-json``) spread one trace over many
-rows. :class:`GroupSessions` wraps any :class:`~assay.connectors.base.Source` yielding such rows
-and yields one envelope per session (the JSON array of its rows), cut by
+Agent session transcripts (Claude Code, Agent SDK ``stream-json``) and span-per-record exports
+(OpenTelemetry ``ConsoleSpanExporter`` output, span-per-line dumps; grouped by trace id with
+:class:`assay.traces.span_groups.SpanGrouper`) spread one trace over many rows.
+:class:`GroupSessions` wraps any :class:`~assay.connectors.base.Source` yielding such rows and
+yields one envelope per session (the JSON array of its rows), cut by
 :func:`assay.traces.claude_code.group_session_rows`; a session never spans two inputs (files,
 objects, partitions). A grouped record's position is its first row's position; when the engine
 acknowledges it, the wrapper acknowledges every member row to the inner source, so the inner
@@ -31,6 +33,7 @@ import orjson
 from assay.connectors.base import Source
 from assay.records import Envelope, Position
 from assay.traces.claude_code import group_session_rows
+from assay.traces.span_groups import SpanGrouper, is_span_row
 
 _Key = tuple[str, int | None, int | None, int | None]
 
@@ -55,6 +58,8 @@ class GroupSessions(Source):
         self._pending: list[tuple[Any, Position]] = []  # rows of the session not known complete
         self._members: dict[_Key, list[Position]] = {}  # grouped record → its rows, until acked
         self._index = 0
+        self._spans: SpanGrouper[Position] = SpanGrouper()  # span-per-record exports, by trace id
+        self._span_source: str | None = None
 
     async def open(self) -> None:
         await self.inner.open()
@@ -94,6 +99,7 @@ class GroupSessions(Source):
             if out:
                 yield out
         out = self._cut(final=True)  # the stream ended: the last session is complete
+        out.extend(self._emit_all(self._spans.flush()))
         self._take_errors()
         if out:
             yield out
@@ -116,6 +122,13 @@ class GroupSessions(Source):
                 continue
             if self._pending and self._pending[-1][1].source != pos.source:
                 out.extend(self._cut(final=True))  # a session never spans two inputs
+            if self._span_source is not None and self._span_source != pos.source:
+                out.extend(self._emit_all(self._spans.flush()))  # nor does a trace
+                self._span_source = None
+            if is_span_row(row):
+                self._span_source = pos.source
+                out.extend(self._emit_all(self._spans.add(row, pos)))
+                continue
             self._pending.append((row, pos))
         out.extend(self._cut(final=False))
         return out
@@ -135,11 +148,17 @@ class GroupSessions(Source):
             self._pending = pending[len(pending) - keep :]
         else:
             self._pending = []
-        out: list[Envelope] = []
+        groups = []
         start = 0
         for size in sizes:
-            members = pending[start : start + size]
+            groups.append(pending[start : start + size])
             start += size
+        return self._emit_all(groups)
+
+    def _emit_all(self, groups: list[list[tuple[Any, Position]]]) -> list[Envelope]:
+        """One envelope per group (the JSON array of its rows), minus other shards' groups."""
+        out: list[Envelope] = []
+        for members in groups:
             self._index += 1
             if self.shard is not None and self._index % self.shard[1] != self.shard[0]:
                 continue

@@ -3,7 +3,10 @@
 Reads an OTLP/JSON export (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``, attribute
 lists ``[{"key", "value": {"stringValue"|"intValue"|...}}]``), a list of such exports, or a flat
 list of spans (``{"spans": [...]}`` too) with dict or OTLP attributes, as the Python SDK's
-``span.to_json()`` and most collectors write them. Spans are visited in start-time order.
+``span.to_json()`` and most collectors write them. Spans are visited in start-time order. A
+single span (one document of a ``ConsoleSpanExporter`` stream) is read as a trace of its own,
+with a warning unless it is a root span: session mode groups such streams by trace id
+(:mod:`assay.traces.span_groups`).
 
 Chat spans (``gen_ai.operation.name`` chat/text_completion/generate_content, or any span carrying
 messages) give messages, read from, in order of preference:
@@ -35,6 +38,8 @@ from assay.traces.assemble import TraceBuilder, add_usage, as_dict, as_int, usag
 from assay.traces.base import TraceFormat
 from assay.traces.model import Message, ToolCall, Trace, content_text
 from assay.traces.openai import parse_args, parse_message
+from assay.traces.span_groups import is_root_span as _is_root_span
+from assay.traces.span_groups import is_span_row
 from assay.traces.timing import Timings, time_key
 
 CHAT_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -132,6 +137,8 @@ def _raw_spans(value: Any) -> list[dict[str, Any]]:
             return _export_spans(value)
         if type(value.get("spans")) is list:
             return list(value["spans"])
+        if _is_span(value):
+            return [value]
         raise NormalizationError("otel: expected an OTLP export (resourceSpans) or a list of spans")
     if type(value) is list:
         if value and type(value[0]) is dict and "resourceSpans" in value[0]:
@@ -158,7 +165,9 @@ def detect(value: Any) -> bool:
         if "resourceSpans" in value:
             return True
         spans = value.get("spans")
-        return type(spans) is list and bool(spans) and _is_span(spans[0])
+        if type(spans) is list:
+            return bool(spans) and _is_span(spans[0])
+        return _is_span(value) and is_span_row(value)  # one span of a span-per-record export
     if type(value) is list and value:
         first = value[0]
         return type(first) is dict and ("resourceSpans" in first or _is_span(first))
@@ -417,6 +426,11 @@ def normalize(value: Any) -> Trace:
     trace_ids = {s.trace_id for s in spans if s.trace_id}
     if len(trace_ids) > 1:
         builder.warnings.append(f"spans of {len(trace_ids)} traces were read as one trace")
+    if type(value) is dict and _is_span(value) and not _is_root_span(value):
+        builder.warnings.append(
+            "one span of a trace was read alone; read span-per-record exports (ConsoleSpanExporter) "
+            "in session mode to group their spans by trace id"
+        )
     trace = builder.build(
         "otel", id=next(iter(trace_ids)) if len(trace_ids) == 1 else None, usage=usage, metadata=metadata
     )

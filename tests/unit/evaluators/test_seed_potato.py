@@ -202,3 +202,15 @@ def test_injected_potato_endpoint() -> None:
 
     judge = LLMTrajectoryJudge(endpoint=Endpoint(), continuous=True)
     assert judge.evaluate(outputs=agent_trace, inputs="x").score == 0.25
+
+
+def test_rag_triad_question_and_context_keys(task_config: dict[str, Any]) -> None:
+    """potato's ``question_key``/``context_key``: the fields of the inputs holding them."""
+    triad = rag_triad(task_config, question_key="query", context_key="retrieved")
+    inputs = {"query": "Capital of France?", "retrieved": ["Paris is France's capital."]}
+    results = {k: ev.evaluate(inputs=inputs, outputs="Paris is the capital.") for k, ev in triad.items()}
+    assert {k: r.score for k, r in results.items()} == {
+        "context_relevance": 0.8,
+        "groundedness": 1.0,
+        "answer_relevance": 0.8,
+    }

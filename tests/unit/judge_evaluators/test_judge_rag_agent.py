@@ -65,6 +65,23 @@ class TestRag:
         r = Groundedness(judge=judge).evaluate(inputs=Q, outputs=ANSWER, context=CTX)
         assert r.error is not None and "not a boolean" in r.error and "raw_output" in r.metadata
 
+    def test_question_and_context_keys(self, scripted: Any) -> None:
+        judge = scripted({"reasoning": "on topic", "score": 0.7})
+        ev = ContextRelevance(judge=judge, question_key="query", context_key="search.docs")
+        inputs = {"query": "When was it built?", "search": {"docs": CTX}, "question": "not this one"}
+        assert ev.evaluate(inputs=inputs, outputs=ANSWER).score == 0.7
+        text = judge.prompt()
+        assert "When was it built?" in text and "not this one" not in text
+        assert "[1] The Eiffel Tower was completed in 1889." in text
+        # a record field (the pipeline's scenario) when the inputs do not have it
+        ev = AnswerRelevance(judge=judge, question_key="user_query")
+        assert ev.evaluate(inputs="ignored", outputs=ANSWER, user_query="How tall is it?").score == 0.7
+        assert "How tall is it?" in judge.prompt()
+        r = ContextRelevance(judge=judge, context_key="missing").evaluate(inputs=Q, outputs=ANSWER, context=CTX)
+        assert (r.score, r.comment) == (None, "no context provided")
+        triad = build_evaluator("rag_triad", {"judge": judge, "question_key": "query", "context_key": "search.docs"})
+        assert all(p.params.question_key == "query" for p in triad.parts)  # type: ignore[attr-defined]
+
     def test_triad_three_results(self, scripted: Any) -> None:
         def reply(req: Any) -> dict[str, Any]:
             if "claims" in req.schema["properties"]:

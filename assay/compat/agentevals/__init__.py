@@ -1,0 +1,1 @@
+"""``agentevals`` import paths (see :mod:`assay.compat`): ``assay.compat.agentevals.trajectory``."""

@@ -1,0 +1,1 @@
+"""``openevals.code`` (see :mod:`assay.compat`): ``.pyright``, ``.mypy``, ``.llm``, ``.e2b``."""

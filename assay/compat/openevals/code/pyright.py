@@ -1,0 +1,25 @@
+"""``from openevals.code.pyright import create_pyright_evaluator`` (see :mod:`assay.compat`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from assay.compat._core import CompatEvaluator, wrap
+from assay.evaluators.code import PyrightCheck
+
+
+def create_pyright_evaluator(
+    *,
+    pyright_cli_args: list[str] | None = None,
+    code_extraction_strategy: str = "none",
+    code_extractor: Callable[[Any], str] | None = None,
+) -> CompatEvaluator:
+    """Type-check the output with pyright (key ``pyright_succeeded``); the code is never run."""
+    ev = PyrightCheck(
+        cli_args=pyright_cli_args, code_extraction=code_extraction_strategy, code_extractor=code_extractor
+    )
+    return wrap(ev)
+
+
+__all__ = ["create_pyright_evaluator"]

@@ -1,0 +1,89 @@
+"""openevals' ``create_llm_as_judge`` / ``create_async_llm_as_judge`` over assay's LLM judge.
+
+Change only the import line of openevals code::
+
+    from assay.compat.openevals.llm import create_llm_as_judge
+    from assay.compat.openevals.prompts import CORRECTNESS_PROMPT
+
+    evaluator = create_llm_as_judge(prompt=CORRECTNESS_PROMPT, model="openai:o3-mini")
+    evaluator(inputs="...", outputs="...", reference_outputs="...")
+    # {'key': 'score', 'score': True, 'comment': '...', 'metadata': {...}}
+
+The call goes through assay's judge endpoint (``OPENAI_BASE_URL``/``OPENAI_API_KEY`` honoured),
+with its retries and limits. ``evaluator.evaluator`` is the assay :class:`~assay.evaluators.LLMJudge`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.compat._core import CompatEvaluator, judge_params, prompt_param, wrap
+from assay.evaluators.llm_judge import LLMJudge
+
+
+def _build(
+    *,
+    prompt: Any,
+    feedback_key: str,
+    judge: Any,
+    model: str | None,
+    system: str | None,
+    continuous: bool,
+    choices: list[float] | None,
+    use_reasoning: bool,
+    few_shot_examples: list[dict[str, Any]] | None,
+    output_schema: Any,
+    is_async: bool,
+) -> CompatEvaluator:
+    evaluator = LLMJudge(
+        prompt=prompt_param(prompt),
+        feedback_key=feedback_key,
+        system=system,
+        continuous=continuous or None,
+        choices=choices,
+        use_reasoning=use_reasoning,
+        few_shot_examples=few_shot_examples,
+        output_schema=output_schema,
+        **judge_params(judge, model),
+    )
+    return wrap(evaluator, is_async=is_async, raw_object=output_schema is not None)
+
+
+def create_llm_as_judge(
+    *,
+    prompt: Any,
+    feedback_key: str = "score",
+    judge: Any = None,
+    model: str | None = None,
+    system: str | None = None,
+    continuous: bool = False,
+    choices: list[float] | None = None,
+    use_reasoning: bool = True,
+    few_shot_examples: list[dict[str, Any]] | None = None,
+    output_schema: Any = None,
+) -> CompatEvaluator:
+    """An LLM-as-judge evaluator function with openevals' arguments and results: a bool score
+    (``continuous``: a number in [0, 1]; ``choices``: the chosen number), the reasoning as
+    ``comment``; with ``output_schema`` (a JSON schema, TypedDict or pydantic model) the parsed
+    object itself. Extra keyword arguments of a call fill extra template variables."""
+    return _build(**locals(), is_async=False)
+
+
+def create_async_llm_as_judge(
+    *,
+    prompt: Any,
+    feedback_key: str = "score",
+    judge: Any = None,
+    model: str | None = None,
+    system: str | None = None,
+    continuous: bool = False,
+    choices: list[float] | None = None,
+    use_reasoning: bool = True,
+    few_shot_examples: list[dict[str, Any]] | None = None,
+    output_schema: Any = None,
+) -> CompatEvaluator:
+    """:func:`create_llm_as_judge` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
+    return _build(**locals(), is_async=True)
+
+
+__all__ = ["create_async_llm_as_judge", "create_llm_as_judge"]

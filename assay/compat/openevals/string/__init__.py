@@ -1,0 +1,1 @@
+"""``openevals.string`` (see :mod:`assay.compat`): ``.embedding_similarity``."""

@@ -1,0 +1,124 @@
+"""The trajectory factories of openevals and agentevals (one implementation, two import paths).
+
+>>> ev = create_trajectory_match_evaluator(trajectory_match_mode="unordered")
+>>> call = lambda n: {"role": "assistant", "tool_calls": [{"function": {"name": n, "arguments": "{}"}}]}
+>>> ev(outputs=[call("a"), call("b")], reference_outputs=[call("b"), call("a")])["score"]
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.compat._core import CompatEvaluator, judge_params, prompt_param, wrap
+from assay.evaluators.judge_trajectory import REFERENCE_FREE, WITH_REFERENCE, TrajectoryJudge
+from assay.evaluators.trajectory import TrajectoryMatch
+from assay.judges.prompts import get_prompt
+
+# the same texts as assay.compat.openevals.prompts (that package imports this module)
+TRAJECTORY_ACCURACY_PROMPT = get_prompt(REFERENCE_FREE).template
+TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE = get_prompt(WITH_REFERENCE).template
+
+
+def _match(
+    trajectory_match_mode: str,
+    tool_args_match_mode: str,
+    tool_args_match_overrides: dict[str, Any] | None,
+    is_async: bool,
+) -> CompatEvaluator:
+    evaluator = TrajectoryMatch(
+        mode=trajectory_match_mode,
+        tool_args_match_mode=tool_args_match_mode,
+        tool_args_match_overrides=tool_args_match_overrides or {},
+    )
+    return wrap(evaluator, is_async=is_async)
+
+
+def create_trajectory_match_evaluator(
+    *,
+    trajectory_match_mode: str = "strict",
+    tool_args_match_mode: str = "exact",
+    tool_args_match_overrides: dict[str, Any] | None = None,
+) -> CompatEvaluator:
+    """Deterministic trajectory match (``strict``, ``unordered``, ``subset``, ``superset``);
+    key ``trajectory_<mode>_match``, a bool score. See docs/semantics.md."""
+    return _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, False)
+
+
+def create_async_trajectory_match_evaluator(
+    *,
+    trajectory_match_mode: str = "strict",
+    tool_args_match_mode: str = "exact",
+    tool_args_match_overrides: dict[str, Any] | None = None,
+) -> CompatEvaluator:
+    """:func:`create_trajectory_match_evaluator`, awaited."""
+    return _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, True)
+
+
+def _judge(
+    *,
+    prompt: Any,
+    model: str | None,
+    system: str | None,
+    judge: Any,
+    continuous: bool,
+    choices: list[float] | None,
+    use_reasoning: bool,
+    few_shot_examples: list[dict[str, Any]] | None,
+    feedback_key: str,
+    is_async: bool,
+) -> CompatEvaluator:
+    evaluator = TrajectoryJudge(
+        prompt=prompt_param(prompt),
+        feedback_key=feedback_key,
+        system=system,
+        continuous=continuous or None,
+        choices=choices,
+        use_reasoning=use_reasoning,
+        few_shot_examples=few_shot_examples,
+        **judge_params(judge, model),
+    )
+    return wrap(evaluator, is_async=is_async)
+
+
+def create_trajectory_llm_as_judge(
+    *,
+    prompt: Any = TRAJECTORY_ACCURACY_PROMPT,
+    model: str | None = None,
+    system: str | None = None,
+    judge: Any = None,
+    continuous: bool = False,
+    choices: list[float] | None = None,
+    use_reasoning: bool = True,
+    few_shot_examples: list[dict[str, Any]] | None = None,
+    feedback_key: str = "trajectory_accuracy",
+) -> CompatEvaluator:
+    """An LLM judge of the whole trajectory (``outputs`` = the messages; ``reference_outputs``
+    with ``TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE``); key ``trajectory_accuracy``."""
+    return _judge(**locals(), is_async=False)
+
+
+def create_async_trajectory_llm_as_judge(
+    *,
+    prompt: Any = TRAJECTORY_ACCURACY_PROMPT,
+    model: str | None = None,
+    system: str | None = None,
+    judge: Any = None,
+    continuous: bool = False,
+    choices: list[float] | None = None,
+    use_reasoning: bool = True,
+    few_shot_examples: list[dict[str, Any]] | None = None,
+    feedback_key: str = "trajectory_accuracy",
+) -> CompatEvaluator:
+    """:func:`create_trajectory_llm_as_judge`, awaited."""
+    return _judge(**locals(), is_async=True)
+
+
+__all__ = [
+    "TRAJECTORY_ACCURACY_PROMPT",
+    "TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE",
+    "create_async_trajectory_llm_as_judge",
+    "create_async_trajectory_match_evaluator",
+    "create_trajectory_llm_as_judge",
+    "create_trajectory_match_evaluator",
+]
