@@ -29,28 +29,35 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 #: The pacer runs at this fraction of the configured rate. A server counting requests in a sliding
 #: one-second window refuses an exactly paced client whenever jitter bunches requests together;
 #: 2% of headroom absorbs about 20 ms of jitter there, for a small, predictable cost.
-PACE_MARGIN = 0.98
+PACE_MARGIN = 0.99
 #: How much of a pacing interval a sender woken late may make up on the next one: two actual sends
 #: are never closer than (1 - GAP_SLACK) / rate (a strict limiter refuses anything closer than 1/R).
 GAP_SLACK = 0.01
 #: Each jitter refusal widens the least gap between sends by SPACING_STEP of an interval (up to
-#: SPACING_MAX); the widening decays by SPACING_DECAY per second, so refusals settle at about
-#: SPACING_DECAY / SPACING_STEP per second whatever the timing noise of the path to the server.
+#: SPACING_MAX); every send narrows it by SPACING_STEP * SPACING_TARGET, so jitter refusals settle
+#: at about SPACING_TARGET of the requests, whatever the timing noise on the way to the server.
 SPACING_STEP = 0.004
 SPACING_MAX = 0.05
-SPACING_DECAY = 0.0005
+SPACING_TARGET = 0.007
 #: Waits shorter than this (seconds) yield to the event loop instead of arming a timer.
 SPIN_S = 0.002
 #: The most the pacer wakes ahead of a slot to make up for the event loop's lateness.
 MAX_LATENESS_S = 0.005
 #: Seconds without a 429 after which the rate is raised one step.
-QUIET_S = 1.0
+QUIET_S = 0.5
+#: For this long after a jitter refusal the rate does not probe past the rate that was refused.
+HOLD_S = 10.0
+#: Refusals at the configured rate in the first seconds of sending are taken as jitter (connections
+#: being opened), unless the server clearly accepts less than we send.
+STARTUP_S = 1.5
+STARTUP_ALLOWED = 6
 #: One episode of refusals never cuts the rate below this fraction of the rate being sent.
-MAX_CUT = 0.25
+MAX_CUT = 0.6
 #: Multiplicative decrease on a 429 (of the rate actually being sent).
 BETA = 0.85
 #: The gentler decrease for a 429 that comes after GENTLE_AFTER_S seconds without one.
@@ -66,8 +73,11 @@ RECOVER_TO = 0.95
 #: PROBE_MIN, so 429s become rarer the longer a run lasts.
 PROBE_STEP = 0.02
 PROBE_MIN = 0.0025
+#: A whole number of seconds up to this long in a 429's hint is taken as coarse (it may stand for a
+#: few milliseconds); a longer hint (a per-minute window that ran out) is always followed.
+COARSE_MAX_S = 2.0
 #: Growth of the rate per quiet period while no limit is known (``rpm`` unset).
-SEARCH_GROWTH = 1.15
+SEARCH_GROWTH = 1.3
 #: Pause after a 429 that carried no reset hint.
 DEFAULT_PAUSE_S = 1.0
 #: The rate never drops below this (requests per second).
@@ -91,6 +101,8 @@ ACCEPT_REFUSED_SHARE = 0.2
 #: are at most this share of the sends there (one is always allowed) ...
 JITTER_SHARE = 0.12
 JITTER_ALLOWED = 3
+#: ... and unless JITTER_ALLOWED of them fell among the last JITTER_RECENT sends.
+JITTER_RECENT = 12
 #: ... unless the server accepted less than this share of the rate being sent (a clear excess).
 JITTER_ACCEPTED = 0.9
 #: Seconds of token capacity the tokens-per-minute bucket may burst.
@@ -189,7 +201,6 @@ class AdaptiveRate:
         self._near_ceiling = False
         self.spacing = 0.0
         """Extra gap between sends (a fraction of the interval) learned from jitter refusals."""
-        self._spacing_at = 0.0
         self._searching = False
         """No rate configured and no limit found yet: the rate grows by SEARCH_GROWTH per quiet period."""
         self._probe = PROBE_STEP
@@ -197,6 +208,7 @@ class AdaptiveRate:
         self._last_decrease = -math.inf
         self._sends: deque[float] = deque()
         self._first_send = math.inf
+        self._hold_until = -math.inf
         self._resumed_at = -math.inf
         """When the last real pause ended (accepted-rate measurements start after it)."""
         self._history: deque[float] = deque()
@@ -211,8 +223,12 @@ class AdaptiveRate:
         steps = int((now - self._last_change) / QUIET_S)
         if steps > 0:
             self._last_change += steps * QUIET_S
+            before = self.rate
             for _ in range(min(steps, 200)):
                 self.rate = self._raised(self.rate, self.refused_at)
+            if not self._searching and now < self._hold_until:
+                # refused lately at refused_at: that is where the limit is, do not probe past it
+                self.rate = min(self.rate, max(before, self.refused_at))
             if self.ceiling is not None:
                 self.rate = min(self.rate, self.ceiling)
         return self.rate
@@ -234,6 +250,8 @@ class AdaptiveRate:
         return rate * 1.1  # far above the last refusal: the limit was lifted, find it quickly
 
     def record_send(self, now: float) -> None:
+        if self.spacing > 0.0:
+            self.spacing = max(0.0, self.spacing - SPACING_STEP * SPACING_TARGET)
         if self._first_send == math.inf:
             self._first_send = now
         self._sends.append(now)
@@ -284,6 +302,19 @@ class AdaptiveRate:
         sending = self.rate if self.rate is not None else self.measured(now)
         if accepted is not None and sending is not None and accepted < JITTER_ACCEPTED * sending:
             return False
+        if (
+            self.configured is not None
+            and self.rate == self.ceiling
+            and self._first_send <= now < self._first_send + STARTUP_S
+            and len(self._refused) <= STARTUP_ALLOWED
+        ):
+            return True  # new connections make the first requests' arrival times jittery
+        if len(self._history) >= JITTER_RECENT:
+            # refusals bunched among the last few sends: above a strict limiter (which then
+            # refuses about every other request), however few they are over two seconds
+            recent = self._history[-JITTER_RECENT]
+            if sum(1 for t in self._refused if t >= recent) >= JITTER_ALLOWED:
+                return False
         start = now - ACCEPT_WINDOW_S
         refused = sum(1 for t in self._refused if t >= start)
         sent = sum(1 for t in self._history if t >= start)
@@ -303,14 +334,17 @@ class AdaptiveRate:
             return None  # too short to say; the configured rate stands
         return (len(self._sends) - 1) / (self._sends[-1] - self._sends[0])
 
-    def min_gap(self, rate: float, now: float) -> float:
+    def min_gap(self, rate: float) -> float:
         """The least time between two actual sends at ``rate``: a late sender may catch up on the
         pacer's grid, but never by more than GAP_SLACK of an interval; after jitter refusals the
-        gap widens by ``spacing`` (which decays again while the server accepts everything)."""
-        if self.spacing > 0.0:
-            self.spacing = max(0.0, self.spacing - SPACING_DECAY * (now - self._spacing_at))
-        self._spacing_at = now
+        gap widens by ``spacing`` (which narrows again with every send)."""
         return (1.0 - GAP_SLACK + self.spacing) / rate
+
+    @staticmethod
+    def _coarse(delay: float | None) -> bool:
+        """Whether a hint says nothing precise: none at all, or a small whole number of seconds
+        (``Retry-After: 1`` is what a limiter sends when the real wait is a few milliseconds)."""
+        return delay is None or (1.0 <= delay <= COARSE_MAX_S and delay == int(delay))
 
     def _pause(self, now: float, seconds: float) -> None:
         until = now + seconds
@@ -329,8 +363,14 @@ class AdaptiveRate:
         while self._refused and self._refused[0] < now - ACCEPT_WINDOW_S:
             self._refused.popleft()
         wait = DEFAULT_PAUSE_S if delay is None else delay
-        if not self.adaptive or sent_at < self._last_decrease:
-            # sent before the last decrease: it says nothing about the current rate
+        if not self.adaptive:
+            self._pause(now, wait)
+            return delay
+        if sent_at < self._last_decrease:
+            # sent before the last decrease: it says nothing about the current rate, and a coarse
+            # hint does not lengthen the pause that decrease chose
+            if self._coarse(delay) and self.rate is not None:
+                return min(wait, 1.0 / self.rate)
             self._pause(now, wait)
             return delay
         if self._isolated(now, accepted):
@@ -341,23 +381,33 @@ class AdaptiveRate:
                 if self.rate is not None:
                     self.refused_at = self.rate
                     self._searching = True
-                self._pause(now, wait)  # nothing known yet: the server's word (or a second)
+                # nothing known yet: a precise hint is followed; a coarse one ("Retry-After: 1")
+                # after a first burst would cost a whole second, so resume at the rate sent so far
+                # and search upwards from there
+                pause = 1.0 / self.rate if self.rate is not None and self._coarse(delay) else wait
+                self._pause(now, pause)
                 self._last_change = max(now, self.blocked_until)
-                return delay
+                self._last_decrease = now  # the rest of this burst's refusals say nothing new
+                return pause
             # One refusal among many accepted sends is timing jitter at the limit (a request that
             # came a few milliseconds early), not a rate above it: keep the rate and stop probing
-            # upwards (this is where the limit is). A precise hint (under a second) is followed; a
-            # coarse one ("Retry-After: 1", or none) would silence every sender for a whole second,
-            # when one pacing interval is what the early request missed.
-            short = wait if delay is not None and delay < 1.0 else min(wait, 1.0 / self.rate)
+            # upwards (this is where the limit is). A precise or long hint is followed; a coarse
+            # one ("Retry-After: 1", or none) would silence every sender for a whole second, when
+            # one pacing interval is what the early request missed.
+            short = min(wait, 1.0 / self.rate) if self._coarse(delay) else wait
             self.spacing = min(self.spacing + SPACING_STEP, SPACING_MAX)
             self._pause(now, short)
             self.refused_at = self.rate
             self._probe = PROBE_MIN
+            self._hold_until = now + HOLD_S
             self._last_change = max(now, self.blocked_until)
             return short
         self._searching = False
-        sending = [r for r in (self.rate, self.measured(now)) if r is not None]
+        # A few refusals among many accepted sends, bunched: the rate just crossed the limit (a
+        # strict limiter then refuses about every other request). Step back gently from the rate
+        # that crossed it. Many refusals: we are far above the limit, back off hard.
+        crossed = self.rate is not None and self._refused_share(sent_at) < ACCEPT_REFUSED_SHARE
+        sending = [r for r in (self.rate, None if crossed else self.measured(now)) if r is not None]
         if not sending and (recent := self._recent_rate(now)) is not None:
             sending = [recent]
         current = min(sending) if sending else MIN_RATE
@@ -368,7 +418,7 @@ class AdaptiveRate:
         # A refusal after a long quiet stretch is the slow probe (or jitter) touching the limit:
         # step back gently. Refusals in quick succession mean we are far above it: back off hard.
         quiet = now - (self._last_decrease if self.decreases else self._first_send)
-        beta = BETA_GENTLE if quiet > GENTLE_AFTER_S else BETA
+        beta = BETA_GENTLE if quiet > GENTLE_AFTER_S or crossed else BETA
         self.refused_at = current
         self._near_ceiling = (
             self.ceiling is not None
@@ -380,21 +430,23 @@ class AdaptiveRate:
             beta = BETA_GENTLE  # a cluster of early requests at the configured rate, not a wrong rpm
         target = current * beta
         if accepted is not None and accepted * PACE_MARGIN < target:
-            accepted = max(accepted, current * MAX_CUT)
-            # far above the limit: go straight to what the server accepted, and take that (not the
-            # refused send rate) as the limit the recovery returns to
-            target = accepted * PACE_MARGIN
-            self.refused_at = accepted
+            # far above the limit: go towards what the server accepted. Not all the way: just
+            # above a strict limiter half the requests are refused, so the accepted count can be
+            # half the limit; one episode cuts to MAX_CUT at most, and the recovery returns to the
+            # accepted rate only when that is what the server really took.
             self._near_ceiling = False
+            if accepted >= current * MAX_CUT:
+                target = accepted * PACE_MARGIN
+                self.refused_at = accepted
+            else:
+                target = current * MAX_CUT
         self.rate = max(MIN_RATE, target)
         self.decreases += 1
-        # Above the limit, the lower rate is the answer. A precise hint (under a second) is
-        # followed; a coarse one ("Retry-After: 1", or none) only once the server accepted nothing
-        # in the last second of sending (a window that ran out), else a pause of one interval
-        # keeps a strict limiter's one-second hint from silencing a run that is merely too fast.
-        if delay is not None and delay < 1.0:
-            pause = delay
-        elif self._accepting(sent_at):
+        # Above the limit, the lower rate is the answer. A precise or long hint is followed; a
+        # coarse one ("Retry-After: 1", or none) only once the server accepted nothing in the last
+        # second of sending, else a pause of one interval keeps a strict limiter's one-second hint
+        # from silencing a run that is merely too fast.
+        if self._coarse(delay) and self._accepting(sent_at):
             pause = min(wait, 1.0 / self.rate)
         else:
             pause = wait
@@ -403,6 +455,15 @@ class AdaptiveRate:
         self._last_change = max(now, self.blocked_until)
         self._sends.clear()
         return pause if delay is None or pause < delay else delay
+
+    def _refused_share(self, sent_at: float) -> float:
+        """The share of our sends refused in the last second of sending before ``sent_at`` (1.0
+        when too few were sent to tell)."""
+        start = max(sent_at - 1.0, self._resumed_at)
+        sent = sum(1 for t in self._history if start <= t <= sent_at)
+        if sent < ACCEPT_MIN_SENDS:
+            return 1.0
+        return sum(1 for t in self._refused if start <= t <= sent_at) / sent
 
     def _accepting(self, sent_at: float) -> bool:
         """Whether the server accepted any of our sends in the second before ``sent_at`` (sends
@@ -433,7 +494,9 @@ class Limits:
         self.tpm = tpm
         self.in_flight = 0
         self._clock = clock
-        self._next_slot = 0.0
+        self._due = -math.inf
+        """The grid time of the last send."""
+        self._pace_lock: anyio.Lock | None = None
         self._last_send = -math.inf
         self._lateness = 0.0
         """How late the event loop wakes a sleeping sender (moving average, seconds)."""
@@ -447,6 +510,7 @@ class Limits:
         if self._loop is not loop or self._sem is None:
             self._loop = loop
             self._sem = anyio.CapacityLimiter(self._wanted_cap())
+            self._pace_lock = anyio.Lock()
             self._tokens = None
             if self.tpm is not None:
                 from aiolimiter import AsyncLimiter
@@ -504,57 +568,52 @@ class Limits:
             self._token_debt += actual - estimated
 
     async def _wait_turn(self) -> float:
-        """Reserve the next send time on the pacer's grid, sleep until it, then send only when the
-        last *actual* send is at least MIN_GAP of an interval ago and the sliding window has room.
+        """Wait for this request's send time; senders queue one behind the other (FIFO), and only
+        the first of them waits on the clock, so a new rate or a pause applies at once (no slots
+        reserved ahead at an old rate).
 
-        The grid keeps the average rate when the event loop wakes a sender late; the gap guard
-        keeps the late sender and the next one (on time) from arriving closer than a strict
-        limiter allows. The final check and the record happen with no await between them."""
+        The send times follow a grid of ``1/rate`` (a sender woken late lets the next one catch
+        up), but two actual sends are never closer than ``min_gap`` and the sliding window never
+        holds more than the rate allows. Sleeps end early by the loop's usual lateness and the last
+        fraction of a millisecond is waited by yielding, so sends land on time; the final check and
+        the record happen with no await between them."""
         control = self.control
-        while True:
-            now = self._clock()
-            if now < control.blocked_until:
-                await anyio.sleep(control.blocked_until - now)
-                continue
-            rate = control.current(now)
-            if rate is None:
-                control.record_send(now)
-                self._last_send = now
-                return now
-            generation = control.generation
-            send_at = max(now, self._next_slot)
-            self._next_slot = send_at + 1.0 / rate
-            if send_at > now:
-                # wake early by the loop's usual lateness, so the average send lands on the grid
-                planned = max(now, send_at - self._lateness)
-                await anyio.sleep(planned - now)
-                woke = self._clock()
-                self._lateness = min(0.9 * self._lateness + 0.1 * (woke - planned), MAX_LATENESS_S)
-            while generation == control.generation:
+        assert self._pace_lock is not None
+        async with self._pace_lock:
+            while True:
                 now = self._clock()
-                wait = max(
-                    self._last_send + control.min_gap(rate, now) - now,
-                    control.window_wait(now, rate),
-                    control.blocked_until - now,
-                )
+                if now < control.blocked_until:
+                    await anyio.sleep(control.blocked_until - now)
+                    continue
+                rate = control.current(now)
+                if rate is None:
+                    control.record_send(now)
+                    self._last_send = self._due = now
+                    return now
+                interval = 1.0 / rate
+                due = self._due + interval
+                if due < now - interval:
+                    due = now  # idle for a while: start a new grid, never a burst to catch up
+                due = max(due, self._last_send + control.min_gap(rate))
+                wait = max(due - now, control.window_wait(now, rate))
                 if wait <= 0:
                     control.record_send(now)
                     self._last_send = now
+                    self._due = due
                     return now
-                # a timer oversleeps by about a millisecond, which would make every later send late
-                # too; a wait shorter than that only yields to the loop until it has passed
-                await anyio.sleep(0 if wait < SPIN_S else wait)
-            # a 429 paused everyone while we waited: queue again after the pause
+                if wait < SPIN_S:
+                    await anyio.lowlevel.checkpoint()  # a timer would oversleep by about a millisecond
+                    continue
+                planned = now + max(wait - self._lateness, 0.0)
+                await anyio.sleep(planned - now)
+                self._lateness = min(0.9 * self._lateness + 0.1 * (self._clock() - planned), MAX_LATENESS_S)
 
     def on_rate_limited(self, *, sent_at: float, delay: float | None) -> float | None:
         """A 429 for the request sent at ``sent_at``: returns how long that request should wait
         before it is tried again (the server's hint, or a single pacing interval when the refusal
         was timing jitter: the pacer then gives it the next free slot)."""
         now = self._clock()
-        generation = self.control.generation
         retry = self.control.on_rate_limited(now=now, sent_at=sent_at, delay=delay)
-        if self.control.generation != generation:
-            self._next_slot = self.control.blocked_until  # every reservation before the pause is void
         self._resize()
         return retry
 

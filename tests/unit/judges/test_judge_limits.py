@@ -82,9 +82,21 @@ def test_unlimited_until_the_first_429() -> None:
     assert ctl.current(1.0) is None
     for i in range(20):
         ctl.record_send(0.1 + i * 0.04)
-    ctl.on_rate_limited(now=1.0, sent_at=1.0, delay=None)
-    assert ctl.blocked_until == 2.0  # default pause of one second
+    wait = ctl.on_rate_limited(now=1.0, sent_at=1.0, delay=None)
     assert ctl.rate is not None and ctl.rate > 10  # the rate being sent, not a crawl
+    # no hint: not a whole second of silence, one interval at that rate, then search upwards
+    assert wait == pytest.approx(1.0 / ctl.rate)
+    assert ctl.blocked_until == pytest.approx(1.0 + 1.0 / ctl.rate)
+    rate = ctl.rate
+    assert (ctl.current(3.0) or 0) > 1.5 * rate
+
+
+def test_unlimited_first_429_with_a_precise_hint_follows_it() -> None:
+    ctl = AdaptiveRate(None)
+    for i in range(20):
+        ctl.record_send(0.1 + i * 0.04)
+    assert ctl.on_rate_limited(now=1.0, sent_at=1.0, delay=0.25) == 0.25
+    assert ctl.blocked_until == 1.25
 
 
 def test_not_adaptive_only_pauses() -> None:
@@ -195,3 +207,123 @@ def test_window_guard_keeps_any_second_under_the_limit() -> None:
         t = i / rate
         assert even.window_wait(t, rate) == 0.0
         even.record_send(t)
+
+
+def test_actual_sends_never_closer_than_the_least_gap() -> None:
+    """A sender woken late may catch up on the grid, but two actual sends are never closer than
+    min_gap: a strict limiter refuses anything closer than 1/R."""
+    limits = Limits(max_concurrency=64, rps=100.0, tpm=None)
+    sent: list[float] = []
+
+    async def one() -> None:
+        async with limits.slot(1) as at:
+            sent.append(at)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(40):
+                tg.start_soon(one)
+
+    anyio.run(main)
+    sent.sort()
+    least = limits.control.min_gap(100.0 * PACE_MARGIN)
+    assert min(b - a for a, b in itertools.pairwise(sent)) >= least - 1e-9
+
+
+def paced(ctl: AdaptiveRate, seconds: float, start: float = 0.0) -> float:
+    """Record evenly paced sends at the controller's rate for ``seconds``; returns the end time."""
+    t = start
+    while t < start + seconds:
+        ctl.record_send(t)
+        t += 1.0 / (ctl.current(t) or 1.0)
+    return t
+
+
+def test_a_coarse_hint_after_one_early_request_skips_a_slot_not_a_second() -> None:
+    ctl = AdaptiveRate(30.0)
+    t = paced(ctl, 3.0)
+    wait = ctl.on_rate_limited(now=t + 0.001, sent_at=t, delay=1.0)  # "Retry-After: 1"
+    assert ctl.decreases == 0 and ctl.jitter_refusals == 1
+    assert wait == pytest.approx(1.0 / (30 * PACE_MARGIN))
+    assert ctl.blocked_until - (t + 0.001) == pytest.approx(1.0 / (30 * PACE_MARGIN))
+    assert ctl.spacing > 0  # the next sends keep a little more distance
+    widened = ctl.spacing
+    paced(ctl, 3.0, start=t + 0.1)
+    assert ctl.spacing < widened  # and it narrows again while the server accepts
+
+
+def test_a_long_hint_or_nothing_accepted_is_followed() -> None:
+    """A window that ran out (per-minute limit): the server accepts nothing; its hint stands."""
+    ctl = AdaptiveRate(30.0)
+    t = paced(ctl, 2.0)
+    ctl.record_send(t)
+    assert ctl.on_rate_limited(now=t + 0.001, sent_at=t, delay=37.0) == 37.0
+    assert ctl.blocked_until == pytest.approx(t + 37.001)
+    # a coarse "Retry-After: 1" is followed once a second of sending brought no accepted request
+    ctl = AdaptiveRate(30.0)
+    t = paced(ctl, 2.0)
+    now, refusals = t, 0
+    while refusals < 200:
+        now = max(now + 1.0 / (ctl.current(now) or 1.0), ctl.blocked_until)
+        ctl.record_send(now)
+        refusals += 1
+        if ctl.on_rate_limited(now=now + 0.001, sent_at=now, delay=1.0) == 1.0:
+            break
+    assert now - t >= 1.0 and refusals <= 40
+
+
+def test_crossing_a_strict_limit_steps_back_gently() -> None:
+    ctl = AdaptiveRate(90.0)
+    ctl.rate = 31.0  # just above a strict limit of 30: about every other request is refused
+    t = paced(ctl, 3.0)
+    for i in range(JITTER_ALLOWED):
+        now = t + i * 0.066
+        ctl.record_send(now)
+        ctl.on_rate_limited(now=now + 0.001, sent_at=now, delay=1.0)
+    assert ctl.decreases == 1
+    assert 0.9 * 31.0 <= ctl.rate <= 31.0  # not the deep cut of a rate far above the limit
+    assert ctl.blocked_until - t < 0.5  # and no second of silence
+
+
+def strict_server_run(configured: float | None, limit: float = 30.0, seconds: float = 60.0) -> tuple[int, int]:
+    """Simulated time: the pacer's policy (grid, least gap, 429 handling) against a strict
+    spacing limiter that answers an integer ``Retry-After: 1``, with ±0.3 ms of arrival jitter.
+    Returns (accepted, refused)."""
+    import random
+
+    rnd = random.Random(7)
+    ctl = AdaptiveRate(configured)
+    t = last_send = 0.0
+    last_accepted = -1.0
+    accepted = refused = 0
+    if configured is None:  # an unlimited start sends a burst (16 in flight) before any answer
+        for _ in range(16):
+            ctl.record_send(0.0)
+        last_accepted, accepted = 0.0, 1
+        for _ in range(15):
+            refused += 1
+            ctl.on_rate_limited(now=0.002, sent_at=0.0, delay=1.0)
+    while t < seconds:
+        t = max(t, ctl.blocked_until)
+        rate = ctl.current(t)
+        if rate is not None:
+            t = max(t, last_send + max(1.0 / rate, ctl.min_gap(rate)))
+        else:
+            t += 0.02
+        ctl.record_send(t)
+        last_send = t
+        arrival = t + rnd.uniform(-0.0003, 0.0003)
+        if arrival - last_accepted >= 1.0 / limit:
+            last_accepted = arrival
+            accepted += 1
+        else:
+            refused += 1
+            ctl.on_rate_limited(now=t + 0.001, sent_at=t, delay=1.0)
+    return accepted, refused
+
+
+@pytest.mark.parametrize("configured", [30.0, 90.0, None], ids=["rpm right", "rpm 3x too high", "rpm unset"])
+def test_strict_limiter_converges_near_its_ceiling(configured: float | None) -> None:
+    accepted, refused = strict_server_run(configured)
+    assert accepted >= (0.95 if configured == 30.0 else 0.9) * 30 * 60
+    assert refused <= (0.02 if configured == 30.0 else 0.05) * (accepted + refused)
