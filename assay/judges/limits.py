@@ -99,7 +99,7 @@ ACCEPT_MIN_SENDS = 4
 ACCEPT_REFUSED_SHARE = 0.2
 #: A 429 is taken for timing jitter (no rate cut) when the refusals of the last ACCEPT_WINDOW_S
 #: are at most this share of the sends there (one is always allowed) ...
-JITTER_SHARE = 0.12
+JITTER_SHARE = 0.05
 JITTER_ALLOWED = 3
 #: ... and unless JITTER_ALLOWED of them fell among the last JITTER_RECENT sends.
 JITTER_RECENT = 12
@@ -309,6 +309,8 @@ class AdaptiveRate:
             and len(self._refused) <= STARTUP_ALLOWED
         ):
             return True  # new connections make the first requests' arrival times jittery
+        if self.spacing >= SPACING_MAX:
+            return False  # the widest spacing did not stop the refusals: the rate is too high
         if len(self._history) >= JITTER_RECENT:
             # refusals bunched among the last few sends: above a strict limiter (which then
             # refuses about every other request), however few they are over two seconds
