@@ -317,3 +317,31 @@ def test_judge_errors_above_max_error_rate_fail_the_run(tmp_path: Path, corpus: 
     assert "max_error_rate" in proc.stderr
     summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
     assert summary["status"] == "failed" and not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+@pytest.mark.parametrize("factor", [1.0, 3.0], ids=["rpm right", "rpm 3x too high"])
+def test_strict_limiter_with_a_coarse_retry_after_scores_everything_with_few_429s(
+    tmp_path: Path, factor: float, write_jsonl: Any
+) -> None:
+    """A limiter that refuses anything closer than 1/R and answers only "Retry-After: 1": every
+    trace is scored, and the run is not a storm of refusals (counts, not timings)."""
+    n, rps = 120, 40.0
+    write_jsonl("corpus.jsonl", [{"id": f"t{i}", "inputs": f"q{i}", "outputs": f"a{i}"} for i in range(n)])
+    with JudgeServerThread(latency=(0.05, 0.15), rps=rps, limit_kind="spacing", retry_after_ms=False) as s:
+        f = tmp_path / "run.yaml"
+        judge = {"provider": "openai", "base_url": f"{s.url}/v1", "model": "m", "timeout": 5, "rpm": rps * 60 * factor}
+        cfg = {
+            "source": {"path": "corpus.jsonl"},
+            "judges": {"j": judge},
+            "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}}],
+            "sink": {"path": "out/"},
+        }
+        f.write_text(json.dumps(cfg))
+        proc = assay("run", str(f), "-q", "--no-cache")
+        requests, refused = s.stats.requests, s.stats.rate_limited
+    assert proc.returncode == 0, proc.stderr
+    out = rows(tmp_path / "out")
+    assert len(out) == n
+    assert all(r["results"]["correctness"]["score"] is not None for r in out)
+    assert requests == n + refused  # every refusal retried once it was told, nothing else repeated
+    assert refused <= (0.1 if factor == 1.0 else 0.25) * n
