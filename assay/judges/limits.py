@@ -55,9 +55,13 @@ HOLD_S = 10.0
 #: Refusals at the configured rate in the first seconds of sending are taken as jitter (connections
 #: being opened), unless the server clearly accepts less than we send.
 STARTUP_S = 1.5
-STARTUP_ALLOWED = 6
+STARTUP_ALLOWED = 3
 #: One episode of refusals never cuts the rate below this fraction of the rate being sent.
 MAX_CUT = 0.6
+#: Share of refused sends beyond which the accepted count is trusted whatever the cut.
+FAR_SHARE = 0.6
+#: At most this share of the last JITTER_RECENT sends refused: the rate just crossed the limit.
+CROSSED_SHARE = 0.34
 #: Multiplicative decrease on a 429 (of the rate actually being sent).
 BETA = 0.85
 #: The gentler decrease for a 429 that comes after GENTLE_AFTER_S seconds without one.
@@ -408,7 +412,8 @@ class AdaptiveRate:
         # A few refusals among many accepted sends, bunched: the rate just crossed the limit (a
         # strict limiter then refuses about every other request). Step back gently from the rate
         # that crossed it. Many refusals: we are far above the limit, back off hard.
-        crossed = self.rate is not None and self._refused_share(sent_at) < ACCEPT_REFUSED_SHARE
+        recent = self._recent_share()
+        crossed = self.rate is not None and recent <= CROSSED_SHARE
         sending = [r for r in (self.rate, None if crossed else self.measured(now)) if r is not None]
         if not sending and (recent := self._recent_rate(now)) is not None:
             sending = [recent]
@@ -435,13 +440,15 @@ class AdaptiveRate:
             # far above the limit: go towards what the server accepted. Not all the way: just
             # above a strict limiter half the requests are refused, so the accepted count can be
             # half the limit; one episode cuts to MAX_CUT at most, and the recovery returns to the
-            # accepted rate only when that is what the server really took.
+            # accepted rate only when that is what the server really took. When most sends are
+            # refused (FAR_SHARE), we are far above any limit and the count is the limit.
             self._near_ceiling = False
-            if accepted >= current * MAX_CUT:
+            if accepted >= current * MAX_CUT or recent >= FAR_SHARE:
                 target = accepted * PACE_MARGIN
                 self.refused_at = accepted
-            else:
+            else:  # either half a strict limiter's refusals or far above a bucket: meet halfway
                 target = current * MAX_CUT
+                self.refused_at = (accepted + current) / 2
         self.rate = max(MIN_RATE, target)
         self.decreases += 1
         # Above the limit, the lower rate is the answer. A precise or long hint is followed; a
@@ -457,6 +464,13 @@ class AdaptiveRate:
         self._last_change = max(now, self.blocked_until)
         self._sends.clear()
         return pause if delay is None or pause < delay else delay
+
+    def _recent_share(self) -> float:
+        """The share of the last JITTER_RECENT sends that were refused."""
+        if len(self._history) < JITTER_RECENT:
+            return 1.0
+        first = self._history[-JITTER_RECENT]
+        return sum(1 for t in self._refused if t >= first) / JITTER_RECENT
 
     def _refused_share(self, sent_at: float) -> float:
         """The share of our sends refused in the last second of sending before ``sent_at`` (1.0

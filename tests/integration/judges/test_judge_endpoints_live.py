@@ -3,6 +3,7 @@ adaptation, retries, timeouts, the budget, the cache and key redaction."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -129,28 +130,34 @@ def test_text_verdict_and_multimodal_to_anthropic(tmp_path: Path) -> None:
     assert seen[0][1] == {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQ"}}
 
 
-def test_429_pauses_every_sender_until_retry_after() -> None:
-    """Server: 4 req/s, bucket of 1, only "Retry-After: 1" (no ms hint). Client: 10x too fast."""
+def test_a_coarse_retry_after_slows_the_endpoint_without_silencing_it() -> None:
+    """Server: 4 req/s, bucket of 1, only "Retry-After: 1" (no ms hint). Client: 10x too fast.
+    The rate comes down to the server's, every call succeeds, refusals stay few; a whole second of
+    silence after each "Retry-After: 1" is not needed while the server accepts requests."""
 
     async def main() -> tuple[list[tuple[float, int]], dict[str, Any], int]:
         async with JudgeServer(rps=4, burst=1, retry_after_ms=False) as server:
             async with JudgeEndpoint("g", judge_config(server, rpm=2400, max_retries=10)) as judge:
-                ok, failed = await complete_all(judge, 8)
+                ok, failed = await complete_all(judge, 16)
             assert not failed
             return list(server.stats.arrivals), judge.snapshot(), len(ok)
 
     arrivals, stats, ok = run(main)
-    assert ok == 8
+    assert ok == 16
     refused = [t for t, status in arrivals if status == 429]
     assert refused and stats["http_429"] == len(refused) and stats["retries"] == len(refused)
-    for t429 in refused:
-        # nobody (not only the refused request) sends during the second the server asked for
-        early = [t for t, _ in arrivals if t429 + 0.05 < t < t429 + 0.95]
-        assert not early, f"requests {[round(t - t429, 3) for t in early]} s after a 429 with Retry-After: 1"
+    assert len(refused) <= 12, stats  # a handful while the rate comes down from 40/s, not a storm
+    assert stats["rate_rpm"] <= 1.2 * 4 * 60, stats
+    accepted = sorted(t for t, status in arrivals if status != 429)
+    # after the first refusal, the accepted requests follow the server's pace (about 1/4 s apart)
+    later = [b - a for a, b in itertools.pairwise(accepted) if a > refused[0]]
+    assert later and min(later) >= 0.2, later
 
 
 def test_adaptive_rate_converges_when_configured_3x_too_high() -> None:
-    n, real = 100, 20.0
+    # 200 calls: the server's first-second burst of 20 hides its limit for a third of a second, so
+    # a shorter run measures mostly that start; the refusal share below is for the whole run
+    n, real = 200, 20.0
 
     async def main() -> tuple[float, int, int, dict[str, Any]]:
         async with JudgeServer(rps=real, latency=(0.05, 0.15), seed=4) as server:
@@ -164,7 +171,7 @@ def test_adaptive_rate_converges_when_configured_3x_too_high() -> None:
 
     wall, requests, refused, stats = run(main)
     assert refused < 0.1 * requests, stats
-    assert stats["rate_rpm"] < 1.3 * real * 60  # came down from 3x
+    assert stats["rate_rpm"] < 1.15 * real * 60  # came down from 3x
     # the first second's bucket (20) is free, so the ideal is (n - 20) / real = 4 s; allow for CI noise
     assert wall < 1.35 * n / real, (wall, stats)
 
