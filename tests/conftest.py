@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.support.s3_fixtures", "tests.support.kafka_fixtures"]
+pytest_plugins = ["tests.support.s3_fixtures", "tests.support.kafka_fixtures", "tests.support.redis_fixtures"]
 
 
 def load_module(path: Path, name: str) -> Any:

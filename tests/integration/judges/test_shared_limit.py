@@ -1,0 +1,169 @@
+"""One rate budget for many processes through a real Redis server (GCRA in a Lua script)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from assay.exceptions import ConfigError, JudgeUnavailableError
+from assay.judges.config import parse_judge_config
+from assay.judges.shared_limit import SHARED_PACE_MARGIN, SharedRate
+from assay.pipeline.shard import share_judge
+from assay.testing.judge_server import JudgeServerThread
+from tests.support.redis_server import RedisServer
+
+
+def test_two_holders_of_one_budget_get_evenly_spaced_slots(redis_server: RedisServer) -> None:
+    """Two SharedRate objects (as two processes) draw alternately: each reservation is one
+    emission interval after the one before, whoever made it."""
+
+    async def main() -> list[float]:
+        a = SharedRate(redis_server.url, "j", rpm=600, tpm=None, scope="t1")
+        b = SharedRate(redis_server.url, "j", rpm=600, tpm=None, scope="t1")
+        try:
+            return [await (a if i % 2 else b).reserve(10) for i in range(10)]
+        finally:
+            await a.aclose()
+            await b.aclose()
+
+    waits = anyio.run(main)
+    interval = 60.0 / (600 * SHARED_PACE_MARGIN)
+    assert waits[0] == pytest.approx(0.0, abs=0.01)
+    assert waits == sorted(waits)
+    for earlier, later in itertools.pairwise(waits):
+        assert later - earlier == pytest.approx(interval, abs=0.01)  # the calls themselves take ~ms
+
+
+def test_another_scope_or_judge_has_its_own_budget(redis_server: RedisServer) -> None:
+    async def main() -> tuple[float, float]:
+        a = SharedRate(redis_server.url, "j", rpm=60, tpm=None, scope="t2")
+        other = SharedRate(redis_server.url, "j", rpm=60, tpm=None, scope="t2-other-model")
+        try:
+            await a.reserve(1)
+            return await a.reserve(1), await other.reserve(1)
+        finally:
+            await a.aclose()
+            await other.aclose()
+
+    same, other = anyio.run(main)
+    assert same > 0.9 and other == pytest.approx(0.0, abs=0.01)
+
+
+def test_token_budget_and_keys_expire(redis_server: RedisServer) -> None:
+    async def main() -> tuple[list[float], list[int]]:
+        import redis.asyncio as aioredis
+
+        shared = SharedRate(redis_server.url, "tok", rpm=None, tpm=6000, scope="t3")  # 100 tokens/s, 10 s burst
+        client = aioredis.from_url(redis_server.url)
+        try:
+            waits = [await shared.reserve(500) for _ in range(4)]  # 2,000 tokens: the burst holds 1,000
+            ttls = [await client.pttl(key) for key in shared.keys]
+            return waits, ttls
+        finally:
+            await shared.aclose()
+            await client.aclose()
+
+    waits, ttls = anyio.run(main)
+    # 500 tokens move the token stream 5 s on; it may run 10 s ahead: three fit, the fourth waits 5 s
+    assert waits[:3] == [pytest.approx(0.0, abs=0.01)] * 3
+    assert waits[3] == pytest.approx(5.0, abs=0.05)
+    assert ttls[0] == -2  # no request limit: no request key at all
+    assert 0 < ttls[1] <= 60_000 + 60_000  # the token key expires once idle
+
+
+def test_a_redis_that_is_down_is_a_clear_error() -> None:
+    async def main() -> None:
+        shared = SharedRate("redis://127.0.0.1:9/0", "j", rpm=60, tpm=None)
+        try:
+            await shared.reserve(1)
+        finally:
+            await shared.aclose()
+
+    with pytest.raises(JudgeUnavailableError, match=r"redis://127\.0\.0\.1:9/0"):
+        anyio.run(main)
+
+
+def test_shared_limit_config() -> None:
+    with pytest.raises(ConfigError, match="grader"):
+        parse_judge_config("grader", {"model": "m", "shared_limit": "http://localhost:6379"})
+    cfg = {"model": "m", "rpm": 600, "tpm": 60000, "max_concurrency": 8}
+    assert share_judge(cfg, 4) == {"model": "m", "rpm": 150.0, "tpm": 15000.0, "max_concurrency": 2}
+    shared = {**cfg, "shared_limit": "redis://127.0.0.1:6379/0"}
+    assert share_judge(shared, 4) == shared  # one budget in Redis: not divided among shards
+
+
+def _run_file(tmp_path: Path, name: str, url: str, model: str, shared: str | None, n: int) -> Path:
+    (tmp_path / f"{name}.jsonl").write_text(
+        "".join(json.dumps({"id": f"{name}-{i}", "inputs": f"q{i}", "outputs": f"a{i}"}) + "\n" for i in range(n))
+    )
+    judge: dict[str, Any] = {
+        "provider": "openai",
+        "base_url": f"{url}/v1",
+        "model": model,
+        "rpm": 20 * 60,
+        "timeout": 5,
+    }
+    if shared:
+        judge["shared_limit"] = shared
+    cfg = {
+        "source": {"path": f"{name}.jsonl"},
+        "judges": {"j": judge},
+        "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}}],
+        "sink": {"path": f"out-{name}/"},
+        "state_dir": f"state-{name}",
+    }
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(json.dumps(cfg))
+    return f
+
+
+def _two_processes(tmp_path: Path, url: str, shared: str | None, n: int) -> list[subprocess.CompletedProcess[str]]:
+    files = [_run_file(tmp_path, name, url, "judge-model", shared, n) for name in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for f in files
+    ]
+    done = []
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    return done
+
+
+@pytest.mark.slow
+def test_two_processes_share_one_budget_through_redis(tmp_path: Path, redis_server: RedisServer) -> None:
+    """Two `assay run` processes, each configured with the endpoint's whole rpm, against one judge
+    that accepts 20 requests in any second: with `shared_limit` they send together within the
+    limit; without it each believes it has the whole budget and they are refused far more."""
+    n = 120
+    with JudgeServerThread(latency=(0.05, 0.15), rps=20, limit_kind="window", retry_after_ms=False) as server:
+        (tmp_path / "shared").mkdir()
+        runs = _two_processes(tmp_path / "shared", server.url, redis_server.url, n)
+        shared_requests, shared_429 = server.stats.requests, server.stats.rate_limited
+        server.stats.reset()
+        (tmp_path / "alone").mkdir()
+        alone = _two_processes(tmp_path / "alone", server.url, None, n)
+        alone_429 = server.stats.rate_limited
+    for proc in (*runs, *alone):
+        assert proc.returncode == 0, proc.stderr
+    for name in ("a", "b"):
+        rows = [
+            json.loads(line)
+            for p in (tmp_path / "shared" / f"out-{name}").glob("part-*.jsonl")
+            for line in p.read_text().splitlines()
+        ]
+        assert len(rows) == n and all(r["results"]["correctness"]["score"] is not None for r in rows)
+    assert shared_429 <= 0.05 * shared_requests
+    assert alone_429 > 3 * max(shared_429, 1)  # two full budgets against one limit
