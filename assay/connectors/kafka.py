@@ -97,8 +97,19 @@ class KafkaSourceConfig(KafkaConnection):
     """Batches buffered ahead of the pipeline; beyond that partitions are paused (backpressure)."""
     poll_timeout_ms: int = Field(200, ge=1)
     """How long one poll waits for records."""
+    assignment: Literal["group", "manual"] = "group"
+    """``group``: join the consumer group, which splits the partitions among the processes sharing
+    ``group_id`` and moves them when a process comes or goes (rebalances). ``manual``: no group
+    join (no join delay, no rebalances): this process reads every partition of the topics, or with
+    ``--workers N``/``--shard i/N`` every N-th one; offsets are still committed to ``group_id``.
+    For batch runs with a fixed set of processes; no group member may use ``group_id`` meanwhile."""
     session_timeout_ms: int = Field(10_000, ge=1000)
-    """The group drops a consumer that sent no heartbeat for this long (heartbeats run in the background)."""
+    """The group drops a consumer that sent no heartbeat for this long (heartbeats run in aiokafka's
+    background task, so only an event loop blocked this long evicts). Apache Kafka accepts 6000 to
+    1800000 by default (``group.min/max.session.timeout.ms``)."""
+    rebalance_timeout_ms: int | None = Field(None, ge=1000)
+    """How long a rebalance waits for every member to rejoin (each first flushes and commits what is
+    durable); default: ``session_timeout_ms``."""
     max_poll_interval_ms: int = Field(300_000, ge=1000)
     """The consumer leaves the group when it did not poll for this long; the source keeps polling
     while partitions are paused, so a slow judge never reaches it."""
@@ -132,7 +143,8 @@ class KafkaSinkConfig(KafkaConnection):
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     """Producer compression of record batches (snappy, lz4, zstd need ``pip install cramjam``)."""
     linger_ms: int = Field(20, ge=0)
-    """How long the producer waits to fill a batch."""
+    """How long the producer waits to fill a batch of dead letters (sent one by one); result rows
+    go out at once in the record batches each ``write_batch`` builds."""
     max_batch_bytes: int = Field(1_048_576, ge=1024)
     """Upper bound of one record batch per partition."""
     max_request_size: int = Field(10_485_760, ge=1024)
@@ -157,8 +169,8 @@ def client_kwargs(cfg: KafkaConnection) -> dict[str, Any]:
         "bootstrap_servers": cfg.servers(),
         "client_id": cfg.client_id,
         "security_protocol": cfg.security_protocol,
-        # a JoinGroup request may be held by the broker for about a session timeout
-        "request_timeout_ms": max(40_000, getattr(cfg, "session_timeout_ms", 0) + 10_000),
+        # a JoinGroup request may be held by the broker for up to a rebalance (or session) timeout
+        "request_timeout_ms": max(40_000, _join_hold_ms(cfg) + 10_000),
     }
     if cfg.security_protocol in ("SSL", "SASL_SSL") or cfg.ssl_cafile or cfg.ssl_certfile:
         from aiokafka.helpers import create_ssl_context
@@ -180,6 +192,12 @@ def client_kwargs(cfg: KafkaConnection) -> dict[str, Any]:
     return kw
 
 
+def _join_hold_ms(cfg: KafkaConnection) -> int:
+    if not isinstance(cfg, KafkaSourceConfig):
+        return 0
+    return max(cfg.session_timeout_ms, cfg.rebalance_timeout_ms or 0)
+
+
 def unreachable(cfg: KafkaConnection, what: str, err: BaseException | None = None) -> ConnectorError:
     """The error for a cluster that could not be reached in time, naming the servers."""
     why = f": {type(err).__name__}: {err}" if err is not None else f" within {cfg.connect_timeout_s:g} s"
@@ -199,8 +217,8 @@ class KafkaConnector:
         from assay.connectors.kafka_source import KafkaSource
 
         # --workers N / --shard: every process is one consumer of the same group (Kafka splits
-        # the partitions), so the shard itself is not used
-        return KafkaSource(config, batch_size=ctx.batch_size, resume_state=ctx.resume_state)
+        # the partitions); only ``assignment: manual`` uses the shard to pick its partitions
+        return KafkaSource(config, batch_size=ctx.batch_size, resume_state=ctx.resume_state, shard=ctx.shard)
 
     def build_sink(self, config: Any, ctx: Any) -> Any:
         from assay.connectors.kafka_sink import KafkaSink

@@ -147,6 +147,7 @@ class KafkaSink(Sink):
                 if b is None:
                     b = builders[p] = producer.create_batch()
                 if b.append(timestamp=None, key=kb, value=row) is None:  # full: send it, start another
+                    b.close()
                     self._pending.append(await producer.send_batch(b, topic, partition=p))
                     b = builders[p] = producer.create_batch()
                     if b.append(timestamp=None, key=kb, value=row) is None:
@@ -155,6 +156,7 @@ class KafkaSink(Sink):
                         )
             for p, b in builders.items():
                 if b.record_count():
+                    b.close()  # complete: the producer sends it without lingering
                     self._pending.append(await producer.send_batch(b, topic, partition=p))
         except KafkaError as e:
             raise ConnectorError(f"kafka sink (topic {topic}): {type(e).__name__}: {e}") from e

@@ -16,6 +16,10 @@
   assigned later, the end offset when they were first seen), corrected upward by the high
   watermark of the first fetch (some Kafka-compatible brokers report the base offset of the last
   batch in ListOffsets). The source ends when every assigned partition reached its end.
+* ``assignment: manual``: no group join; the partitions (all, or every N-th one of a shard) are
+  assigned at open and offsets are committed to the group without a membership.
+* Opening does not wait for the group join (the broker holds a JoinGroup for a fixed delay): the
+  engine opens its sinks meanwhile; the size estimate is made in the background.
 * The poller runs in a task group that :meth:`KafkaSource.open` enters and :meth:`aclose` leaves:
   open and close the source from the same task (``async with source:``).
 """
@@ -23,6 +27,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -48,6 +53,10 @@ log = logging.getLogger(__name__)
 _Chunk = tuple[TopicPartition, int, list[Envelope]]  # partition, assignment generation, records
 
 
+def _partitions(consumer: AIOKafkaConsumer, topics: list[str]) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+
+
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self, source: KafkaSource) -> None:
         self.source = source
@@ -63,16 +72,25 @@ class KafkaSource(Source):
     """Reads envelopes (payload = message value, key = message key) from a consumer group.
 
     ``batch_size`` bounds the envelopes per batch; ``resume_state`` is ignored (the group's
-    committed offsets are the checkpoint). ``on_revoke``, when set by the engine, is awaited
+    committed offsets are the checkpoint). ``shard`` (index, count) picks the partitions of
+    ``assignment: manual``; a group splits them itself. ``on_revoke``, when set by the engine, is awaited
     before a rebalance takes partitions away so it can flush and acknowledge what is in flight.
     """
 
     size_unit = "records"
 
-    def __init__(self, config: KafkaSourceConfig, *, batch_size: int = 256, resume_state: Any = None) -> None:
+    def __init__(
+        self,
+        config: KafkaSourceConfig,
+        *,
+        batch_size: int = 256,
+        resume_state: Any = None,
+        shard: tuple[int, int] | None = None,
+    ) -> None:
         super().__init__()
         self.config = config
         self.batch_size = max(1, batch_size)
+        self.shard = shard
         self.on_revoke: Callable[[], Awaitable[None]] | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._tg: TaskGroup | None = None
@@ -115,6 +133,7 @@ class KafkaSource(Source):
             auto_offset_reset="latest" if cfg.start == "latest" else "earliest",
             max_poll_records=cfg.max_poll_records,
             session_timeout_ms=cfg.session_timeout_ms,
+            rebalance_timeout_ms=cfg.rebalance_timeout_ms,
             heartbeat_interval_ms=max(cfg.session_timeout_ms // 10, 100),
             max_poll_interval_ms=cfg.max_poll_interval_ms,
             fetch_max_bytes=cfg.fetch_max_bytes,
@@ -131,6 +150,11 @@ class KafkaSource(Source):
                         raise ConnectorError(
                             f"kafka source: topic(s) {', '.join(missing)} not found on {','.join(cfg.servers())}"
                         )
+                manual = await self._manual_partitions(consumer) if cfg.assignment == "manual" else None
+                if manual:
+                    # find the group coordinator now: the fetcher's first lookup of the committed
+                    # offsets would otherwise fail and retry after retry_backoff_ms
+                    await consumer.committed(manual[0])
         except TimeoutError as e:
             await self._stop_consumer()
             raise unreachable(cfg, "source") from e
@@ -140,14 +164,37 @@ class KafkaSource(Source):
         except BaseException:
             await self._stop_consumer()
             raise
-        if cfg.topics:
+        estimate: list[TopicPartition] | None = None
+        if manual is not None:
+            estimate = manual
+            consumer.assign(manual)
+            self._on_assigned(manual)
+        elif cfg.topics:
+            # the group join runs in aiokafka's coordinator task from here on; nothing below waits for it
             consumer.subscribe(topics=cfg.topics, listener=_Listener(self))
-            await self._estimate_size(cfg.topics)
+            estimate = _partitions(consumer, cfg.topics)
         else:
             consumer.subscribe(pattern=cfg.topic_pattern, listener=_Listener(self))
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._poll_loop)
+        if estimate and cfg.stop_at == "end":
+            # in the background: the group's committed offsets are answered only after the join
+            self._tg.start_soon(self._estimate_size, estimate)
+
+    async def _manual_partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:
+        """Every partition of the topics (sorted), or this shard's share: every N-th one."""
+        cfg = self.config
+        if cfg.topics:
+            topics = sorted(cfg.topics)
+        else:
+            pattern = re.compile(cfg.topic_pattern or "")
+            topics = sorted(t for t in await consumer.topics() if pattern.match(t) and not t.startswith("__"))
+        tps = _partitions(consumer, topics)
+        if self.shard is None:
+            return tps
+        index, count = self.shard
+        return tps[index::count]
 
     async def aclose(self) -> None:
         if self._closed:
@@ -226,7 +273,13 @@ class KafkaSource(Source):
             return
         try:
             await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()})
-        except (CommitFailedError, IllegalStateError) as e:  # a rebalance is under way: retried on the next ack
+        except (CommitFailedError, IllegalStateError) as e:
+            if self.config.assignment == "manual":
+                raise ConnectorError(
+                    f"kafka source: commit to group {self.config.group_id!r} refused ({type(e).__name__}); "
+                    "with assignment: manual no other consumer may be a member of the group"
+                ) from e
+            # a rebalance is under way: retried on the next ack
             log.warning("kafka source: commit deferred (%s)", e)
             return
         except KafkaError as e:
@@ -406,14 +459,13 @@ class KafkaSource(Source):
         self._finished = True
         self._ready.set()
 
-    async def _estimate_size(self, topics: list[str]) -> None:
-        """Records between the start and end offsets of every partition (best effort, for the ETA)."""
+    async def _estimate_size(self, tps: list[TopicPartition]) -> None:
+        """Records between the start and end offsets of the partitions (best effort, for the ETA)."""
         consumer = self._consumer
-        if consumer is None or self.config.stop_at != "end":
+        if consumer is None:
             return
         try:
-            with anyio.fail_after(self.config.connect_timeout_s):
-                tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+            with anyio.fail_after(self.config.connect_timeout_s + self.config.session_timeout_ms / 1000):
                 ends = await consumer.end_offsets(tps)
                 starts = await consumer.beginning_offsets(tps)
                 if self.config.start == "committed" and self.config.from_time is None:
@@ -423,8 +475,9 @@ class KafkaSource(Source):
                             starts[tp] = committed
                 elif self.config.start == "latest":
                     starts = dict(ends)
-        except (TimeoutError, KafkaError) as e:
+        except (TimeoutError, KafkaError, IllegalStateError) as e:
             log.warning("kafka source: no size estimate (%r)", e)
             return
-        self._end.update(ends)
+        for tp, end in ends.items():  # a partition already started keeps the end it started with
+            self._end.setdefault(tp, end)
         self._starts = {tp: starts.get(tp, 0) for tp in tps}

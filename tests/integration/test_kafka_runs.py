@@ -1,7 +1,8 @@
 """``assay run`` from a Kafka topic to Kafka topics against a real broker (tansu on loopback):
 every trace scored into the result topic, malformed messages in the dead-letter topic with their
 origin, the group's committed offsets at the end; a SIGKILLed run started again misses nothing;
-two processes of one group split the work."""
+two processes of one group split the work; two ``assignment: manual`` shards split it without a
+group join."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def _setup(bootstrap: str) -> dict[str, str]:
     return names
 
 
-def _run_file(tmp_path: Path, bootstrap: str, names: dict[str, str], evaluator: dict[str, Any]) -> Path:
+def _run_file(tmp_path: Path, bootstrap: str, names: dict[str, str], evaluator: dict[str, Any], **source: Any) -> Path:
     cfg = {
         "source": {
             "type": "kafka",
@@ -54,6 +55,7 @@ def _run_file(tmp_path: Path, bootstrap: str, names: dict[str, str], evaluator: 
             "group_id": names["group"],
             "start": "committed",
             "stop_at": "end",
+            **source,
         },
         "evaluators": [evaluator],
         "sink": {"type": "kafka", "bootstrap_servers": bootstrap, "topic": names["out"]},
@@ -133,3 +135,22 @@ def test_two_processes_in_one_group_score_everything_together(tmp_path: Path, bo
     ids = _result_ids(bootstrap, names["out"])
     assert set(ids) == {f"t{i}" for i in range(N)}
     assert _at_end(bootstrap, names)
+
+
+def test_manual_assignment_shards_score_everything_once_without_a_group_join(tmp_path: Path, bootstrap: str) -> None:
+    names = _setup(bootstrap)
+    f = _run_file(tmp_path, bootstrap, names, {"name": "exact_match"}, assignment="manual")
+    procs = [
+        subprocess.Popen(_cmd(f, "--shard", f"{i}/2"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+        for i in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    ids = _result_ids(bootstrap, names["out"])
+    assert sorted(ids) == sorted(f"t{i}" for i in range(N))  # disjoint shards: each trace exactly once
+    assert len(anyio.run(read_topic, bootstrap, names["dlq"])) == BAD
+    assert _at_end(bootstrap, names)
+    # again: everything is committed, so nothing is read twice
+    proc = subprocess.run(_cmd(f, "--shard", "0/2"), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len(_result_ids(bootstrap, names["out"])) == N

@@ -1,0 +1,95 @@
+"""Kafka connectors without a broker: which partitions ``assignment: manual`` reads (per shard), the
+timeouts handed to aiokafka, and the sink handing complete (closed) record batches to the producer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("aiokafka")
+
+from aiokafka import TopicPartition
+
+from assay.connectors.kafka import KafkaSinkConfig, KafkaSourceConfig, client_kwargs
+from assay.connectors.kafka_sink import KafkaSink
+from assay.connectors.kafka_source import KafkaSource
+
+PARTITIONS = {"a": 3, "b": 2, "__consumer_offsets": 50, "other": 1}
+
+
+class FakeConsumer:
+    """The two metadata calls ``_manual_partitions`` makes."""
+
+    async def topics(self) -> set[str]:
+        return set(PARTITIONS)
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        n = PARTITIONS.get(topic)
+        return None if n is None else set(range(n))
+
+
+def manual(shard: tuple[int, int] | None = None, **kw: Any) -> list[tuple[str, int]]:
+    cfg = KafkaSourceConfig(bootstrap_servers="b:9092", group_id="g", assignment="manual", **kw)
+    source = KafkaSource(cfg, shard=shard)
+    tps: list[TopicPartition] = anyio.run(source._manual_partitions, FakeConsumer())
+    return [(tp.topic, tp.partition) for tp in tps]
+
+
+def test_manual_assignment_reads_every_partition_of_the_topics() -> None:
+    assert manual(topics=["b", "a"]) == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
+
+
+def test_a_pattern_matches_topics_at_open_without_internal_ones() -> None:
+    assert manual(topic_pattern=".*") == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("other", 0)]
+
+
+def test_shards_split_the_partitions_disjointly_and_completely() -> None:
+    every = manual(topics=["a", "b"])
+    for n in (1, 2, 3, 7):
+        parts = [manual((i, n), topics=["a", "b"]) for i in range(n)]
+        assert sorted(tp for part in parts for tp in part) == sorted(every), n
+        assert max(map(len, parts)) - min(map(len, parts)) <= 1, n  # balanced across topics
+
+
+def test_group_is_the_default_and_timeouts_reach_the_client() -> None:
+    cfg = KafkaSourceConfig(bootstrap_servers="b:9092", topics=["t"], group_id="g")
+    assert cfg.assignment == "group" and cfg.rebalance_timeout_ms is None
+    assert client_kwargs(cfg)["request_timeout_ms"] == 40_000
+    long = cfg.model_copy(update={"rebalance_timeout_ms": 120_000})
+    # the broker may hold a JoinGroup for up to the rebalance timeout: the request must outlast it
+    assert client_kwargs(long)["request_timeout_ms"] == 130_000
+    assert client_kwargs(KafkaSinkConfig(bootstrap_servers="b:9092", topic="t"))["request_timeout_ms"] == 40_000
+
+
+class FakeProducer:
+    """Records what ``send_batch`` receives; batches are aiokafka's real BatchBuilder."""
+
+    def __init__(self) -> None:
+        from aiokafka.producer.message_accumulator import BatchBuilder
+
+        self.builder = BatchBuilder
+        self.sent: list[tuple[int, int, bool]] = []  # partition, records, closed
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        return {0, 1, 2}
+
+    def create_batch(self) -> Any:
+        return self.builder(600, 0)
+
+    async def send_batch(self, batch: Any, topic: str, *, partition: int) -> Any:
+        self.sent.append((partition, batch.record_count(), batch.closed()))
+        fut: anyio.Event = anyio.Event()
+        return fut
+
+
+def test_sink_hands_over_closed_batches_so_the_producer_does_not_linger() -> None:
+    sink = KafkaSink(KafkaSinkConfig(bootstrap_servers="b:9092", topic="scores"))
+    producer = FakeProducer()
+    sink._producer = producer  # type: ignore[assignment]
+    rows = [b'{"trace_id": "t%d", "score": 1.0}' % i for i in range(40)]
+    anyio.run(sink.write_batch, rows, [f"t{i}" for i in range(40)])
+    assert producer.sent and all(closed for _, _, closed in producer.sent)
+    assert sum(n for _, n, _ in producer.sent) == 40
+    assert len(producer.sent) > 3  # 600-byte batches: full ones are sent on the way
