@@ -185,6 +185,7 @@ def run(
     from assay.observability.logs import secrets_of_run_file
     from assay.observability.session import RunSession
     from assay.pipeline.lock import RunLock
+    from assay.pipeline.outputs import scales_by_group
 
     session = RunSession(
         log_format=log_format,
@@ -205,9 +206,10 @@ def run(
             wait_s=_parse_wait(wait_lock),
             on_wait=_log_lock_wait,
         )
-        # a Kafka source scales out by running the same run file several times in one consumer
-        # group: the group coordinates them, so they take no lock
-        if not dry_run and config.source.type != "kafka":
+        # Kafka → Kafka scales out by running the same run file several times in one consumer
+        # group: the group coordinates them, so they take no lock (any other sink is owned by
+        # one process at a time: run more with --shard i/N)
+        if not dry_run and not scales_by_group(config):
             lock.acquire()
     except AssayError as exc:
         session.close()

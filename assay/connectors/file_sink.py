@@ -73,12 +73,15 @@ def is_directory_target(path: str) -> bool:
     return not base.endswith((".jsonl", ".ndjson", ".json"))
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to ``path`` through a temp file and a rename (readers never see half a file)."""
+def write_json_atomic(path: Path, data: Any, *, indent: bool = True) -> None:
+    """Write JSON to ``path`` through a temp file and a rename (readers never see half a file).
+
+    The temp file is this process's own (``.{name}.{pid}.tmp``): processes that share a state dir
+    (the members of one consumer group) never rename each other's half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
-        f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str))
+        f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0, default=str))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from assay.connectors.file_sink import write_json_atomic
 from assay.connectors.ledger import merge
 
 
@@ -30,6 +31,7 @@ class CheckpointStore:
     """
 
     def __init__(self, state_dir: str | Path, key: str) -> None:
+        self.key = key
         self.dir = Path(state_dir) / "checkpoints" / key
 
     @staticmethod
@@ -53,7 +55,7 @@ class CheckpointStore:
         return out
 
     def save(self, writer: int, state: dict[str, Any]) -> None:
-        _write_atomic(self.writer_path(writer), state)
+        write_json_atomic(self.writer_path(writer), state, indent=False)
 
     def remove_writer(self, writer: int) -> None:
         self.writer_path(writer).unlink(missing_ok=True)
@@ -65,7 +67,7 @@ class CheckpointStore:
             return {}
 
     def save_carried(self, data: dict[str, Any]) -> None:
-        _write_atomic(self.dir / "carried.json", data)
+        write_json_atomic(self.dir / "carried.json", data, indent=False)
 
     def clear(self) -> None:
         """Forget the run (it completed, or ``--fresh``)."""
@@ -74,16 +76,6 @@ class CheckpointStore:
                 f.unlink(missing_ok=True)
             with contextlib.suppress(OSError):
                 self.dir.rmdir()
-
-
-def _write_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(orjson.dumps(data, default=str))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def merge_ledgers(states: Iterable[Any]) -> Any:

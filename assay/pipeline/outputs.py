@@ -15,7 +15,9 @@ the finished output holds exactly one row per trace:
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
+import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,42 @@ def dead_letter_of(config: RunConfig) -> Any:
     return DeadLetterConfig(path=str(Path(config.state_dir) / "dead_letter" / key) + "/")
 
 
+def scales_by_group(config: RunConfig) -> bool:
+    """Whether processes running this run file side by side share nothing but a consumer group: a
+    Kafka source that joins its group, writing only to Kafka topics (append-only). Such processes
+    take no run lock and each keeps its own checkpoint (the group's committed offsets are where a
+    rerun resumes); any other run writes outputs that one process at a time may own."""
+    return (
+        config.source.type == "kafka"
+        and getattr(config.source, "assignment", "group") == "group"
+        and config.sink.type == "kafka"
+        and getattr(dead_letter_of(config), "type", None) == "kafka"
+    )
+
+
+def member_key(state_dir: str | Path, key: str) -> str:
+    """This process's own checkpoint key under the run's ``key`` (``<key>/members/<host>-<pid>``);
+    the checkpoints of members of this host that died (kill -9) are removed on the way."""
+    host = socket.gethostname()
+    members = Path(state_dir) / "checkpoints" / key / "members"
+    if members.is_dir():
+        for d in members.iterdir():
+            name, _, pid = d.name.rpartition("-")
+            if name == host and pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(d, ignore_errors=True)
+    return f"{key}/members/{host}-{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def local_summary_path(config: RunConfig) -> Path:
     """Where a run's ``_SUMMARY.json`` is on local disk: beside a directory's parts, named after a
     file sink (``out.jsonl._SUMMARY.json``), or under the state dir for a sink without a directory
@@ -82,7 +120,10 @@ class RunPlan:
 
     def __post_init__(self) -> None:
         scope = f"#shard-{self.shard[0]}-of-{self.shard[1]}" if self.shard else ""
-        self.store = CheckpointStore(self.config.state_dir, CheckpointStore.key_for(sink_url(self.config), scope))
+        key = CheckpointStore.key_for(sink_url(self.config), scope)
+        if self.shard is None and scales_by_group(self.config):
+            key = member_key(self.config.state_dir, key)
+        self.store = CheckpointStore(self.config.state_dir, key)
 
     @property
     def summary_name(self) -> str | None:

@@ -301,7 +301,7 @@ def execute_sharded(
     plan = RunPlan(config, None)
     sweep_leftovers(config)
     states = anyio.run(lambda: plan.prepare(workers, fresh=fresh))
-    job = _Job(origin, workers, use_cache, plan.store.dir.name, os.getpid(), states)
+    job = _Job(origin, workers, use_cache, plan.store.key, os.getpid(), states)
     signals = _Signals()
     with signals.installed():  # until the summary is published: a signal then cannot cut it short
         results = _run_workers([share_limits(config, workers)] * workers, job, progress, signals)

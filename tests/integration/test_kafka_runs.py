@@ -131,7 +131,7 @@ def test_two_processes_in_one_group_score_everything_together(tmp_path: Path, bo
         for _ in range(2)
     ]
     outs = [p.communicate(timeout=300) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(o[1][-3000:] for o in outs)
     ids = _result_ids(bootstrap, names["out"])
     assert set(ids) == {f"t{i}" for i in range(N)}
     assert _at_end(bootstrap, names)
