@@ -78,9 +78,14 @@ def diagnose(arrivals: list[list[float]], rps: float) -> str:
     gaps = [b - a for a, b in itertools.pairwise(ok)]
     idle = sum(g - 1.0 / rps for g in gaps if g > 2.0 / rps)
     span = ok[-1] - ok[0]
+    ordered = sorted(gaps)
+
+    def q(share: float) -> float:
+        return ordered[int(share * (len(ordered) - 1))] * 1000
+
     return (
         f"accepted span {span:.1f} s ({(len(ok) - 1) / span:.2f}/s), idle beyond 2/R: {idle:.1f} s, "
-        f"median gap {sorted(gaps)[len(gaps) // 2] * 1000:.1f} ms (1/R = {1000 / rps:.1f} ms)"
+        f"gap p10/p50/p90 {q(0.1):.1f}/{q(0.5):.1f}/{q(0.9):.1f} ms (1/R = {1000 / rps:.1f} ms)"
     )
 
 
