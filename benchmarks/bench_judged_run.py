@@ -109,16 +109,20 @@ def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespa
         }
         (workdir / "run.yaml").write_text(json.dumps(cfg))
         t0 = time.perf_counter()
+        m0 = time.monotonic()  # the server stamps arrivals with the same (system-wide) clock
         proc = subprocess.run(
             [sys.executable, "-m", "assay.cli", "run", str(workdir / "run.yaml"), "-q", "--no-cache"],
             capture_output=True,
             text=True,
         )
         wall = time.perf_counter() - t0
+        m1 = time.monotonic()
         stats = server.stats()
         requests, http_429 = stats["requests"], stats["rate_limited"]
         if args.diagnose:
-            print(f"  [{factor:g}x] {diagnose(stats['arrivals'], rps)}", flush=True)
+            times = [t for t, _ in stats["arrivals"]]
+            edges = f"; start to first request {min(times) - m0:.2f} s, last request to exit {m1 - max(times):.2f} s"
+            print(f"  [{factor:g}x] {diagnose(stats['arrivals'], rps)}{edges}", flush=True)
     summary = json.loads((workdir / f"out-{factor}" / "_SUMMARY.json").read_text())
     rows = [
         json.loads(line)
