@@ -135,6 +135,29 @@ def test_two_processes_in_one_group_score_everything_together(tmp_path: Path, bo
     ids = _result_ids(bootstrap, names["out"])
     assert set(ids) == {f"t{i}" for i in range(N)}
     assert _at_end(bootstrap, names)
+    assert not list((tmp_path / ".assay" / "checkpoints").rglob("*.json"))  # each member's was its own
+
+
+def test_a_second_process_into_one_file_sink_is_refused_while_the_first_runs(tmp_path: Path, bootstrap: str) -> None:
+    names = _setup(bootstrap)
+    (tmp_path / "slowmod.py").write_text(SLOW)
+    f = _run_file(tmp_path, bootstrap, names, {"name": "python", "params": {"function": "slowmod:slow"}})
+    cfg = json.loads(f.read_text())
+    cfg["sink"] = {"path": str(tmp_path / "out") + "/"}
+    f.write_text(json.dumps(cfg))
+    first = subprocess.Popen(_cmd(f), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list((tmp_path / ".assay" / "locks").glob("*.lock")):
+            time.sleep(0.1)
+        second = subprocess.run(_cmd(f), capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    finally:
+        out = first.communicate(timeout=300)
+    assert second.returncode == 6, second.stderr  # the files are owned by one process: --shard i/N for more
+    assert "already running" in second.stderr
+    assert first.returncode == 0, out[1][-3000:]
+    rows = [json.loads(line) for p in (tmp_path / "out").glob("part-*.jsonl") for line in p.read_text().splitlines()]
+    assert sorted(r["trace_id"] for r in rows) == sorted(f"t{i}" for i in range(N))
 
 
 def test_manual_assignment_shards_score_everything_once_without_a_group_join(tmp_path: Path, bootstrap: str) -> None:
@@ -154,3 +177,20 @@ def test_manual_assignment_shards_score_everything_once_without_a_group_join(tmp
     proc = subprocess.run(_cmd(f, "--shard", "0/2"), capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert len(_result_ids(bootstrap, names["out"])) == N
+
+
+def test_workers_start_consumers_of_one_group_and_leave_no_checkpoint(tmp_path: Path, bootstrap: str) -> None:
+    names = _setup(bootstrap)
+    (tmp_path / "slowmod.py").write_text(SLOW)
+    f = _run_file(tmp_path, bootstrap, names, {"name": "python", "params": {"function": "slowmod:slow"}})
+    proc = subprocess.run(_cmd(f, "--workers", "2"), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert set(_result_ids(bootstrap, names["out"])) == {f"t{i}" for i in range(N)}
+    assert len(anyio.run(read_topic, bootstrap, names["dlq"])) == BAD
+    assert _at_end(bootstrap, names)
+    (summary_file,) = (tmp_path / ".assay" / "summaries").rglob("_SUMMARY.json")
+    summary = json.loads(summary_file.read_text())
+    assert summary["counts"]["read"] >= N + BAD  # both writers' counts (a rebalance may re-read some)
+    assert summary["counts"]["dead_letters"] >= BAD
+    # each process kept its own checkpoint while it ran, and a completed run leaves none behind
+    assert not list((tmp_path / ".assay" / "checkpoints").rglob("*.json"))
