@@ -270,3 +270,54 @@ async def test_missing_topic_is_a_clear_error(bootstrap: str) -> None:
     with pytest.raises(ConnectorError, match="not found"):
         async with KafkaSource(source_cfg(bootstrap, name("absent"), name("g"))):
             pass
+
+
+async def test_until_time_stops_each_partition_at_that_time(bootstrap: str) -> None:
+    from datetime import UTC, datetime
+
+    from aiokafka import AIOKafkaProducer
+
+    topic, group = name("in"), name("g")
+    await create_topic(bootstrap, topic, 2)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        for i in range(12):
+            ts = 1_700_000_000_000 + (0 if i < 8 else 3_600_000)  # the last four of each partition later
+            await producer.send_and_wait(topic, trace(i), partition=i % 2, timestamp_ms=ts + i)
+    finally:
+        await producer.stop()
+    until = datetime.fromtimestamp(1_700_000_000 + 1800, tz=UTC)
+    source = KafkaSource(source_cfg(bootstrap, topic, group, until_time=until))
+    async with source:
+        envs = [e async for b in source.batches() for e in b]
+        await source.ack([e.position for e in envs])
+    assert sorted(orjson.loads(e.payload)["seq"] for e in envs) == list(range(8))
+    # the records read were acknowledged; what lies beyond until_time is left for a later run
+    assert await committed(bootstrap, group, topic) == {0: 4, 1: 4}
+
+
+async def test_stop_at_never_tails_new_records_until_stopped(bootstrap: str) -> None:
+    topic, group = name("in"), name("g")
+    await fill(bootstrap, topic, 12)
+    source = KafkaSource(source_cfg(bootstrap, topic, group, stop_at="never"))
+    seen: list[int] = []
+    async with source, anyio.create_task_group() as tg:
+
+        async def read() -> None:
+            async for batch in source.batches():
+                seen.extend(orjson.loads(e.payload)["seq"] for e in batch)
+                await source.ack([e.position for e in batch])
+
+        tg.start_soon(read)
+        with anyio.fail_after(60):
+            while len(seen) < 12:  # noqa: ASYNC110 - waiting for the reader task
+                await anyio.sleep(0.05)
+        # the end offsets of the start are no end: records produced later are read too
+        await produce(bootstrap, topic, [trace(i) for i in range(12, 18)], partitions=[0] * 6)
+        with anyio.fail_after(60):
+            while len(seen) < 18:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        source.stop()
+    assert sorted(seen) == list(range(18))
+    assert sum((await committed(bootstrap, group, topic)).values()) == 18
