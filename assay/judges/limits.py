@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -40,12 +40,17 @@ PACE_MARGIN = 0.99
 GAP_SLACK = 0.01
 #: Each jitter refusal widens the least gap between sends by SPACING_STEP of an interval (up to
 #: SPACING_MAX); every send narrows it by SPACING_STEP * SPACING_TARGET, so jitter refusals settle
-#: at about SPACING_TARGET of the requests, whatever the timing noise on the way to the server.
+#: at about SPACING_TARGET of the requests, whatever the timing noise on the way to the server
+#: (a refusal costs about RECLAIM_SHARE of a slot, a wider spacing costs every slot).
 SPACING_STEP = 0.004
 SPACING_MAX = 0.05
-SPACING_TARGET = 0.007
+SPACING_TARGET = 0.01
 #: Waits shorter than this (seconds) yield to the event loop instead of arming a timer.
 SPIN_S = 0.002
+#: A jitter 429 answered before anything else was sent leaves the server's clock where it was (a
+#: strict limiter counts only what it accepts): the next send takes the refused one's slot,
+#: RECLAIM_SHARE of an interval after it, instead of a whole interval later.
+RECLAIM_SHARE = 0.25
 #: The most the pacer wakes ahead of a slot to make up for the event loop's lateness.
 MAX_LATENESS_S = 0.005
 #: Seconds without a 429 after which the rate is raised one step.
@@ -98,6 +103,9 @@ WINDOW_S = 1.005
 ACCEPT_WINDOW_S = 2.0
 ACCEPT_MIN_SPAN_S = 0.25
 ACCEPT_MIN_SENDS = 4
+#: Once the rate has been sent this long since the last cut, what the server accepted is measured
+#: from that cut on (a second straddling it mixes the refusals above it with the sends after it).
+ACCEPT_SINCE_CUT_S = 0.5
 #: The accepted count is taken as the limit only when at least this share of that second's sends
 #: was refused (otherwise a slow second, e.g. a pause, would pass for a low limit).
 ACCEPT_REFUSED_SHARE = 0.2
@@ -202,6 +210,8 @@ class AdaptiveRate:
         """The last rate the server refused (the AIMD "w_max")."""
         self.decreases = 0
         self.jitter_refusals = 0
+        self.reclaimed = False
+        """Whether the last 429 handed its slot back to the pacer (see :meth:`on_rate_limited`)."""
         self._near_ceiling = False
         self.spacing = 0.0
         """Extra gap between sends (a fraction of the interval) learned from jitter refusals."""
@@ -217,6 +227,8 @@ class AdaptiveRate:
         """When the last real pause ended (accepted-rate measurements start after it)."""
         self._history: deque[float] = deque()
         """Send times of the last ACCEPT_WINDOW_S seconds (not cleared by a decrease)."""
+        self._window: deque[float] = deque()
+        """Sends the server may have counted (a reclaimed refusal is taken out), for the window."""
         self._refused: deque[float] = deque()
         """Send times of the requests refused with a 429 in that window."""
 
@@ -264,6 +276,9 @@ class AdaptiveRate:
         self._history.append(now)
         while self._history and self._history[0] < now - ACCEPT_WINDOW_S:
             self._history.popleft()
+        self._window.append(now)
+        while self._window and self._window[0] < now - 2 * WINDOW_S:
+            self._window.popleft()
 
     def window_wait(self, now: float, rate: float) -> float:
         """Seconds to wait so that no window of WINDOW_S holds more sends than the rate allows.
@@ -272,7 +287,7 @@ class AdaptiveRate:
         bunches the next ones; a server counting requests in a sliding one-second window refuses
         the bunch. This keeps the count itself under the limit."""
         limit = max(1, math.floor(rate / PACE_MARGIN + 1e-9))
-        history = self._history
+        history = self._window
         if len(history) < limit:
             return 0.0
         oldest = history[-limit]  # the limit-th most recent send
@@ -289,12 +304,25 @@ class AdaptiveRate:
         start = max(sent_at - 1.0, self._first_send, self._resumed_at)
         if sent_at - start < ACCEPT_MIN_SPAN_S or sent_at - self._first_send < 1.0:
             return None  # the first second (new connections, jittery) is no measure
+        if start < self._last_decrease and sent_at - self._last_decrease >= ACCEPT_SINCE_CUT_S:
+            # A second that straddles a cut mixes the refusals above it with the sends after it:
+            # when enough was sent since the cut, that alone is the measure.
+            since = self._accepted_between(self._last_decrease, sent_at)
+            if since is not False:
+                return since
+        accepted = self._accepted_between(start, sent_at)
+        return None if accepted is False else accepted
+
+    def _accepted_between(self, start: float, sent_at: float) -> float | Literal[False] | None:
+        """Accepted requests per second between ``start`` and ``sent_at``; None when few were
+        refused (not far above the limit: the count is no measure of it), False when too few were
+        sent to tell."""
         sent = sum(1 for t in self._history if start <= t < sent_at)
         if sent < ACCEPT_MIN_SENDS:
-            return None
+            return False
         refused = sum(1 for t in self._refused if start <= t < sent_at)
         if refused < ACCEPT_REFUSED_SHARE * sent:
-            return None  # few refusals: we were not far above the limit, the count is no measure of it
+            return None
         return max(sent - refused, 1) / (sent_at - start)
 
     def _isolated(self, now: float, accepted: float | None) -> bool:
@@ -360,10 +388,15 @@ class AdaptiveRate:
         if seconds > ACCEPT_MIN_SPAN_S / 2:  # a real pause, not a skipped slot
             self._resumed_at = max(self._resumed_at, until)
 
-    def on_rate_limited(self, *, now: float, sent_at: float, delay: float | None) -> float | None:
+    def on_rate_limited(
+        self, *, now: float, sent_at: float, delay: float | None, reclaim: bool = False
+    ) -> float | None:
         """A 429: pause every sender until the reset, and lower the rate once per episode, unless
         the refusal was timing jitter at the limit. Returns how long the refused request waits
-        before it is tried again."""
+        before it is tried again. ``reclaim``: nothing was sent since the refused request, so a
+        jitter refusal with a coarse hint pauses no one (the pacer hands its slot to the next send);
+        :attr:`reclaimed` says whether it did."""
+        self.reclaimed = False
         accepted = self.accepted_rate(sent_at)
         self._refused.append(sent_at)
         while self._refused and self._refused[0] < now - ACCEPT_WINDOW_S:
@@ -402,7 +435,13 @@ class AdaptiveRate:
             # one pacing interval is what the early request missed.
             short = min(wait, 1.0 / self.rate) if self._coarse(delay) else wait
             self.spacing = min(self.spacing + SPACING_STEP, SPACING_MAX)
-            self._pause(now, short)
+            if reclaim and self._coarse(delay):
+                self.reclaimed = True
+                short = RECLAIM_SHARE / self.rate
+                if self._window and self._window[-1] == sent_at:
+                    self._window.pop()  # refused: it holds no place in the server's window
+            else:
+                self._pause(now, short)
             self.refused_at = self.rate
             self._probe = PROBE_MIN
             self._hold_until = now + HOLD_S
@@ -513,7 +552,13 @@ class Limits:
         self._due = -math.inf
         """The grid time of the last send."""
         self._pace_lock: anyio.Lock | None = None
+        self._wake: anyio.Event | None = None
+        """Set when a slot is handed back: the sender waiting on the clock looks again at once."""
         self._last_send = -math.inf
+        self._prev = (-math.inf, -math.inf)  # the send and grid time before the last send
+        self._not_before = -math.inf  # a reclaimed slot: the next send waits at least until then
+        self._reclaimed_at = -(2**31)  # the send count of the last reclaimed slot
+        self._send_count = 0
         self._lateness = 0.0
         """How late the event loop wakes a sleeping sender (moving average, seconds)."""
         self._token_debt = 0.0
@@ -527,6 +572,7 @@ class Limits:
             self._loop = loop
             self._sem = anyio.CapacityLimiter(self._wanted_cap())
             self._pace_lock = anyio.Lock()
+            self._wake = anyio.Event()
             self._tokens = None
             if self.tpm is not None:
                 from aiolimiter import AsyncLimiter
@@ -610,26 +656,42 @@ class Limits:
                 due = self._due + interval
                 if due < now - interval:
                     due = now  # idle for a while: start a new grid, never a burst to catch up
-                due = max(due, self._last_send + control.min_gap(rate))
+                due = max(due, self._last_send + control.min_gap(rate), self._not_before)
                 wait = max(due - now, control.window_wait(now, rate))
                 if wait <= 0:
                     control.record_send(now)
+                    self._prev = (self._last_send, self._due)
                     self._last_send = now
                     self._due = due
+                    self._send_count += 1
                     return now
                 if wait < SPIN_S:
                     await anyio.lowlevel.checkpoint()  # a timer would oversleep by about a millisecond
                     continue
                 planned = now + max(wait - self._lateness, 0.0)
-                await anyio.sleep(planned - now)
-                self._lateness = min(0.9 * self._lateness + 0.1 * (self._clock() - planned), MAX_LATENESS_S)
+                assert self._wake is not None
+                with anyio.move_on_after(planned - now) as timer:
+                    await self._wake.wait()
+                if timer.cancelled_caught:  # woken by the clock, not by a slot handed back
+                    self._lateness = min(0.9 * self._lateness + 0.1 * (self._clock() - planned), MAX_LATENESS_S)
 
     def on_rate_limited(self, *, sent_at: float, delay: float | None) -> float | None:
         """A 429 for the request sent at ``sent_at``: returns how long that request should wait
         before it is tried again (the server's hint, or a single pacing interval when the refusal
         was timing jitter: the pacer then gives it the next free slot)."""
         now = self._clock()
-        retry = self.control.on_rate_limited(now=now, sent_at=sent_at, delay=delay)
+        control = self.control
+        # the refused request was the last one sent, and the slot before it was not reclaimed
+        # too (two in a row are no jitter)
+        reclaim = sent_at == self._last_send and self._send_count - self._reclaimed_at > JITTER_RECENT
+        retry = control.on_rate_limited(now=now, sent_at=sent_at, delay=delay, reclaim=reclaim)
+        if control.reclaimed and control.rate is not None:
+            self._last_send, self._due = self._prev
+            self._not_before = sent_at + RECLAIM_SHARE / control.rate
+            self._reclaimed_at = self._send_count
+            if self._wake is not None:  # the sender asleep until the lost slot's successor
+                self._wake.set()
+                self._wake = anyio.Event()
         self._resize()
         return retry
 

@@ -8,7 +8,15 @@ import time
 import anyio
 import pytest
 
-from assay.judges.limits import BETA, JITTER_ALLOWED, PACE_MARGIN, WINDOW_S, AdaptiveRate, Limits
+from assay.judges.limits import (
+    BETA,
+    JITTER_ALLOWED,
+    PACE_MARGIN,
+    RECLAIM_SHARE,
+    WINDOW_S,
+    AdaptiveRate,
+    Limits,
+)
 
 
 def refuse_burst(ctl: AdaptiveRate, start: float, count: int, delay: float | None = 0.0) -> None:
@@ -250,6 +258,57 @@ def test_a_coarse_hint_after_one_early_request_skips_a_slot_not_a_second() -> No
     widened = ctl.spacing
     paced(ctl, 3.0, start=t + 0.1)
     assert ctl.spacing < widened  # and it narrows again while the server accepts
+
+
+def test_a_jitter_429_of_the_last_send_hands_its_slot_to_the_next_send() -> None:
+    """A strict limiter counts only what it accepts: when the refused request is the last one
+    sent, the next send takes its slot (RECLAIM_SHARE of an interval later) and no one pauses;
+    the sender already asleep until the following slot is woken for it."""
+    limits = Limits(max_concurrency=8, rps=1.0, tpm=None)  # slots about a second apart
+    sent: list[float] = []
+    answers: list[float | None] = []
+
+    async def one() -> None:
+        async with limits.slot(1) as at:
+            sent.append(at)
+
+    async def main() -> None:
+        await one()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one)  # asleep until about a second after the first send
+            await anyio.sleep(0.05)
+            answers.append(limits.on_rate_limited(sent_at=sent[0], delay=1.0))  # "Retry-After: 1"
+
+    anyio.run(main)
+    rate = limits.control.current(time.monotonic())
+    assert rate is not None
+    assert limits.control.reclaimed and limits.control.decreases == 0
+    assert answers == [pytest.approx(RECLAIM_SHARE / rate)]
+    assert limits.control.blocked_until < sent[0] + 0.1  # nobody paused
+    # the second request went in the refused one's slot, not a whole interval after it
+    assert sent[1] - sent[0] < 0.75 / rate
+
+
+def test_a_second_429_soon_after_a_reclaimed_one_pauses_a_slot() -> None:
+    limits = Limits(max_concurrency=8, rps=30.0, tpm=None)
+    sent: list[float] = []
+
+    async def one() -> None:
+        async with limits.slot(1) as at:
+            sent.append(at)
+
+    async def main() -> None:
+        for _ in range(3):
+            await one()
+        limits.on_rate_limited(sent_at=sent[-1], delay=1.0)
+        assert limits.control.reclaimed
+        await one()
+        before = limits.control.blocked_until
+        limits.on_rate_limited(sent_at=sent[-1], delay=1.0)  # two in a row are no jitter to reclaim
+        assert not limits.control.reclaimed
+        assert limits.control.blocked_until > before
+
+    anyio.run(main)
 
 
 def test_a_long_hint_or_nothing_accepted_is_followed() -> None:
