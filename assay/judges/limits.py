@@ -125,6 +125,9 @@ AUTO_MAX_CONCURRENCY = 512
 AUTO_MIN_CONCURRENCY = 4
 #: The automatic cap before any rate is known (it grows, slow-start style, while every slot is busy).
 AUTO_START_CONCURRENCY = 16
+#: How much the automatic cap grows per answer while every slot is busy and no rate is known
+#: (2: the cap triples per round trip, where TCP's slow start doubles it).
+SLOW_START_STEP = 2
 #: Latency assumed before the first answer (seconds), and the headroom over the measured tail.
 ASSUMED_LATENCY_S = 2.0
 LATENCY_HEADROOM = 1.5
@@ -139,7 +142,8 @@ class InFlightCap:
     With a known rate the automatic cap is ``rate × p90(latency) × 1.5 + 2`` (bounded by
     AUTO_MIN/AUTO_MAX), recomputed as answers arrive, so a user who sets only ``rpm`` gets that rpm
     whatever the model's latency. With no rate known (no ``rpm``, no 429 yet) it starts at
-    AUTO_START_CONCURRENCY and grows by one per answer while every slot is busy (TCP slow start),
+    AUTO_START_CONCURRENCY and grows by SLOW_START_STEP per answer while every slot is busy (like
+    TCP's slow start),
     until the server answers 429 and the rate controller takes over.
 
     >>> cap = InFlightCap(None)
@@ -178,7 +182,7 @@ class InFlightCap:
             return self.fixed
         if rate is None:
             if in_flight >= self.value:  # every slot busy and no limit in sight: grow
-                self.value = min(self.value + 1, AUTO_MAX_CONCURRENCY)
+                self.value = min(self.value + SLOW_START_STEP, AUTO_MAX_CONCURRENCY)
         else:
             wanted = math.ceil(rate * self._tail * LATENCY_HEADROOM) + 2
             self.value = max(AUTO_MIN_CONCURRENCY, min(wanted, AUTO_MAX_CONCURRENCY))
@@ -188,10 +192,11 @@ class InFlightCap:
 class AdaptiveRate:
     """AIMD controller of one endpoint's request rate, plus the shared "blocked until" time.
 
-    >>> ctl = AdaptiveRate(100.0)  # paced at 98: PACE_MARGIN
-    >>> ctl.on_rate_limited(now=10.0, sent_at=10.0, delay=1.0)
-    >>> round(ctl.rate, 2), ctl.blocked_until
-    (83.3, 11.0)
+    >>> ctl = AdaptiveRate(100.0)  # paced at 99: PACE_MARGIN
+    >>> round(ctl.on_rate_limited(now=10.0, sent_at=10.0, delay=1.0), 4)  # one early request
+    0.0101
+    >>> round(ctl.rate, 2), ctl.jitter_refusals  # is jitter: the rate stays, one slot is skipped
+    (99.0, 1)
     """
 
     def __init__(self, ceiling: float | None, *, adaptive: bool = True) -> None:

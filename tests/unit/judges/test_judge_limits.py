@@ -386,3 +386,20 @@ def test_strict_limiter_converges_near_its_ceiling(configured: float | None) -> 
     accepted, refused = strict_server_run(configured)
     assert accepted >= (0.95 if configured == 30.0 else 0.9) * 30 * 60
     assert refused <= (0.02 if configured == 30.0 else 0.05) * (accepted + refused)
+
+
+def test_with_no_rate_known_the_cap_triples_per_round_trip_while_every_slot_is_busy() -> None:
+    from assay.judges.limits import AUTO_START_CONCURRENCY, SLOW_START_STEP, InFlightCap
+
+    cap = InFlightCap(None)
+    start = cap.update(rate=None, in_flight=0)
+    assert start == AUTO_START_CONCURRENCY
+    for _ in range(start):  # one round trip: every request in flight answers once, all slots busy
+        cap.update(rate=None, in_flight=cap.value)
+    assert cap.value == start * (1 + SLOW_START_STEP)
+    assert cap.update(rate=None, in_flight=0) == cap.value  # idle slots: no growth
+    # once a rate is known, Little's law sizes it: rate x p90 latency x headroom + 2
+    for _ in range(50):
+        cap.observe(2.0)
+    assert cap.update(rate=10.0, in_flight=0) == 32
+    assert InFlightCap(8).update(rate=100.0, in_flight=8) == 8  # max_concurrency is a hard cap
