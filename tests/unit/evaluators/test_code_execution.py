@@ -131,7 +131,11 @@ def test_tests_in_the_record_asserts_functions_and_lists() -> None:
 
 def test_code_failing_before_the_tests_fails_and_early_exit_does_not_skip_them() -> None:
     ev = CodeExecution()
-    assert ev.evaluate(outputs="raise RuntimeError('x')", tests="assert True").metadata["ran"] is False
+    r = ev.evaluate(outputs="raise RuntimeError('x')", tests="assert True")
+    assert (r.score, r.metadata["ran"], r.metadata["returncode"]) == (0.0, False, 1)
+    assert "RuntimeError: x" in r.comment and "tests_passed" not in r.metadata  # the tests never ran
+    r = ev.evaluate(outputs="x = 1", tests="assert x == 1")
+    assert (r.score, r.metadata["ran"], r.metadata["tests_passed"]) == (1.0, True, 1)
     r = ev.evaluate(outputs="import os\nos._exit(0)", tests="assert False")
     assert r.score == 0.0 and r.comment == "the tests did not run to completion"
 
