@@ -4,6 +4,7 @@ wrappers, the ``judge``/``model`` arguments and prebuilt prompts recognised by t
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from assay.evaluators.base import BaseEvaluator
@@ -54,6 +55,24 @@ def judge_params(judge: Any, model: str | None) -> dict[str, Any]:
             "model='provider:model' or an assay judge (name, endpoint dict or Judge object)"
         )
     return {"judge": judge}
+
+
+def llm_judge_evaluator(
+    cls: Callable[..., BaseEvaluator[Any]],
+    *,
+    prompt: Any,
+    judge: Any,
+    model: str | None,
+    continuous: bool,
+    is_async: bool,
+    raw_object: bool = False,
+    **params: Any,
+) -> CompatEvaluator:
+    """An openevals-style LLM judge factory's result: ``cls`` (an assay LLM-judge evaluator)
+    built from openevals' arguments (``prompt``, ``judge``/``model``, ``continuous``; the rest,
+    e.g. ``feedback_key``, ``system``, ``choices``, are assay params of the same name), wrapped."""
+    evaluator = cls(prompt=prompt_param(prompt), continuous=continuous or None, **params, **judge_params(judge, model))
+    return wrap(evaluator, is_async=is_async, raw_object=raw_object)
 
 
 def _is_openai_client(obj: Any) -> bool:
@@ -151,6 +170,7 @@ __all__ = [
     "CompatEvaluator",
     "EvaluatorResult",
     "judge_params",
+    "llm_judge_evaluator",
     "openevals_result",
     "prompt_param",
     "wrap",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, judge_params, prompt_param, wrap
+from assay.compat._core import CompatEvaluator, llm_judge_evaluator, wrap
 from assay.evaluators.judge_trajectory import REFERENCE_FREE, WITH_REFERENCE, TrajectoryJudge
 from assay.evaluators.trajectory import TrajectoryMatch
 from assay.judges.prompts import get_prompt
@@ -55,30 +55,8 @@ def create_async_trajectory_match_evaluator(
     return _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, True)
 
 
-def _judge(
-    *,
-    prompt: Any,
-    model: str | None,
-    system: str | None,
-    judge: Any,
-    continuous: bool,
-    choices: list[float] | None,
-    use_reasoning: bool,
-    few_shot_examples: list[dict[str, Any]] | None,
-    feedback_key: str,
-    is_async: bool,
-) -> CompatEvaluator:
-    evaluator = TrajectoryJudge(
-        prompt=prompt_param(prompt),
-        feedback_key=feedback_key,
-        system=system,
-        continuous=continuous or None,
-        choices=choices,
-        use_reasoning=use_reasoning,
-        few_shot_examples=few_shot_examples,
-        **judge_params(judge, model),
-    )
-    return wrap(evaluator, is_async=is_async)
+def _judge(**params: Any) -> CompatEvaluator:
+    return llm_judge_evaluator(TrajectoryJudge, **params)
 
 
 def create_trajectory_llm_as_judge(

@@ -17,36 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, judge_params, prompt_param, wrap
+from assay.compat._core import CompatEvaluator, llm_judge_evaluator
 from assay.evaluators.llm_judge import LLMJudge
 
 
-def _build(
-    *,
-    prompt: Any,
-    feedback_key: str,
-    judge: Any,
-    model: str | None,
-    system: str | None,
-    continuous: bool,
-    choices: list[float] | None,
-    use_reasoning: bool,
-    few_shot_examples: list[dict[str, Any]] | None,
-    output_schema: Any,
-    is_async: bool,
-) -> CompatEvaluator:
-    evaluator = LLMJudge(
-        prompt=prompt_param(prompt),
-        feedback_key=feedback_key,
-        system=system,
-        continuous=continuous or None,
-        choices=choices,
-        use_reasoning=use_reasoning,
-        few_shot_examples=few_shot_examples,
-        output_schema=output_schema,
-        **judge_params(judge, model),
+def _build(*, output_schema: Any, is_async: bool, **params: Any) -> CompatEvaluator:
+    return llm_judge_evaluator(
+        LLMJudge, output_schema=output_schema, raw_object=output_schema is not None, is_async=is_async, **params
     )
-    return wrap(evaluator, is_async=is_async, raw_object=output_schema is not None)
 
 
 def create_llm_as_judge(

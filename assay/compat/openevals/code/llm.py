@@ -5,24 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, judge_params, prompt_param, wrap
+from assay.compat._core import CompatEvaluator, llm_judge_evaluator
 from assay.evaluators.code_judge import CodeJudge
 
 
 def _build(is_async: bool, p: dict[str, Any]) -> CompatEvaluator:
-    ev = CodeJudge(
-        prompt=prompt_param(p["prompt"]),
-        feedback_key=p["feedback_key"],
-        system=p["system"],
-        continuous=p["continuous"] or None,
-        choices=p["choices"],
-        use_reasoning=p["use_reasoning"],
-        few_shot_examples=p["few_shot_examples"],
-        code_extraction=p["code_extraction_strategy"],
-        code_extractor=p["code_extractor"],
-        **judge_params(p["judge"], p["model"]),
+    return llm_judge_evaluator(
+        CodeJudge,
+        code_extraction=p.pop("code_extraction_strategy"),
+        is_async=is_async,
+        **p,
     )
-    return wrap(ev, is_async=is_async)
 
 
 def create_code_llm_as_judge(
