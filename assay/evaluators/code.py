@@ -36,6 +36,7 @@ from pydantic import AliasChoices, Field
 from assay.evaluators.base import AsyncEvaluator, EvaluatorParams
 from assay.exceptions import ConfigError
 from assay.loading import load_callable
+from assay.processes import pid_alive
 from assay.records import Result
 from assay.traces.model import Trace, content_text
 
@@ -198,21 +199,11 @@ def sweep_stale_dirs() -> int:
     root = Path(tempfile.gettempdir())
     for d in root.glob(f"{CODE_DIR_PREFIX}*-*"):
         pid = d.name[len(CODE_DIR_PREFIX) :].split("-", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or pid_alive(int(pid)):
             continue
         shutil.rmtree(d, ignore_errors=True)
         removed += 1
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class PyrightCheck(CodeCheck):

@@ -31,6 +31,7 @@ from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, build_sink
 from assay.pipeline.checkpoint import CheckpointStore, merge_ledgers
 from assay.pipeline.summary import RunStats
 from assay.pipeline.writer import WriterResult, merge_judge_stats
+from assay.processes import pid_alive
 
 PUBLISHER = 99_999
 """The writer number of the sink object that publishes (never one that writes parts)."""
@@ -73,19 +74,9 @@ def member_key(state_dir: str | Path, key: str) -> str:
     if members.is_dir():
         for d in members.iterdir():
             name, _, pid = d.name.rpartition("-")
-            if name == host and pid.isdigit() and not _alive(int(pid)):
+            if name == host and pid.isdigit() and not pid_alive(int(pid)):
                 shutil.rmtree(d, ignore_errors=True)
     return f"{key}/members/{host}-{os.getpid()}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def local_summary_path(config: RunConfig) -> Path:
