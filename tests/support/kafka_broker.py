@@ -21,12 +21,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from tests.support.processes import free_port, stop_process
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
@@ -61,12 +56,7 @@ def tansu_broker() -> Iterator[str]:
         _wait_listening(port, proc)
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 async def create_topic(bootstrap: str, name: str, partitions: int = 6) -> None:

@@ -15,7 +15,7 @@ import tempfile
 import time
 from types import TracebackType
 
-from tests.support.s3_server import free_port
+from tests.support.processes import free_port, stop_process
 
 
 def redis_binary() -> str | None:
@@ -70,12 +70,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop_process(self._proc)
             self._proc = None
         self._dir.cleanup()
 
