@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import anyio
 import orjson
@@ -215,22 +216,30 @@ async def test_two_consumers_in_one_group_split_the_partitions(bootstrap: str) -
     assert await committed(bootstrap, group, topic) == await end_offsets(bootstrap, topic)
 
 
-async def test_from_time_starts_at_the_offsets_of_that_time(bootstrap: str) -> None:
-    from datetime import UTC, datetime
+T0_MS = 1_700_000_000_000
+"""The time stamped on the early records of the time-bound tests; the later ones are an hour later."""
+HALF_HOUR_LATER = datetime.fromtimestamp(T0_MS / 1000 + 1800, tz=UTC)
 
-    topic, group = name("in"), name("g")
-    await create_topic(bootstrap, topic, 1)
+
+async def produce_stamped(bootstrap: str, topic: str, stamps: Sequence[tuple[int, int]]) -> None:
+    """Trace i (for each (partition, timestamp ms), in order) written with that timestamp."""
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()
     try:
-        for i in range(10):
-            ts = 1_700_000_000_000 + (0 if i < 4 else 3_600_000)  # the last six an hour later
-            await producer.send_and_wait(topic, trace(i), partition=0, timestamp_ms=ts)
+        for i, (partition, ts) in enumerate(stamps):
+            await producer.send_and_wait(topic, trace(i), partition=partition, timestamp_ms=ts)
     finally:
         await producer.stop()
-    since = datetime.fromtimestamp(1_700_000_000 + 1800, tz=UTC)
+
+
+async def test_from_time_starts_at_the_offsets_of_that_time(bootstrap: str) -> None:
+    topic, group = name("in"), name("g")
+    await create_topic(bootstrap, topic, 1)
+    # the last six an hour later
+    await produce_stamped(bootstrap, topic, [(0, T0_MS + (0 if i < 4 else 3_600_000)) for i in range(10)])
+    since = HALF_HOUR_LATER
     source = KafkaSource(source_cfg(bootstrap, topic, group, from_time=since))
     async with source:
         envs = [e async for b in source.batches() for e in b]
@@ -273,21 +282,11 @@ async def test_missing_topic_is_a_clear_error(bootstrap: str) -> None:
 
 
 async def test_until_time_stops_each_partition_at_that_time(bootstrap: str) -> None:
-    from datetime import UTC, datetime
-
-    from aiokafka import AIOKafkaProducer
-
     topic, group = name("in"), name("g")
     await create_topic(bootstrap, topic, 2)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    await producer.start()
-    try:
-        for i in range(12):
-            ts = 1_700_000_000_000 + (0 if i < 8 else 3_600_000)  # the last four of each partition later
-            await producer.send_and_wait(topic, trace(i), partition=i % 2, timestamp_ms=ts + i)
-    finally:
-        await producer.stop()
-    until = datetime.fromtimestamp(1_700_000_000 + 1800, tz=UTC)
+    # the last four an hour later, two in each partition
+    await produce_stamped(bootstrap, topic, [(i % 2, T0_MS + i + (0 if i < 8 else 3_600_000)) for i in range(12)])
+    until = HALF_HOUR_LATER
     source = KafkaSource(source_cfg(bootstrap, topic, group, until_time=until))
     async with source:
         envs = [e async for b in source.batches() for e in b]
