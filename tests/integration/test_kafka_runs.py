@@ -194,3 +194,15 @@ def test_workers_start_consumers_of_one_group_and_leave_no_checkpoint(tmp_path: 
     assert summary["counts"]["dead_letters"] >= BAD
     # each process kept its own checkpoint while it ran, and a completed run leaves none behind
     assert not list((tmp_path / ".assay" / "checkpoints").rglob("*.json"))
+
+
+def test_fresh_does_not_rewind_the_group(tmp_path: Path, bootstrap: str) -> None:
+    names = _setup(bootstrap)
+    f = _run_file(tmp_path, bootstrap, names, {"name": "exact_match"})
+    for extra in ((), ("--fresh",)):
+        proc = subprocess.run(_cmd(f, *extra), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    # the second run forgot its local checkpoint only: the group's offsets were at the end already
+    assert sorted(_result_ids(bootstrap, names["out"])) == sorted(f"t{i}" for i in range(N))
+    assert len(anyio.run(read_topic, bootstrap, names["dlq"])) == BAD
+    assert _at_end(bootstrap, names)
