@@ -140,7 +140,7 @@ def main() -> None:
     )
     parser.add_argument("--max-retries", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--limit", default="bucket", choices=["bucket", "window", "spacing", "minute"])
+    parser.add_argument("--limit", default="bucket", choices=["bucket", "window", "spacing", "spacing-any", "minute"])
     parser.add_argument("--coarse", action="store_true", help="server sends only an integer Retry-After")
     parser.add_argument(
         "--scenarios", default="correct,3x", help="comma-separated: correct, 3x (rpm 3x too high), 2x, 1.5x"

@@ -156,7 +156,7 @@ def main() -> None:
     ap.add_argument("--window", action="store_true", help="server limit: a sliding one-second window")
     ap.add_argument(
         "--limit",
-        choices=["bucket", "window", "spacing", "minute"],
+        choices=["bucket", "window", "spacing", "spacing-any", "minute"],
         default=None,
         help="server limit: token bucket (default), sliding 1 s window, strict spacing of 1/R, per-minute window",
     )
@@ -170,7 +170,12 @@ def main() -> None:
         workdir = Path(d)
         corpus(workdir / "corpus.jsonl", args.n)
         results = [run(workdir, args.n, args.rps, float(f), args) for f in args.factors.split(",")]
-    kinds = {"window": "sliding 1 s window", "spacing": "strict spacing 1/R", "minute": "per-minute window"}
+    kinds = {
+        "window": "sliding 1 s window",
+        "spacing": "strict spacing 1/R",
+        "spacing-any": "strict spacing 1/R after any request",
+        "minute": "per-minute window",
+    }
     limit = args.limit or ("window" if args.window else "bucket")
     kind = kinds.get(limit, f"bucket {args.burst or args.rps:g}")
     print(

@@ -13,8 +13,9 @@ fixed or a ``(low, high)`` range), ``rps`` (a token bucket of ``rps`` requests p
 ``burst``; beyond it 429 with ``Retry-After``, ``retry-after-ms`` and ``x-ratelimit-reset-
 requests``, or only an integer ``Retry-After`` with ``retry_after_ms=False``;
 ``limit_kind="window"`` counts accepted requests in a sliding one-second window instead,
-``"spacing"`` refuses any request closer than ``1/rps`` to the previous accepted one, ``"minute"``
-allows ``60·rps`` per fixed minute), ``error_rate`` (answered ``fail_status``: 500 by default; 401
+``"spacing"`` refuses any request closer than ``1/rps`` to the previous accepted one,
+``"spacing-any"`` to the previous request accepted or not, ``"minute"`` allows ``60·rps`` per fixed
+minute), ``error_rate`` (answered ``fail_status``: 500 by default; 401
 or 403 for a wrong key; 500 with ``error_rate=1`` for a reachable but failing endpoint), ``api_key``
 (401 for any other key) and ``hang_rate`` (requests never answered until the server stops).
 ``stats`` (also ``GET /stats``) counts requests, 200s, 429s, 500s and hangs.
@@ -145,10 +146,12 @@ class SlidingWindow:
 
 class StrictSpacing:
     """Refuses any request closer than ``1/rate`` seconds to the previous accepted one (a bucket
-    that holds one request: the strictest kind of limit)."""
+    that holds one request: the strictest kind of limit); with ``count_refused``, to the previous
+    request whatever its answer (a naive limiter that restarts its clock on every request)."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, *, count_refused: bool = False) -> None:
         self.rate = rate
+        self.count_refused = count_refused
         self.last = -math.inf
 
     def take(self) -> float:
@@ -157,7 +160,11 @@ class StrictSpacing:
         if now - self.last >= gap:
             self.last = now
             return 0.0
-        return self.last + gap - now
+        wait = self.last + gap - now
+        if self.count_refused:
+            self.last = now
+            wait = gap
+        return wait
 
 
 class FixedWindow:
@@ -182,8 +189,8 @@ class FixedWindow:
         return self.start + self.period - now
 
 
-LimitKind = Literal["bucket", "window", "spacing", "minute"]
-LIMIT_KINDS: tuple[str, ...] = ("bucket", "window", "spacing", "minute")
+LimitKind = Literal["bucket", "window", "spacing", "spacing-any", "minute"]
+LIMIT_KINDS: tuple[str, ...] = ("bucket", "window", "spacing", "spacing-any", "minute")
 Limiter = TokenBucket | SlidingWindow | StrictSpacing | FixedWindow
 
 
@@ -242,8 +249,8 @@ class JudgeServer:
             self._bucket = None
         elif self.limit_kind == "window":
             self._bucket = SlidingWindow(rps)
-        elif self.limit_kind == "spacing":
-            self._bucket = StrictSpacing(rps)
+        elif self.limit_kind in ("spacing", "spacing-any"):
+            self._bucket = StrictSpacing(rps, count_refused=self.limit_kind == "spacing-any")
         elif self.limit_kind == "minute":
             self._bucket = FixedWindow(rps)
         else:
@@ -662,8 +669,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--limit",
         choices=LIMIT_KINDS,
         default=None,
-        help="kind of rate limit: token bucket (default), sliding 1 s window, strict spacing of 1/rps, "
-        "per-minute window of 60*rps",
+        help="kind of rate limit: token bucket (default), sliding 1 s window, strict spacing of 1/rps "
+        "(after the last accepted request; spacing-any: after any request), per-minute window of 60*rps",
     )
     parser.add_argument("--fail-status", type=int, default=500, help="status of --error-rate answers (e.g. 401)")
     parser.add_argument("--seed", type=int, default=0)

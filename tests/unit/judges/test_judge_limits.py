@@ -12,10 +12,11 @@ from assay.judges.limits import (
     BETA,
     JITTER_ALLOWED,
     PACE_MARGIN,
-    RECLAIM_SHARE,
+    RECLAIM_FAILURES,
     WINDOW_S,
     AdaptiveRate,
     Limits,
+    reclaim_delay,
 )
 
 
@@ -262,7 +263,7 @@ def test_a_coarse_hint_after_one_early_request_skips_a_slot_not_a_second() -> No
 
 def test_a_jitter_429_of_the_last_send_hands_its_slot_to_the_next_send() -> None:
     """A strict limiter counts only what it accepts: when the refused request is the last one
-    sent, the next send takes its slot (RECLAIM_SHARE of an interval later) and no one pauses;
+    sent, the next send takes its slot (reclaim_delay after it) and no one pauses;
     the sender already asleep until the following slot is woken for it."""
     limits = Limits(max_concurrency=8, rps=1.0, tpm=None)  # slots about a second apart
     sent: list[float] = []
@@ -283,7 +284,7 @@ def test_a_jitter_429_of_the_last_send_hands_its_slot_to_the_next_send() -> None
     rate = limits.control.current(time.monotonic())
     assert rate is not None
     assert limits.control.reclaimed and limits.control.decreases == 0
-    assert answers == [pytest.approx(RECLAIM_SHARE / rate)]
+    assert answers == [pytest.approx(reclaim_delay(rate))]
     assert limits.control.blocked_until < sent[0] + 0.1  # nobody paused
     # the second request went in the refused one's slot, before the slot it was waiting for
     assert sent[0] < sent[1] < sent[0] + 1.0 / rate
@@ -307,6 +308,37 @@ def test_a_second_429_soon_after_a_reclaimed_one_pauses_a_slot() -> None:
         limits.on_rate_limited(sent_at=sent[-1], delay=1.0)  # two in a row are no jitter to reclaim
         assert not limits.control.reclaimed
         assert limits.control.blocked_until > before
+
+    anyio.run(main)
+
+
+def test_reclaiming_stops_where_the_limiter_refuses_the_reclaimed_slot_too() -> None:
+    """A naive limiter restarts its clock on every request, refused or not: the send in a
+    reclaimed slot is refused as well. After RECLAIM_FAILURES of those, refused slots are left
+    alone (each 429 then pauses one interval)."""
+    from assay.judges import limits as limits_module
+
+    limits = Limits(max_concurrency=8, rps=100.0, tpm=None)
+    sent: list[float] = []
+
+    async def one() -> None:
+        async with limits.slot(1) as at:
+            sent.append(at)
+
+    async def main() -> None:
+        for _ in range(3):
+            await one()
+        for episode in range(RECLAIM_FAILURES + 1):
+            for _ in range(limits_module.JITTER_RECENT + 1):  # far enough apart to count as jitter
+                await one()
+            limits.on_rate_limited(sent_at=sent[-1], delay=1.0)
+            assert limits.control.reclaimed == (episode < RECLAIM_FAILURES)
+            if not limits.control.reclaimed:
+                break
+            await one()  # the send in the reclaimed slot ...
+            assert sent[-1] - sent[-2] < 0.5 / 100.0
+            limits.on_rate_limited(sent_at=sent[-1], delay=1.0)  # ... refused as well
+        assert not limits.control.reclaimed
 
     anyio.run(main)
 
