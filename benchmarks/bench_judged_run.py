@@ -48,6 +48,8 @@ class ServerProcess:
             self.cmd += ["--burst", str(args.burst)]
         if args.coarse:
             self.cmd.append("--coarse")
+        if args.announce:
+            self.cmd.append("--announce")
         self.url = ""
 
     def __enter__(self) -> ServerProcess:
@@ -164,6 +166,7 @@ def main() -> None:
     ap.add_argument(
         "--factors", default="1,3", help="rpm configured as these multiples of the real limit (0: rpm unset)"
     )
+    ap.add_argument("--announce", action="store_true", help="server announces its limit per minute in every answer")
     ap.add_argument("--diagnose", action="store_true", help="print where the time went (server arrival log)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:

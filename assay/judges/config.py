@@ -88,6 +88,14 @@ class JudgeConfig(BaseModel):
     tpm: float | None = Field(default=None, gt=0)
     """Tokens (input + expected output) per minute. Requests are estimated before sending (about
     4 characters per token) and the estimate is corrected from the usage the provider reports."""
+    announced_limits: bool = True
+    """Pace below the request limit the provider announces in its answers
+    (``x-ratelimit-limit-requests``, ``anthropic-ratelimit-requests-limit``, per minute) when
+    ``rpm`` is unset or higher: a run that leaves ``rpm`` out starts at the provider's limit after
+    the first answer instead of searching for it."""
+    limit_share: float = Field(default=1.0, gt=0.0, le=1.0)
+    """This process's share of an announced limit; ``--shard``/``--workers`` set it to 1/N (like
+    ``rpm``), so there is no need to set it by hand."""
     adaptive: bool = True
     """Lower the request rate on 429 and raise it again after quiet periods (AIMD). Off: only the
     shared pause after a 429 is applied."""

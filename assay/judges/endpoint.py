@@ -58,7 +58,7 @@ from assay.judges.cache import JudgeCache, cache_key
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.guard import CircuitBreaker, Secrets
 from assay.judges.limits import Limits
-from assay.judges.retry import is_retryable_status, retry_delay, wait_for
+from assay.judges.retry import announced_rpm, is_retryable_status, retry_delay, wait_for
 from assay.judges.wire import (
     WireReply,
     build_body,
@@ -159,6 +159,7 @@ class JudgeEndpoint(AsyncResource):
             rps=cfg.requests_per_second(),
             tpm=cfg.tpm,
             adaptive=cfg.adaptive,
+            limit_share=cfg.limit_share if cfg.announced_limits else 0.0,
         )
         if cfg.shared_limit is not None:
             from assay.judges.shared_limit import SharedRate
@@ -411,6 +412,8 @@ class JudgeEndpoint(AsyncResource):
                     self.breaker.failure(reason)
                     raise JudgeRetryableError(reason) from exc
                 latency = time.monotonic() - sent_at
+                if self.limits.limit_share and (rpm := announced_rpm(headers)) is not None:
+                    self.limits.announce(rpm)
                 if status == 429:
                     self.stats.http_429 += 1
                     self.breaker.success()

@@ -256,6 +256,19 @@ class AdaptiveRate:
         self._refused: deque[float] = deque()
         """Send times of the requests refused with a 429 in that window."""
 
+    def set_ceiling(self, rps: float) -> bool:
+        """A new configured rate (the limit the provider announced); returns whether it changed.
+        A rate searching for an unknown limit, or above the new one, goes straight to it; a rate
+        below it after a cut recovers towards it as usual."""
+        if rps == self.configured:
+            return False
+        self.configured = rps
+        self.ceiling = rps * PACE_MARGIN
+        if self.rate is None or self._searching or self.rate > self.ceiling or self.refused_at is None:
+            self.rate = self.ceiling
+        self._searching = False
+        return True
+
     def current(self, now: float) -> float | None:
         """The allowed rate at ``now``, raised lazily by one step per elapsed quiet period."""
         if self.rate is None or self.refused_at is None:
@@ -563,9 +576,14 @@ class Limits:
         rps: float | None,
         tpm: float | None,
         adaptive: bool = True,
+        limit_share: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.control = AdaptiveRate(rps, adaptive=adaptive)
+        self.configured_rps = rps
+        self.limit_share = limit_share
+        """This process's share of a limit the provider announces (0: announcements are ignored)."""
+        self._announced: float | None = None
         self.cap = InFlightCap(max_concurrency)
         self.shared: Any = None
         """A :class:`~assay.judges.shared_limit.SharedRate` when the budget is shared via Redis."""
@@ -734,6 +752,18 @@ class Limits:
                 self._wake = anyio.Event()
         self._resize()
         return retry
+
+    def announce(self, rpm: float) -> None:
+        """The provider announced its request limit (per minute) in an answer: pace at this
+        process's share of it when that is below the configured rate (or none is configured)."""
+        if rpm == self._announced:
+            return
+        self._announced = rpm
+        rps = rpm * self.limit_share / 60.0
+        if self.configured_rps is not None:
+            rps = min(rps, self.configured_rps)
+        if self.control.set_ceiling(rps):
+            self._resize()
 
     def snapshot(self) -> dict[str, Any]:
         control = self.control

@@ -18,6 +18,7 @@ Anthropic ``anthropic-ratelimit-*-reset`` RFC 3339 timestamps.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
@@ -105,6 +106,31 @@ def retry_delay(headers: Mapping[str, str], *, now: float | None = None) -> floa
     if hint is None:
         hint = _reset_hint(headers, wall)
     return None if hint is None else min(hint, MAX_HINT_S)
+
+
+#: Headers in which providers announce their request limit per minute (OpenAI and the servers
+#: that copy its headers: vLLM, LiteLLM, Azure; Anthropic).
+ANNOUNCED_RPM_HEADERS = ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit")
+
+
+def announced_rpm(headers: Mapping[str, str]) -> float | None:
+    """The provider's request limit per minute, as its answer announces it (None: not announced).
+
+    >>> announced_rpm({"x-ratelimit-limit-requests": "1800"})
+    1800.0
+    >>> announced_rpm({"x-ratelimit-limit-requests": "n/a"}) is None
+    True
+    """
+    for name in ANNOUNCED_RPM_HEADERS:
+        raw = headers.get(name)
+        if raw:
+            try:
+                value = float(raw)
+            except ValueError:
+                continue
+            if math.isfinite(value) and value > 0:
+                return value
+    return None
 
 
 def _reset_hint(headers: Mapping[str, str], wall: float) -> float | None:

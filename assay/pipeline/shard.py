@@ -65,6 +65,7 @@ def share_judge(cfg: dict[str, Any], n: int) -> dict[str, Any]:
     for key in ("rpm", "tpm"):
         if out.get(key) is not None:
             out[key] = float(out[key]) / n
+    out["limit_share"] = float(out.get("limit_share", 1.0)) / n  # of a limit the provider announces
     if out.get("max_concurrency") is not None:
         out["max_concurrency"] = max(1, int(out["max_concurrency"]) // n)
     return out

@@ -219,6 +219,7 @@ class JudgeServer:
         retry_after_ms: bool = True,
         limit_kind: LimitKind = "bucket",
         fail_status: int = 500,
+        announce_limits: bool = False,
     ) -> None:
         self.rule = rule
         self._responses = itertools.cycle(list(responses)) if responses else None
@@ -234,6 +235,7 @@ class JudgeServer:
         self._rng = random.Random(seed)
         self.limit_kind = limit_kind
         self.fail_status = fail_status
+        self.announce_limits = announce_limits
         self._bucket: Limiter | None = None
         self.set_rate_limit(rps, burst)
         self._runner: web.AppRunner | None = None
@@ -355,7 +357,15 @@ class JudgeServer:
                 return web.Response(status=verdict.status, text=verdict.body, headers=verdict.headers)
             return web.json_response(verdict.body, status=verdict.status, headers=verdict.headers)
         self.stats.ok += 1
-        return web.json_response(self._format(provider, body, verdict), dumps=_dumps)
+        return web.json_response(self._format(provider, body, verdict), dumps=_dumps, headers=self._limit_headers())
+
+    def _limit_headers(self) -> dict[str, str] | None:
+        """With ``announce_limits``: the request limit per minute, in OpenAI's and Anthropic's
+        headers, on every answer (as those providers send it)."""
+        if not self.announce_limits or self._bucket is None:
+            return None
+        rpm = f"{self._bucket.rate * 60.0:g}"
+        return {"x-ratelimit-limit-requests": rpm, "anthropic-ratelimit-requests-limit": rpm}
 
     def _draw(self) -> tuple[bool, bool, float]:
         """Three draws per request, always, so the sequence depends only on the seed and arrival order."""
@@ -374,9 +384,9 @@ class JudgeServer:
         headers = {"Retry-After": str(max(1, math.ceil(wait)))}
         if self.retry_after_ms:
             headers["retry-after-ms"] = str(max(1, round(wait * 1000)))
-            headers["x-ratelimit-limit-requests"] = str(self._bucket.rate if self._bucket else 0)
             headers["x-ratelimit-remaining-requests"] = "0"
             headers["x-ratelimit-reset-requests"] = f"{max(1, round(wait * 1000))}ms"
+        headers.update(self._limit_headers() or {})
         return _error(provider, 429, "rate_limit_error", "stand-in judge: rate limit exceeded", headers)
 
     def _client_error(self, provider: str, status: int, message: str) -> web.Response:
@@ -678,6 +688,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--coarse", action="store_true", help="a 429 carries only an integer Retry-After (no ms or reset headers)"
     )
+    parser.add_argument(
+        "--announce",
+        action="store_true",
+        help="every answer announces the limit per minute (x-ratelimit-limit-requests)",
+    )
     args = parser.parse_args(argv)
 
     async def serve() -> None:
@@ -695,6 +710,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             limit_kind=args.limit or ("window" if args.window else "bucket"),
             fail_status=args.fail_status,
             retry_after_ms=not args.coarse,
+            announce_limits=args.announce,
         )
         async with server:
             print(f"stand-in judge listening on {server.url}", flush=True)

@@ -345,3 +345,34 @@ def test_strict_limiter_with_a_coarse_retry_after_scores_everything_with_few_429
     assert all(r["results"]["correctness"]["score"] is not None for r in out)
     assert requests == n + refused  # every refusal retried once it was told, nothing else repeated
     assert refused <= (0.1 if factor == 1.0 else 0.25) * n
+
+
+def test_with_rpm_unset_the_limit_the_endpoint_announces_is_paced_at(tmp_path: Path, write_jsonl: Any) -> None:
+    """OpenAI-style endpoints announce their limit per minute on every answer: with no ``rpm`` the
+    run paces at it after the first answers, so a strict limiter refuses little beyond the first
+    burst sent before any answer came back; with ``announced_limits: false`` it is ignored."""
+    n, rps = 150, 40.0
+    write_jsonl("corpus.jsonl", [{"id": f"t{i}", "inputs": f"q{i}", "outputs": f"a{i}"} for i in range(n)])
+    refused: dict[bool, int] = {}
+    for announced in (True, False):
+        with JudgeServerThread(
+            latency=(0.05, 0.15), rps=rps, limit_kind="spacing", retry_after_ms=False, announce_limits=True
+        ) as s:
+            judge = {"base_url": f"{s.url}/v1", "model": "m", "timeout": 5, "announced_limits": announced}
+            cfg = {
+                "source": {"path": "corpus.jsonl"},
+                "judges": {"j": judge},
+                "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}}],
+                "sink": {"path": f"out-{announced}/"},
+            }
+            f = tmp_path / "run.yaml"
+            f.write_text(json.dumps(cfg))
+            proc = assay("run", str(f), "-q", "--no-cache")
+            refused[announced] = s.stats.rate_limited
+        assert proc.returncode == 0, proc.stderr
+        out = rows(tmp_path / f"out-{announced}")
+        assert len(out) == n and all(r["results"]["correctness"]["score"] is not None for r in out)
+        judge_stats = json.loads((tmp_path / f"out-{announced}" / "_SUMMARY.json").read_text())["judges"]["j"]
+        assert judge_stats["configured_rpm"] == (rps * 60 if announced else None)
+    # the first burst (16 in flight before any answer) is about all that is refused
+    assert refused[True] <= 16 + 0.03 * n

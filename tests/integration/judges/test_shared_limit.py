@@ -94,7 +94,8 @@ def test_shared_limit_config() -> None:
     with pytest.raises(ConfigError, match="grader"):
         parse_judge_config("grader", {"model": "m", "shared_limit": "http://localhost:6379"})
     cfg = {"model": "m", "rpm": 600, "tpm": 60000, "max_concurrency": 8}
-    assert share_judge(cfg, 4) == {"model": "m", "rpm": 150.0, "tpm": 15000.0, "max_concurrency": 2}
+    shard = {"model": "m", "rpm": 150.0, "tpm": 15000.0, "max_concurrency": 2, "limit_share": 0.25}
+    assert share_judge(cfg, 4) == shard
     shared = {**cfg, "shared_limit": "redis://127.0.0.1:6379/0"}
     assert share_judge(shared, 4) == shared  # one budget in Redis: not divided among shards
 

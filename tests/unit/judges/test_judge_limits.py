@@ -435,3 +435,39 @@ def test_with_no_rate_known_the_cap_triples_per_round_trip_while_every_slot_is_b
         cap.observe(2.0)
     assert cap.update(rate=10.0, in_flight=0) == 32
     assert InFlightCap(8).update(rate=100.0, in_flight=8) == 8  # max_concurrency is a hard cap
+
+
+def test_an_announced_limit_becomes_the_rate_when_none_or_a_higher_one_is_configured() -> None:
+    unset = Limits(max_concurrency=None, rps=None, tpm=None)
+    assert unset.control.current(0.0) is None
+    unset.announce(1800.0)  # x-ratelimit-limit-requests: 1800 (per minute)
+    assert unset.control.current(0.0) == pytest.approx(30.0 * PACE_MARGIN)
+    assert unset.control.configured == pytest.approx(30.0)
+
+    too_high = Limits(max_concurrency=None, rps=90.0, tpm=None)
+    too_high.announce(1800.0)
+    assert too_high.control.current(0.0) == pytest.approx(30.0 * PACE_MARGIN)
+
+    lower = Limits(max_concurrency=None, rps=10.0, tpm=None)  # the user keeps a part for others
+    lower.announce(1800.0)
+    assert lower.control.current(0.0) == pytest.approx(10.0 * PACE_MARGIN)
+
+    shard = Limits(max_concurrency=None, rps=None, tpm=None, limit_share=0.5)  # --workers 2
+    shard.announce(1800.0)
+    assert shard.control.current(0.0) == pytest.approx(15.0 * PACE_MARGIN)
+
+    raised = Limits(max_concurrency=None, rps=None, tpm=None)
+    raised.announce(1800.0)
+    raised.announce(3600.0)  # the provider raised the limit mid-run
+    assert raised.control.current(0.0) == pytest.approx(60.0 * PACE_MARGIN)
+
+
+def test_a_rate_cut_below_an_announced_limit_recovers_towards_it() -> None:
+    limits = Limits(max_concurrency=None, rps=None, tpm=None)
+    limits.announce(1800.0)
+    ctl = limits.control
+    refuse_burst(ctl, paced(ctl, 3.0), 12)  # far above whatever the server accepts now
+    cut = ctl.rate
+    assert cut is not None and cut < 30.0 * PACE_MARGIN
+    limits.announce(1800.0)  # the same announcement again changes nothing
+    assert ctl.rate == cut
