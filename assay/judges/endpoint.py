@@ -419,7 +419,7 @@ class JudgeEndpoint(AsyncResource):
                     self.breaker.success()
                     wait = self.limits.on_rate_limited(sent_at=sent_at, delay=retry_delay(headers))
                     raise JudgeRetryableError(self._failure_text(status, raw), status=status, retry_after=wait)
-                self.limits.on_answer(latency)
+                self.limits.on_answer(latency, sent_at)
         finally:
             await self._release_session(session)
         if status >= 500:

@@ -60,7 +60,7 @@ BLOCK_SHARE = 0.06
 #: strict limiter counts only what it accepts): the next send takes the refused one's slot,
 #: RECLAIM_SHARE of an interval after it (but at least RECLAIM_MIN_S, at most RECLAIM_MAX_SHARE
 #: of an interval), instead of a whole interval later. A limiter that also counts what it refuses
-#: refuses that send too: after RECLAIM_FAILURES such refusals, slots are no longer reclaimed.
+#: refuses that send too: after RECLAIM_FAILURES such refusals in a row, slots are no longer reclaimed.
 RECLAIM_SHARE = 0.1
 RECLAIM_MIN_S = 0.003
 RECLAIM_MAX_SHARE = 0.5
@@ -602,7 +602,7 @@ class Limits:
         self._reclaimed_at = -(2**31)  # the send count of the last reclaimed slot
         self._reclaim_sent = -math.inf  # when the send that took a reclaimed slot went out
         self._reclaim_failures = 0
-        """Sends in a reclaimed slot that were refused too (the limiter counts its refusals)."""
+        """Sends in a reclaimed slot refused too, in a row (the limiter counts its refusals)."""
         self._send_count = 0
         self._lateness = 0.0
         """How late the event loop wakes a sleeping sender (moving average, seconds)."""
@@ -652,8 +652,10 @@ class Limits:
     def _wanted_cap(self) -> int:
         return self.cap.update(rate=self.control.current(self._clock()), in_flight=self.in_flight)
 
-    def on_answer(self, latency: float) -> None:
+    def on_answer(self, latency: float, sent_at: float | None = None) -> None:
         """An answered request (any status but 429): feed its latency to the in-flight cap."""
+        if sent_at is not None and sent_at == self._reclaim_sent:
+            self._reclaim_failures = 0  # the reclaimed slot was free after all
         self.cap.observe(latency)
         self._resize()
 

@@ -314,10 +314,8 @@ def test_a_second_429_soon_after_a_reclaimed_one_pauses_a_slot() -> None:
 
 def test_reclaiming_stops_where_the_limiter_refuses_the_reclaimed_slot_too() -> None:
     """A naive limiter restarts its clock on every request, refused or not: the send in a
-    reclaimed slot is refused as well. After RECLAIM_FAILURES of those, refused slots are left
-    alone (each 429 then pauses one interval)."""
-    from assay.judges import limits as limits_module
-
+    reclaimed slot is refused as well. After RECLAIM_FAILURES of those in a row, refused slots
+    are left alone (each 429 then pauses one interval). One that was answered resets the count."""
     limits = Limits(max_concurrency=8, rps=100.0, tpm=None)
     sent: list[float] = []
 
@@ -325,12 +323,22 @@ def test_reclaiming_stops_where_the_limiter_refuses_the_reclaimed_slot_too() -> 
         async with limits.slot(1) as at:
             sent.append(at)
 
-    async def main() -> None:
-        for _ in range(3):
+    async def spaced() -> None:  # refusals far enough apart to pass for jitter (3 in 2 s at most)
+        for _ in range(70):
             await one()
+
+    async def main() -> None:
+        for answered in (False, True):  # one refused in its reclaimed slot, then one answered
+            await spaced()
+            limits.on_rate_limited(sent_at=sent[-1], delay=1.0)
+            assert limits.control.reclaimed
+            await one()
+            if answered:
+                limits.on_answer(0.1, sent[-1])  # the reclaimed slot was free: the count restarts
+            else:
+                limits.on_rate_limited(sent_at=sent[-1], delay=1.0)
         for episode in range(RECLAIM_FAILURES + 1):
-            for _ in range(limits_module.JITTER_RECENT + 1):  # far enough apart to count as jitter
-                await one()
+            await spaced()
             limits.on_rate_limited(sent_at=sent[-1], delay=1.0)
             assert limits.control.reclaimed == (episode < RECLAIM_FAILURES)
             if not limits.control.reclaimed:
