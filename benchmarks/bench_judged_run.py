@@ -48,6 +48,8 @@ class ServerProcess:
             self.cmd += ["--burst", str(args.burst)]
         if args.coarse:
             self.cmd.append("--coarse")
+        if args.bare:
+            self.cmd.append("--bare")
         if args.announce:
             self.cmd.append("--announce")
         self.url = ""
@@ -163,6 +165,7 @@ def main() -> None:
         help="server limit: token bucket (default), sliding 1 s window, strict spacing of 1/R, per-minute window",
     )
     ap.add_argument("--coarse", action="store_true", help="server sends only an integer Retry-After")
+    ap.add_argument("--bare", action="store_true", help="server's 429 carries no hint at all (nginx limit_req)")
     ap.add_argument(
         "--factors", default="1,3", help="rpm configured as these multiples of the real limit (0: rpm unset)"
     )
@@ -181,8 +184,9 @@ def main() -> None:
     }
     limit = args.limit or ("window" if args.window else "bucket")
     kind = kinds.get(limit, f"bucket {args.burst or args.rps:g}")
+    hints = ", no hint in a 429" if args.bare else ", Retry-After only" if args.coarse else ""
     print(
-        f"# {args.n} traces, server limit {args.rps:g} req/s ({kind}{', Retry-After only' if args.coarse else ''}), "
+        f"# {args.n} traces, server limit {args.rps:g} req/s ({kind}{hints}), "
         f"latency {args.latency_low}-{args.latency_high} s; ideal wall N/R = {args.n / args.rps:.1f} s"
     )
     print(

@@ -11,7 +11,8 @@ when a tool is forced); strings come back as plain text (to exercise verdict sal
 Misbehaviour on demand, deterministic for a given ``seed`` and arrival order: ``latency`` (seconds,
 fixed or a ``(low, high)`` range), ``rps`` (a token bucket of ``rps`` requests per second holding
 ``burst``; beyond it 429 with ``Retry-After``, ``retry-after-ms`` and ``x-ratelimit-reset-
-requests``, or only an integer ``Retry-After`` with ``retry_after_ms=False``;
+requests``, or only an integer ``Retry-After`` with ``retry_after_ms=False``, or no hint at all
+(nginx's ``limit_req``) with ``retry_hints=False``;
 ``limit_kind="window"`` counts accepted requests in a sliding one-second window instead,
 ``"spacing"`` refuses any request closer than ``1/rps`` to the previous accepted one,
 ``"spacing-any"`` to the previous request accepted or not, ``"minute"`` allows ``60·rps`` per fixed
@@ -217,6 +218,7 @@ class JudgeServer:
         model: str = "stand-in-judge",
         api_key: str | None = None,
         retry_after_ms: bool = True,
+        retry_hints: bool = True,
         limit_kind: LimitKind = "bucket",
         fail_status: int = 500,
         announce_limits: bool = False,
@@ -231,6 +233,7 @@ class JudgeServer:
         self.model = model
         self.api_key = api_key
         self.retry_after_ms = retry_after_ms
+        self.retry_hints = retry_hints
         self.stats = ServerStats()
         self._rng = random.Random(seed)
         self.limit_kind = limit_kind
@@ -381,8 +384,9 @@ class JudgeServer:
 
     def _rate_limited(self, provider: str, wait: float) -> web.Response:
         # retry_after_ms=False is the coarse server many gateways are: an integer Retry-After only.
-        headers = {"Retry-After": str(max(1, math.ceil(wait)))}
-        if self.retry_after_ms:
+        # retry_hints=False: a bare 429, as nginx's limit_req sends it.
+        headers = {"Retry-After": str(max(1, math.ceil(wait)))} if self.retry_hints else {}
+        if self.retry_after_ms and self.retry_hints:
             headers["retry-after-ms"] = str(max(1, round(wait * 1000)))
             headers["x-ratelimit-remaining-requests"] = "0"
             headers["x-ratelimit-reset-requests"] = f"{max(1, round(wait * 1000))}ms"
@@ -688,6 +692,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--coarse", action="store_true", help="a 429 carries only an integer Retry-After (no ms or reset headers)"
     )
+    parser.add_argument("--bare", action="store_true", help="a 429 carries no hint at all (like nginx's limit_req)")
     parser.add_argument(
         "--announce",
         action="store_true",
@@ -710,6 +715,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             limit_kind=args.limit or ("window" if args.window else "bucket"),
             fail_status=args.fail_status,
             retry_after_ms=not args.coarse,
+            retry_hints=not args.bare,
             announce_limits=args.announce,
         )
         async with server:

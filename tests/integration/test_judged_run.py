@@ -319,15 +319,19 @@ def test_judge_errors_above_max_error_rate_fail_the_run(tmp_path: Path, corpus: 
     assert summary["status"] == "failed" and not (tmp_path / "out" / "_SUCCESS").exists()
 
 
+@pytest.mark.parametrize("bare", [False, True], ids=["Retry-After: 1", "bare 429"])
 @pytest.mark.parametrize("factor", [1.0, 3.0], ids=["rpm right", "rpm 3x too high"])
 def test_strict_limiter_with_a_coarse_retry_after_scores_everything_with_few_429s(
-    tmp_path: Path, factor: float, write_jsonl: Any
+    tmp_path: Path, factor: float, bare: bool, write_jsonl: Any
 ) -> None:
-    """A limiter that refuses anything closer than 1/R and answers only "Retry-After: 1": every
-    trace is scored, and the run is not a storm of refusals (counts, not timings)."""
+    """A limiter that refuses anything closer than 1/R and answers only "Retry-After: 1", or a
+    bare 429 with no hint at all (nginx's limit_req): every trace is scored, and the run is not a
+    storm of refusals (counts, not timings)."""
     n, rps = 120, 40.0
     write_jsonl("corpus.jsonl", [{"id": f"t{i}", "inputs": f"q{i}", "outputs": f"a{i}"} for i in range(n)])
-    with JudgeServerThread(latency=(0.05, 0.15), rps=rps, limit_kind="spacing", retry_after_ms=False) as s:
+    with JudgeServerThread(
+        latency=(0.05, 0.15), rps=rps, limit_kind="spacing", retry_after_ms=False, retry_hints=not bare
+    ) as s:
         f = tmp_path / "run.yaml"
         judge = {"provider": "openai", "base_url": f"{s.url}/v1", "model": "m", "timeout": 5, "rpm": rps * 60 * factor}
         cfg = {

@@ -154,6 +154,34 @@ def test_a_coarse_retry_after_slows_the_endpoint_without_silencing_it() -> None:
     assert later and min(later) >= 0.2, later
 
 
+@pytest.mark.parametrize(
+    ("kw", "expected"),
+    [
+        ({}, {"retry-after", "retry-after-ms", "x-ratelimit-reset-requests"}),
+        ({"retry_after_ms": False}, {"retry-after"}),
+        ({"retry_hints": False}, set()),
+    ],
+    ids=["precise", "coarse", "bare"],
+)
+def test_stand_in_429_hints(kw: dict[str, Any], expected: set[str]) -> None:
+    """The stand-in's 429 carries every hint, only an integer Retry-After, or none (nginx's limit_req)."""
+
+    async def main() -> tuple[list[int], set[str]]:
+        async with JudgeServer(rps=1, burst=1, **kw) as server, aiohttp.ClientSession() as http:
+            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+            statuses, hints = [], set()
+            for _ in range(2):
+                async with http.post(server.url + "/v1/chat/completions", json=body) as resp:
+                    statuses.append(resp.status)
+                    names = {h.lower() for h in resp.headers}
+                    hints = names & {"retry-after", "retry-after-ms", "x-ratelimit-reset-requests"}
+            return statuses, hints
+
+    statuses, hints = run(main)
+    assert statuses == [200, 429]
+    assert hints == expected
+
+
 def test_adaptive_rate_converges_when_configured_3x_too_high() -> None:
     # 200 calls: the server's first-second burst of 20 hides its limit for a third of a second, so
     # a shorter run measures mostly that start; the refusal share below is for the whole run
