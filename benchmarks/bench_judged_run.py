@@ -160,9 +160,10 @@ def main() -> None:
     ap.add_argument("--window", action="store_true", help="server limit: a sliding one-second window")
     ap.add_argument(
         "--limit",
-        choices=["bucket", "window", "spacing", "spacing-any", "minute"],
+        choices=["bucket", "window", "spacing", "spacing-any", "minute", "second"],
         default=None,
-        help="server limit: token bucket (default), sliding 1 s window, strict spacing of 1/R, per-minute window",
+        help="server limit: token bucket (default), sliding 1 s window, strict spacing of 1/R, "
+        "per-minute window, fixed 1 s window",
     )
     ap.add_argument("--coarse", action="store_true", help="server sends only an integer Retry-After")
     ap.add_argument("--bare", action="store_true", help="server's 429 carries no hint at all (nginx limit_req)")
@@ -181,6 +182,7 @@ def main() -> None:
         "spacing": "strict spacing 1/R",
         "spacing-any": "strict spacing 1/R after any request",
         "minute": "per-minute window",
+        "second": "fixed one-second window",
     }
     limit = args.limit or ("window" if args.window else "bucket")
     kind = kinds.get(limit, f"bucket {args.burst or args.rps:g}")

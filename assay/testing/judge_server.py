@@ -16,7 +16,8 @@ requests``, or only an integer ``Retry-After`` with ``retry_after_ms=False``, or
 ``limit_kind="window"`` counts accepted requests in a sliding one-second window instead,
 ``"spacing"`` refuses any request closer than ``1/rps`` to the previous accepted one,
 ``"spacing-any"`` to the previous request accepted or not, ``"minute"`` allows ``60·rps`` per fixed
-minute), ``error_rate`` (answered ``fail_status``: 500 by default; 401
+minute, ``"second"`` ``rps`` per fixed second: Envoy's local rate limit, a Redis INCR + EXPIRE),
+``error_rate`` (answered ``fail_status``: 500 by default; 401
 or 403 for a wrong key; 500 with ``error_rate=1`` for a reachable but failing endpoint), ``api_key``
 (401 for any other key) and ``hang_rate`` (requests never answered until the server stops).
 ``stats`` (also ``GET /stats``) counts requests, 200s, 429s, 500s and hangs.
@@ -190,8 +191,8 @@ class FixedWindow:
         return self.start + self.period - now
 
 
-LimitKind = Literal["bucket", "window", "spacing", "spacing-any", "minute"]
-LIMIT_KINDS: tuple[str, ...] = ("bucket", "window", "spacing", "spacing-any", "minute")
+LimitKind = Literal["bucket", "window", "spacing", "spacing-any", "minute", "second"]
+LIMIT_KINDS: tuple[str, ...] = ("bucket", "window", "spacing", "spacing-any", "minute", "second")
 Limiter = TokenBucket | SlidingWindow | StrictSpacing | FixedWindow
 
 
@@ -258,6 +259,8 @@ class JudgeServer:
             self._bucket = StrictSpacing(rps, count_refused=self.limit_kind == "spacing-any")
         elif self.limit_kind == "minute":
             self._bucket = FixedWindow(rps)
+        elif self.limit_kind == "second":
+            self._bucket = FixedWindow(rps, period=1.0)
         else:
             self._bucket = TokenBucket(rps, burst if burst is not None else max(1.0, rps))
 
@@ -684,7 +687,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         choices=LIMIT_KINDS,
         default=None,
         help="kind of rate limit: token bucket (default), sliding 1 s window, strict spacing of 1/rps "
-        "(after the last accepted request; spacing-any: after any request), per-minute window of 60*rps",
+        "(after the last accepted request; spacing-any: after any request), per-minute window of 60*rps, "
+        "fixed one-second window of rps",
     )
     parser.add_argument("--fail-status", type=int, default=500, help="status of --error-rate answers (e.g. 401)")
     parser.add_argument("--seed", type=int, default=0)

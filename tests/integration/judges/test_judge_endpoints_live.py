@@ -18,7 +18,7 @@ import pytest
 
 from assay.exceptions import BudgetExceeded, JudgeAuthError, JudgeError, JudgeRequestError, JudgeUnavailableError
 from assay.judges import JudgeEndpoint, JudgePool, JudgeRequest, JudgeResponse, resolve_judge
-from assay.testing.judge_server import JudgeServer, JudgeServerThread, Reply
+from assay.testing.judge_server import JudgeServer, JudgeServerThread, LimitKind, Reply
 
 SCHEMA = {
     "type": "object",
@@ -180,6 +180,25 @@ def test_stand_in_429_hints(kw: dict[str, Any], expected: set[str]) -> None:
     statuses, hints = run(main)
     assert statuses == [200, 429]
     assert hints == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [("bucket", [200] * 3 + [429]), ("second", [200] * 3 + [429]), ("spacing", [200] + [429] * 3)],
+)
+def test_stand_in_limit_kinds_in_a_burst(kind: LimitKind, expected: list[int]) -> None:
+    """Four requests at once against 3 req/s: a full bucket and a fixed second take three, strict spacing one."""
+
+    async def main() -> list[int]:
+        async with JudgeServer(rps=3, limit_kind=kind) as server, aiohttp.ClientSession() as http:
+            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+            statuses = []
+            for _ in range(4):
+                async with http.post(server.url + "/v1/chat/completions", json=body) as resp:
+                    statuses.append(resp.status)
+            return statuses
+
+    assert run(main) == expected
 
 
 def test_adaptive_rate_converges_when_configured_3x_too_high() -> None:
