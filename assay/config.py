@@ -156,6 +156,9 @@ class RunConfig(_Model):
     s3: dict[str, Any] | None = None
     """S3 connection settings for every ``s3://`` path: ``endpoint_url``, ``region``, ``profile``
     (default: the standard AWS chain, including ``AWS_ENDPOINT_URL``)."""
+    rate_store: str | None = None
+    """``redis://host:port/db``: every judge that sets no ``shared_limit`` of its own shares its
+    rpm/tpm budget through this Redis (across ``--workers`` and ``--shard`` processes)."""
 
     @field_validator("source", "sink", "dead_letter", mode="before")
     @classmethod
@@ -172,6 +175,41 @@ class RunConfig(_Model):
     @model_validator(mode="after")
     def _unique_names(self) -> RunConfig:
         return self
+
+    @field_validator("rate_store")
+    @classmethod
+    def _rate_store_url(cls, v: str | None) -> str | None:
+        from assay.judges.config import redis_url  # lazy: pydantic only, no aiohttp
+
+        return redis_url(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rate_store(cls, data: Any) -> Any:
+        """``rate_store``: the run's Redis becomes the ``shared_limit`` of every judge, declared or
+        inline, that names none of its own."""
+        from assay.judges.config import REDIS_SCHEMES  # lazy: pydantic only, no aiohttp
+
+        store = data.get("rate_store") if isinstance(data, dict) else None
+        if not isinstance(store, str) or not store.startswith(REDIS_SCHEMES):
+            return data  # nothing to share, or a wrong URL that the field's own check reports
+
+        def shared(raw: Any) -> Any:
+            return {**raw, "shared_limit": store} if isinstance(raw, dict) and "shared_limit" not in raw else raw
+
+        out = dict(data)
+        if isinstance(data.get("judges"), dict):
+            out["judges"] = {name: shared(raw) for name, raw in data["judges"].items()}
+        if isinstance(data.get("evaluators"), list):
+            out["evaluators"] = [
+                {**ev, "params": {**ev["params"], "judge": shared(ev["params"].get("judge"))}}
+                if isinstance(ev, dict)
+                and isinstance(ev.get("params"), dict)
+                and isinstance(ev["params"].get("judge"), dict)
+                else ev
+                for ev in data["evaluators"]
+            ]
+        return out
 
     @model_validator(mode="after")
     def _judges_known(self) -> RunConfig:

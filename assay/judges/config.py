@@ -115,9 +115,7 @@ class JudgeConfig(BaseModel):
     @field_validator("shared_limit")
     @classmethod
     def _redis_url(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("expected a redis:// (or rediss://, unix://) URL")
-        return v
+        return redis_url(v)
 
     @field_validator("base_url")
     @classmethod
@@ -160,3 +158,13 @@ def parse_judge_config(name: str, raw: dict[str, Any] | JudgeConfig) -> JudgeCon
             lines.append(f"judges.{name}.{loc}: {err['msg']}")
         # `from None`: pydantic's own message echoes the input, which may hold a secret
         raise ConfigError("\n".join(lines)) from None
+
+
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def redis_url(v: str | None) -> str | None:
+    """A ``shared_limit`` or ``rate_store`` value: a Redis URL, or None."""
+    if v is not None and not v.startswith(REDIS_SCHEMES):
+        raise ValueError("expected a redis:// (or rediss://, unix://) URL")
+    return v

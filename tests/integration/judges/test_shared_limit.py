@@ -100,7 +100,7 @@ def test_shared_limit_config() -> None:
     assert share_judge(shared, 4) == shared  # one budget in Redis: not divided among shards
 
 
-def _run_file(tmp_path: Path, name: str, url: str, model: str, shared: str | None, n: int) -> Path:
+def _run_file(tmp_path: Path, name: str, url: str, model: str, shared: str | None, n: int, *, run_level: bool) -> Path:
     (tmp_path / f"{name}.jsonl").write_text(
         "".join(json.dumps({"id": f"{name}-{i}", "inputs": f"q{i}", "outputs": f"a{i}"}) + "\n" for i in range(n))
     )
@@ -111,22 +111,25 @@ def _run_file(tmp_path: Path, name: str, url: str, model: str, shared: str | Non
         "rpm": 20 * 60,
         "timeout": 5,
     }
-    if shared:
+    if shared and not run_level:
         judge["shared_limit"] = shared
-    cfg = {
+    cfg: dict[str, Any] = {
         "source": {"path": f"{name}.jsonl"},
         "judges": {"j": judge},
         "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}}],
         "sink": {"path": f"out-{name}/"},
         "state_dir": f"state-{name}",
     }
+    if shared and run_level:
+        cfg["rate_store"] = shared  # the run's Redis, for every judge without a shared_limit
     f = tmp_path / f"{name}.yaml"
     f.write_text(json.dumps(cfg))
     return f
 
 
 def _two_processes(tmp_path: Path, url: str, shared: str | None, n: int) -> list[subprocess.CompletedProcess[str]]:
-    files = [_run_file(tmp_path, name, url, "judge-model", shared, n) for name in ("a", "b")]
+    # one process names the Redis in its judge (shared_limit), the other for the whole run (rate_store)
+    files = [_run_file(tmp_path, name, url, "judge-model", shared, n, run_level=name == "b") for name in ("a", "b")]
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache"],

@@ -108,3 +108,31 @@ def test_shards_share_the_judge_limits_and_budget() -> None:
     assert shard.judges["j"]["max_concurrency"] == 4
     assert shard.limits.budget_usd == 2.5
     assert share_limits(build_config(data), 1).judges["j"]["rpm"] == 600
+
+
+def test_rate_store_shares_every_judge_that_names_no_redis_of_its_own() -> None:
+    from assay.pipeline.shard import share_limits
+
+    data = {
+        "source": {"path": "a.jsonl"},
+        "rate_store": "redis://10.0.0.5:6379/1",
+        "judges": {
+            "j": {"model": "m", "rpm": 600},
+            "own": {"model": "m", "rpm": 600, "shared_limit": "redis://other:6379/0"},
+        },
+        "evaluators": [
+            {"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}},
+            {"name": "llm_judge", "params": {"prompt": "helpfulness", "judge": {"model": "m", "rpm": 60}}},
+        ],
+        "sink": {"path": "o/"},
+    }
+    cfg = build_config(data)
+    assert cfg.judges["j"]["shared_limit"] == "redis://10.0.0.5:6379/1"
+    assert cfg.judges["own"]["shared_limit"] == "redis://other:6379/0"
+    assert cfg.evaluators[1].params["judge"]["shared_limit"] == "redis://10.0.0.5:6379/1"
+    assert share_limits(cfg, 4).judges["j"]["rpm"] == 600  # one budget in Redis: not divided
+    without = {k: v for k, v in data.items() if k != "rate_store"}
+    assert "shared_limit" not in build_config(without).judges["j"]
+    with pytest.raises(ConfigError, match=r"n.yaml: rate_store: .*redis://") as info:
+        build_config({**data, "rate_store": "http://10.0.0.5:6379"}, origin="n.yaml")
+    assert "shared_limit" not in str(info.value)
