@@ -351,9 +351,13 @@ def template_variables(ds: str | None) -> dict[str, str]:
 def format_errors(origin: str, exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if not err["loc"]:  # a check of the whole file: its message names the keys, the input is the file
+            lines.append(f"{origin}: {msg}")
+            continue
+        loc = ".".join(str(p) for p in err["loc"])
         shown = "" if err["type"] == "missing" else f" (got {err.get('input')!r})"
-        lines.append(f"{origin}: {loc}: {err['msg']}{shown}")
+        lines.append(f"{origin}: {loc}: {msg}{shown}")
     return "\n".join(lines)
 
 

@@ -304,6 +304,9 @@ def test_misspelled_judge_name_fails_validate_and_run_with_exit_2(tmp_path: Path
         proc = assay(cmd, str(f))
         assert proc.returncode == 2, proc.stderr
         assert "standni" in proc.stderr and "standin" in proc.stderr
+        # one line naming the file, the evaluator and the judges there are, not the whole file echoed
+        assert f"{f}: evaluators[1] (llm_judge): unknown judge 'standni'" in proc.stderr
+        assert "(got {" not in proc.stderr and "Value error" not in proc.stderr
 
 
 def test_judge_errors_above_max_error_rate_fail_the_run(tmp_path: Path, corpus: Path) -> None:
