@@ -112,10 +112,11 @@ def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespa
             "sink": {"path": f"out-{factor}/"},
         }
         (workdir / "run.yaml").write_text(json.dumps(cfg))
+        workers = ["--workers", str(args.workers)]
         t0 = time.perf_counter()
         m0 = time.monotonic()  # the server stamps arrivals with the same (system-wide) clock
         proc = subprocess.run(
-            [sys.executable, "-m", "assay.cli", "run", str(workdir / "run.yaml"), "-q", "--no-cache"],
+            [sys.executable, "-m", "assay.cli", "run", str(workdir / "run.yaml"), "-q", "--no-cache", *workers],
             capture_output=True,
             text=True,
         )
@@ -135,7 +136,8 @@ def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespa
     ]
     scored = sum(1 for r in rows if r["results"]["correctness"]["score"] is not None)
     return {
-        "scenario": {0: "rpm unset", 1: "rpm correct"}.get(factor, f"rpm {factor:g}x too high"),
+        "scenario": {0: "rpm unset", 1: "rpm correct"}.get(factor, f"rpm {factor:g}x too high")
+        + (f", --workers {args.workers}" if args.workers != 1 else ""),
         "exit": proc.returncode,
         "wall_s": wall,
         "ideal_s": n / rps,
@@ -156,6 +158,7 @@ def main() -> None:
     ap.add_argument("--latency-low", type=float, default=0.2)
     ap.add_argument("--latency-high", type=float, default=0.6)
     ap.add_argument("--concurrency", type=int, default=None, help="max_concurrency (default: unset)")
+    ap.add_argument("--workers", type=int, default=1, help="assay run --workers (each takes 1/N of the rpm)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--window", action="store_true", help="server limit: a sliding one-second window")
     ap.add_argument(

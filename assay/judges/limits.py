@@ -322,13 +322,18 @@ class AdaptiveRate:
 
         The pacer spaces sends evenly, but a late wake-up (the event loop busy with other work)
         bunches the next ones; a server counting requests in a sliding one-second window refuses
-        the bunch. This keeps the count itself under the limit."""
-        limit = max(1, math.floor(rate / PACE_MARGIN + 1e-9))
+        the bunch. This keeps the count itself under the limit. A rate that is no whole number per
+        second (rpm 450, a shard's share of 1800) is no sliding one-second count: the window is
+        stretched so that it holds the whole number of sends the rate allows (7.5/s: 7 sends in
+        0.93 s), instead of rounding the rate down to 7 per second."""
+        per_s = rate / PACE_MARGIN  # the configured rate
+        limit = max(1, math.floor(per_s + 1e-9))
         history = self._window
         if len(history) < limit:
             return 0.0
         oldest = history[-limit]  # the limit-th most recent send
-        return max(0.0, oldest + WINDOW_S - now)
+        span = WINDOW_S if limit >= per_s - 1e-9 else WINDOW_S * limit / per_s
+        return max(0.0, oldest + span - now)
 
     def accepted_rate(self, sent_at: float) -> float | None:
         """What the server accepted in the second before a refused request: "R requests per

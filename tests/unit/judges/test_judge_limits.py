@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import time
 
 import anyio
@@ -216,6 +217,28 @@ def test_window_guard_keeps_any_second_under_the_limit() -> None:
         t = i / rate
         assert even.window_wait(t, rate) == 0.0
         even.record_send(t)
+
+
+@pytest.mark.parametrize("per_s", [7.5, 8.33, 1.5, 0.5, 30.0, 100.0])
+def test_window_guard_never_holds_evenly_paced_sends_below_their_rate(per_s: float) -> None:
+    """A rate that is no whole number per second (rpm 450, or a quarter of 1800 per shard) is sent
+    at that rate: the guard used to round it down to 7 sends per second (6.97/s instead of 7.43)."""
+    rate = per_s * PACE_MARGIN
+    ctl = AdaptiveRate(per_s)
+    t, sent = 0.0, 0
+    while t < 60.0:
+        wait = ctl.window_wait(t, rate)
+        t += wait
+        ctl.record_send(t)
+        sent += 1
+        t += 1.0 / rate
+    assert sent >= math.floor(60.0 * rate)  # evenly paced sends never wait on the window
+    # a bunch still waits: limit sends at once, then the next one
+    bunched = AdaptiveRate(per_s)
+    limit = max(1, math.floor(per_s))
+    for _ in range(limit):
+        bunched.record_send(100.0)
+    assert bunched.window_wait(100.0, rate) > 0.0
 
 
 def test_actual_sends_never_closer_than_the_least_gap() -> None:
