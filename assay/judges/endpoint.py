@@ -414,6 +414,15 @@ class JudgeEndpoint(AsyncResource):
                 latency = time.monotonic() - sent_at
                 if self.limits.limit_share and (rpm := announced_rpm(headers)) is not None:
                     self.limits.announce(rpm)
+                if status == 429 and b"insufficient_quota" in raw:
+                    # OpenAI's 429 for an account out of credit: no wait makes it pass, stop the run
+                    self.stats.http_429 += 1
+                    if self._auth_error is None:
+                        self._auth_error = JudgeAuthError(
+                            f"{self._failure_text(status, raw)} (the account behind "
+                            f"{self.config.resolved_key_env() or 'the endpoint config'} is out of quota); the run stops"
+                        )
+                    raise self._auth_error
                 if status == 429:
                     self.stats.http_429 += 1
                     self.breaker.success()

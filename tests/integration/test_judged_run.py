@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from assay.testing.judge_server import JudgeServerThread
+from assay.testing.judge_server import JudgeServerThread, Reply
 from tests.conftest import agent_messages
 
 
@@ -277,6 +277,26 @@ def test_wrong_key_stops_at_once_with_exit_2(tmp_path: Path, corpus: Path) -> No
     assert sent <= 16  # the first answers, not one per trace
     assert not (tmp_path / "out" / "_SUCCESS").exists()
     assert json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())["status"] == "failed"
+
+
+def test_an_account_out_of_quota_stops_at_once_with_exit_2(tmp_path: Path, corpus: Path) -> None:
+    """OpenAI answers 429 ``insufficient_quota`` when the account is out of credit: no wait makes
+    it pass, so the run stops at the first answers instead of retrying every trace."""
+    body = {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing details.",
+            "type": "insufficient_quota",
+            "param": None,
+            "code": "insufficient_quota",
+        }
+    }
+    with JudgeServerThread(latency=0.01, rule=lambda _req: Reply(429, body, {"Retry-After": "1"})) as s:
+        proc = assay("run", str(run_file(tmp_path, s.url)), "-q", "--no-cache")
+        sent = s.stats.requests
+    assert proc.returncode == 2, proc.stderr
+    assert "quota" in proc.stderr and "429" in proc.stderr
+    assert sent <= 16  # the first answers, not one per trace and attempt
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
 
 
 def test_dead_endpoint_stops_after_the_retry_budget_with_exit_1(tmp_path: Path, corpus: Path) -> None:
