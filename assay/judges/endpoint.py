@@ -77,6 +77,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Output tokens assumed by estimates: a structured verdict, or a free-text answer.
+#: A request refused with 429 is tried again up to this many times ``max_retries + 1`` (a 429 is
+#: pacing, not a failure: it does not count against ``max_retries``).
+RATE_LIMITED_BUDGET = 3
 EXPECTED_VERDICT_TOKENS = 200
 EXPECTED_TEXT_TOKENS = 400
 _LATENCY_SAMPLES = 20_000
@@ -355,12 +358,26 @@ class JudgeEndpoint(AsyncResource):
     # --- transport -----------------------------------------------------------------------------
 
     async def _send_with_retries(self, body: dict[str, Any], estimated: int) -> tuple[WireReply, float]:
-        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+        from tenacity import AsyncRetrying, retry_if_exception_type
 
         payload = orjson.dumps(body)
         attempts = self.config.max_retries + 1
+        refused = tried = 0
+
+        def stop(state: RetryCallState) -> bool:
+            # A 429 is the endpoint pacing us, not a failure of this request: refusals have a
+            # budget of their own (RATE_LIMITED_BUDGET times the retries), so a slow convergence
+            # to an unknown limit costs no row; every other failure counts against max_retries.
+            nonlocal refused, tried
+            tried = state.attempt_number
+            exc = state.outcome.exception() if state.outcome is not None else None
+            if isinstance(exc, JudgeRetryableError) and exc.status == 429:
+                refused += 1
+            failed = state.attempt_number - refused
+            return failed >= attempts or refused >= RATE_LIMITED_BUDGET * attempts
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts),
+            stop=stop,
             wait=wait_for,
             retry=retry_if_exception_type(JudgeRetryableError),
             sleep=anyio.sleep,
@@ -374,7 +391,8 @@ class JudgeEndpoint(AsyncResource):
                     result = await self._attempt(payload, estimated)
         except JudgeRetryableError as exc:
             self.breaker.check()  # an outage: one error for the run, not one per trace
-            raise JudgeError(f"judge {self.name!r}: gave up after {attempts} attempt(s); last error: {exc}") from exc
+            tries = f"{tried} attempt(s)" + (f", {refused} of them refused with 429" if refused else "")
+            raise JudgeError(f"judge {self.name!r}: gave up after {tries}; last error: {exc}") from exc
         assert result is not None
         return result
 

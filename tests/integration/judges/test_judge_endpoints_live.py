@@ -257,6 +257,32 @@ def test_5xx_retried_then_exhausted() -> None:
     run(main)
 
 
+def test_429s_do_not_spend_the_retry_budget_but_have_one_of_their_own() -> None:
+    """A 429 is the endpoint pacing us: a request refused three times is still answered with
+    max_retries=1; one refused without end gives up after RATE_LIMITED_BUDGET x (max_retries + 1)."""
+    from assay.judges.endpoint import RATE_LIMITED_BUDGET
+
+    limited = Reply(429, {"error": {"message": "slow down", "type": "rate_limit_error"}}, {"retry-after-ms": "5"})
+    seen = itertools.count()
+
+    def three_refusals(_req: dict[str, Any]) -> Reply | dict[str, Any]:
+        return limited if next(seen) < 3 else {"reasoning": "fine", "score": True}
+
+    async def main() -> None:
+        async with JudgeServer(rule=three_refusals) as server:
+            async with JudgeEndpoint("g", judge_config(server, rpm=None, max_retries=1)) as judge:
+                answer = await judge.complete(request())
+            assert answer.data == {"reasoning": "fine", "score": True}
+            assert server.stats.requests == 4
+        async with JudgeServer(rule=lambda _req: limited) as server:
+            async with JudgeEndpoint("g", judge_config(server, rpm=None, max_retries=1)) as judge:
+                with pytest.raises(JudgeError, match="refused with 429"):
+                    await judge.complete(request())
+            assert server.stats.requests == RATE_LIMITED_BUDGET * 2
+
+    run(main)
+
+
 def test_hung_requests_time_out_and_are_retried() -> None:
     async def main() -> None:
         async with JudgeServer(hang_rate=0.3, seed=2) as server:
