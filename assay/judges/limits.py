@@ -311,7 +311,9 @@ class AdaptiveRate:
         while self._sends and self._sends[0] < now - MEASURE_WINDOW_S:
             self._sends.popleft()
         self._history.append(now)
-        while self._history and self._history[0] < now - ACCEPT_WINDOW_S:
+        # at least the last JITTER_RECENT sends stay, however slow the rate: at 1.5 req/s two
+        # seconds hold three sends, too few to tell jitter from a rate above the limit
+        while len(self._history) > JITTER_RECENT and self._history[0] < now - ACCEPT_WINDOW_S:
             self._history.popleft()
         self._window.append(now)
         while self._window and self._window[0] < now - 2 * WINDOW_S:
@@ -441,7 +443,8 @@ class AdaptiveRate:
         self.reclaimed = False
         accepted = self.accepted_rate(sent_at)
         self._refused.append(sent_at)
-        while self._refused and self._refused[0] < now - ACCEPT_WINDOW_S:
+        kept = min(now - ACCEPT_WINDOW_S, self._history[0]) if self._history else now - ACCEPT_WINDOW_S
+        while self._refused and self._refused[0] < kept:
             self._refused.popleft()
         wait = DEFAULT_PAUSE_S if delay is None else delay
         if not self.adaptive:

@@ -502,3 +502,37 @@ def test_a_rate_cut_below_an_announced_limit_recovers_towards_it() -> None:
     assert cut is not None and cut < 30.0 * PACE_MARGIN
     limits.announce(1800.0)  # the same announcement again changes nothing
     assert ctl.rate == cut
+
+
+def bucket_server_run(configured: float, limit: float, seconds: float = 60.0) -> tuple[int, int]:
+    """Simulated time: the pacer's policy against a token bucket of ``limit`` requests/s holding
+    ``limit`` tokens that answers a precise ``retry-after-ms``. Returns (accepted, refused)."""
+    ctl = AdaptiveRate(configured)
+    t = last_send = 0.0
+    tokens, filled = limit, 0.0
+    accepted = refused = 0
+    while t < seconds:
+        t = max(t, ctl.blocked_until)
+        rate = ctl.current(t)
+        assert rate is not None
+        t = max(t, last_send + max(1.0 / rate, ctl.min_gap(rate)))
+        t += ctl.window_wait(t, rate)
+        ctl.record_send(t)
+        last_send = t
+        tokens, filled = min(limit, tokens + (t - filled) * limit), t
+        if tokens >= 1.0:
+            tokens -= 1.0
+            accepted += 1
+        else:
+            refused += 1
+            ctl.on_rate_limited(now=t + 0.001, sent_at=t, delay=(1.0 - tokens) / limit)
+    return accepted, refused
+
+
+@pytest.mark.parametrize("limit", [1.5, 5.0])
+def test_at_a_low_rate_a_wrong_rpm_is_not_refused_at_every_other_request(limit: float) -> None:
+    """rpm 3x too high against 1.5 req/s: two seconds hold three sends, so every refusal passed
+    for jitter and 42 % of the requests were refused; the last JITTER_RECENT sends are kept now."""
+    accepted, refused = bucket_server_run(3 * limit, limit)
+    assert accepted >= 0.9 * limit * 60
+    assert refused <= 0.25 * (accepted + refused)
