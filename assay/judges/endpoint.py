@@ -76,10 +76,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Output tokens assumed by estimates: a structured verdict, or a free-text answer.
 #: A request refused with 429 is tried again up to this many times ``max_retries + 1`` (a 429 is
 #: pacing, not a failure: it does not count against ``max_retries``).
 RATE_LIMITED_BUDGET = 3
+#: Output tokens assumed by estimates: a structured verdict, or a free-text answer.
 EXPECTED_VERDICT_TOKENS = 200
 EXPECTED_TEXT_TOKENS = 400
 _LATENCY_SAMPLES = 20_000
@@ -362,14 +362,13 @@ class JudgeEndpoint(AsyncResource):
 
         payload = orjson.dumps(body)
         attempts = self.config.max_retries + 1
-        refused = tried = 0
+        refused = 0
 
         def stop(state: RetryCallState) -> bool:
             # A 429 is the endpoint pacing us, not a failure of this request: refusals have a
             # budget of their own (RATE_LIMITED_BUDGET times the retries), so a slow convergence
             # to an unknown limit costs no row; every other failure counts against max_retries.
-            nonlocal refused, tried
-            tried = state.attempt_number
+            nonlocal refused
             exc = state.outcome.exception() if state.outcome is not None else None
             if isinstance(exc, JudgeRetryableError) and exc.status == 429:
                 refused += 1
@@ -391,7 +390,9 @@ class JudgeEndpoint(AsyncResource):
                     result = await self._attempt(payload, estimated)
         except JudgeRetryableError as exc:
             self.breaker.check()  # an outage: one error for the run, not one per trace
-            tries = f"{tried} attempt(s)" + (f", {refused} of them refused with 429" if refused else "")
+            tries = f"{retrying.statistics.get('attempt_number', attempts)} attempt(s)"
+            if refused:
+                tries += f", {refused} of them refused with 429"
             raise JudgeError(f"judge {self.name!r}: gave up after {tries}; last error: {exc}") from exc
         assert result is not None
         return result
@@ -432,17 +433,11 @@ class JudgeEndpoint(AsyncResource):
                 latency = time.monotonic() - sent_at
                 if self.limits.limit_share and (rpm := announced_rpm(headers)) is not None:
                     self.limits.announce(rpm)
-                if status == 429 and b"insufficient_quota" in raw:
-                    # OpenAI's 429 for an account out of credit: no wait makes it pass, stop the run
-                    self.stats.http_429 += 1
-                    if self._auth_error is None:
-                        self._auth_error = JudgeAuthError(
-                            f"{self._failure_text(status, raw)} (the account behind "
-                            f"{self.config.resolved_key_env() or 'the endpoint config'} is out of quota); the run stops"
-                        )
-                    raise self._auth_error
+                # OpenAI's 429 for an account out of credit is no rate limit: no wait makes it pass
+                out_of_quota = status == 429 and b"insufficient_quota" in raw
                 if status == 429:
                     self.stats.http_429 += 1
+                if status == 429 and not out_of_quota:
                     self.breaker.success()
                     wait = self.limits.on_rate_limited(sent_at=sent_at, delay=retry_delay(headers))
                     raise JudgeRetryableError(self._failure_text(status, raw), status=status, retry_after=wait)
@@ -454,13 +449,13 @@ class JudgeEndpoint(AsyncResource):
             self.breaker.failure(self._failure_text(status, raw), answered=True)
         else:
             self.breaker.success()
-        if status in (401, 403):
-            self.stats.http_4xx += 1
+        if status in (401, 403) or out_of_quota:  # the key or the account: every later call fails too
+            if not out_of_quota:
+                self.stats.http_4xx += 1
             if self._auth_error is None:
-                self._auth_error = JudgeAuthError(
-                    f"{self._failure_text(status, raw)} (check the key in "
-                    f"{self.config.resolved_key_env() or 'the endpoint config'}); the run stops"
-                )
+                key = self.config.resolved_key_env() or "the endpoint config"
+                why = f"the account behind {key} is out of quota" if out_of_quota else f"check the key in {key}"
+                self._auth_error = JudgeAuthError(f"{self._failure_text(status, raw)} ({why}); the run stops")
             raise self._auth_error
         if status >= 400:
             if is_retryable_status(status):

@@ -131,7 +131,7 @@ def test_tests_in_the_record_asserts_functions_and_lists() -> None:
 
 def test_code_failing_before_the_tests_fails_and_early_exit_does_not_skip_them() -> None:
     ev = CodeExecution()
-    r = ev.evaluate(outputs="raise RuntimeError('x')", tests="assert True")
+    r = ev.evaluate(outputs="raise RuntimeError('x')", tests="assert len('ab') == 2")  # would pass if run
     assert (r.score, r.metadata["ran"], r.metadata["returncode"]) == (0.0, False, 1)
     assert "RuntimeError: x" in r.comment and "tests_passed" not in r.metadata  # the tests never ran
     r = ev.evaluate(outputs="x = 1", tests="assert x == 1")
