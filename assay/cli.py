@@ -1,4 +1,4 @@
-"""The ``assay`` command line: run, score, validate, evaluators, normalize, report."""
+"""The ``assay`` command line: run, score, validate, evaluators, normalize, report, compare, calibrate."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -30,9 +31,18 @@ evaluators_app = typer.Typer(help="List evaluators and show their parameters.", 
 app.add_typer(evaluators_app, name="evaluators")
 
 
-def _fail(exc: AssayError) -> None:
-    typer.echo(f"assay: error: {exc}", err=True)
+def _fail(exc: AssayError, secrets: Iterable[str] = ()) -> None:
+    typer.echo(f"assay: error: {_shown(str(exc), secrets)}", err=True)
     raise typer.Exit(exc.exit_code)
+
+
+def _shown(text: str, secrets: Iterable[str] = ()) -> str:
+    """A message as printed: the run file's expanded ``${ENV}`` values blanked, and inert in a
+    terminal (an error may quote the input)."""
+    from assay.config import redact_values
+    from assay.report.terminal import safe
+
+    return safe(redact_values(text, secrets))
 
 
 def _parse_shard(shard: str | None) -> tuple[int, int] | None:
@@ -55,11 +65,14 @@ def _run_config(
     no_cache: bool,
     quiet: bool,
     session: RunSession | None = None,
+    wait: bool = False,
 ) -> None:
+    from assay.config import expanded_values
     from assay.pipeline.progress import Progress
     from assay.pipeline.run import execute
     from assay.pipeline.shard import execute_sharded, share_limits
 
+    secrets = [*expanded_values(config), *(session.secrets if session is not None else ())]
     try:
         if dry_run:
             from assay.pipeline.dry_run import dry_run as do_dry_run
@@ -74,7 +87,13 @@ def _run_config(
         if n_workers > 1:
             with make_progress(enabled=not quiet) as progress:
                 result = execute_sharded(
-                    config, origin=origin, workers=n_workers, fresh=fresh, use_cache=not no_cache, progress=progress
+                    config,
+                    origin=origin,
+                    workers=n_workers,
+                    fresh=fresh,
+                    use_cache=not no_cache,
+                    progress=progress,
+                    wait=wait,
                 )
         else:
             if shard_t is not None:
@@ -89,12 +108,13 @@ def _run_config(
                         use_cache=not no_cache,
                         progress=progress,
                         handle_signals=True,
+                        wait=wait,
                     )
                 )
     except AssayError as exc:
-        _fail(exc)
+        _fail(exc, secrets)
         return
-    if not quiet and (session is None or session.log_format == "text"):
+    if not quiet and result.status != "pending" and (session is None or session.log_format == "text"):
         from assay.report.terminal import print_summary
 
         print_summary(result.summary)
@@ -102,14 +122,14 @@ def _run_config(
         session.finish(result.summary, result.exit_code, result.messages)
     if session is None or session.log_format == "text":
         for msg in result.messages:
-            typer.echo(f"assay: {msg}", err=True)
+            typer.echo(f"assay: {_shown(msg, secrets)}", err=True)
         if result.error is not None:
-            typer.echo(f"assay: error: {result.error}", err=True)
+            typer.echo(f"assay: error: {_shown(str(result.error), secrets)}", err=True)
     raise typer.Exit(result.exit_code)
 
 
 def _parse_workers(workers: str, config: RunConfig, shard: tuple[int, int] | None) -> int:
-    from assay.pipeline.run import auto_workers
+    from assay.pipeline.assembly import auto_workers
 
     if workers == "auto":
         return 1 if shard is not None else auto_workers(config)
@@ -144,6 +164,10 @@ def run(
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the judge cache.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary table.")] = False,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="Batch judges: stay and poll until every batch is done (else exit 75)."),
+    ] = False,
     wait_lock: Annotated[
         str | None,
         typer.Option(
@@ -181,11 +205,11 @@ def run(
 
     Exit codes: 0 ok; 1 infrastructure failure; 2 bad config or usage; 3 a quality gate failed;
     4 too many dead letters; 5 budget exhausted (resumable); 6 the same run is already running;
-    130 interrupted."""
+    75 judge batches pending (run the same command again to collect); 130 interrupted."""
     from assay.observability.logs import secrets_of_run_file
     from assay.observability.session import RunSession
     from assay.pipeline.lock import RunLock
-    from assay.pipeline.outputs import scales_by_group
+    from assay.pipeline.targets import scales_by_group
 
     session = RunSession(
         log_format=log_format,
@@ -213,7 +237,7 @@ def run(
             lock.acquire()
     except AssayError as exc:
         session.close()
-        _fail(exc)
+        _fail(exc, session.secrets)
         return
     if lock.stale is not None:
         _log_stale_lock(lock.stale)
@@ -228,6 +252,7 @@ def run(
             no_cache=no_cache,
             quiet=quiet,
             session=session,
+            wait=wait,
         )
     finally:
         lock.release()
@@ -332,8 +357,11 @@ def validate(
     ds: Annotated[str | None, typer.Option("--ds")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set")] = None,
 ) -> None:
-    """Check a run file: schema, evaluator params, judges. Exit 2 with file, key and reason on error."""
-    from assay.pipeline.run import build_evaluators
+    """Check a run file: schema, evaluator params, judges, and what this machine needs for the run
+    (judges' API keys in the environment, connectors' extras installed). Exit 2 with file, key and
+    reason on error."""
+    from assay.pipeline.assembly import build_evaluators
+    from assay.preflight import environment_problems
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
@@ -342,9 +370,14 @@ def validate(
             from assay.judges.pool import JudgePool
 
             JudgePool.from_config(config.judges, state_dir=Path(config.state_dir))
+        missing = environment_problems(config, evaluators)
+        if missing:
+            raise ConfigError("\n".join(f"{run_file}: {p}" for p in missing))
         from assay.pipeline.gates import gate_keys_problems
 
-        problems = gate_keys_problems(config.gates, [k for ev in evaluators for k in ev.result_keys()])
+        keys = [k for ev in evaluators for k in ev.result_keys()]
+        labels = config.calibration.labels if config.calibration else None
+        problems = gate_keys_problems(config.gates, keys, labels=labels)
         if problems:
             raise ConfigError("\n".join(f"{run_file}: gates: {p}" for p in problems))
     except AssayError as exc:
@@ -383,20 +416,31 @@ def normalize(
     limit: Annotated[int, typer.Option("--limit", "-n", help="Records to show (0 = all).")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print canonical traces as JSON lines.")] = False,
     read_mode: Annotated[str, typer.Option("--read-mode", help="records or sessions.")] = "records",
+    input_format: Annotated[
+        str, typer.Option("--input-format", help="auto, jsonl, json (one record per element), json_trace or parquet.")
+    ] = "auto",
 ) -> None:
-    """Show how assay reads a file: detected format, messages, tool calls, final output."""
+    """Show how assay reads a file: how it is cut into records (on stderr), detected format,
+    messages, tool calls, final output."""
     from assay.report import iter_normalized, print_normalized
+    from assay.report.terminal import safe
 
     try:
         if read_mode not in ("records", "sessions"):
             raise ConfigError(f"--read-mode: expected records or sessions, got {read_mode!r}")
-        for item in iter_normalized(file, format=format, limit=limit, read_mode=read_mode):
+        said: set[str] = set()
+        items = iter_normalized(file, format=format, limit=limit, read_mode=read_mode, input_format=input_format)
+        for item in items:
+            note = item.get("reading")
+            if note and note not in said:
+                said.add(note)
+                typer.echo(f"assay: reading {file}: {safe(note)}", err=True)
             if as_json:
                 sys.stdout.write(orjson.dumps(item, default=str).decode() + "\n")
             else:
                 print_normalized(item)
                 for warning in item.get("trace", {}).get("warnings") or ():
-                    typer.echo(f"  warning: {warning}")
+                    typer.echo(f"  warning: {safe(warning)}")
     except AssayError as exc:
         _fail(exc)
 
@@ -411,14 +455,81 @@ def report(
     compare: Annotated[str | None, typer.Option("--compare", help="A baseline run to compare the newest with.")] = None,
     worst: Annotated[int, typer.Option("--worst", help="How many worst traces to show.")] = 20,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No tables (with --html).")] = False,
+    by: Annotated[
+        str | None, typer.Option("--by", help="Slice the reported run by a trace field, e.g. metadata.model.")
+    ] = None,
 ) -> None:
-    """Report on finished runs: per-evaluator tables, dead letters, judges; --compare; a trend; --html."""
+    """Report on finished runs: gates, per-evaluator tables, dead letters, judges; --compare; a trend
+    (led by the last whole night, failed nights marked); --by a trace field; --html."""
     from assay.report.command import report_command
 
     try:
-        report_command(results, html=html, compare=compare, worst=worst, quiet=quiet)
+        report_command(results, html=html, compare=compare, worst=worst, quiet=quiet, by=by)
     except AssayError as exc:
         _fail(exc)
+
+
+@app.command()
+def compare(
+    before: Annotated[str, typer.Argument(help="The baseline run (a results location: directory, s3://…).")],
+    after: Annotated[str, typer.Argument(help="The run to judge against it.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout, nothing else.")] = False,
+    fail_on: Annotated[
+        str | None, typer.Option("--fail-on", help="regression: exit 3 when a key got significantly worse.")
+    ] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level (Holm-corrected over keys).")] = 0.05,
+    flips: Annotated[int, typer.Option("--flips", help="How many flipped verdicts to list.")] = 20,
+    allow_changes: Annotated[
+        bool, typer.Option("--allow-changes", help="Judge a regression even when an evaluator changed.")
+    ] = False,
+) -> None:
+    """Pair two runs on trace_id: per key the delta with its interval, McNemar / Wilcoxon tests,
+    attrition, flipped verdicts; refuses runs scored differently. See docs/statistics.md."""
+    from assay.report.compare_command import compare_command
+
+    if fail_on not in (None, "regression"):
+        _fail(ConfigError(f"--fail-on: expected 'regression', got {fail_on!r}"))
+    try:
+        code = compare_command(
+            before,
+            after,
+            json_out=json_out,
+            fail_on="regression" if fail_on else None,
+            alpha=alpha,
+            flips=flips,
+            allow_changes=allow_changes,
+        )
+    except AssayError as exc:
+        _fail(exc)
+        return
+    raise typer.Exit(code)
+
+
+@app.command()
+def calibrate(
+    results: Annotated[str, typer.Argument(help="A run's results location (directory, s3://…).")],
+    labels: Annotated[str, typer.Argument(help="Human labels: JSONL, CSV or Parquet with trace_id, key, label.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout, nothing else.")] = False,
+    samples: Annotated[
+        int | None, typer.Option("--samples", min=2, help="k samples per trace: report the self-consistency rate.")
+    ] = None,
+    correct: Annotated[
+        bool, typer.Option("--correct", help="Prediction-powered estimate: judge mean + mean human-judge residual.")
+    ] = False,
+    min_kappa: Annotated[float | None, typer.Option("--min-kappa", help="Exit 3 when a key's kappa is below.")] = None,
+) -> None:
+    """A judge against human labels, per result key: agreement, Cohen's kappa and the base rate,
+    the confusion matrix, Spearman/MAE for numeric labels. See docs/statistics.md."""
+    from assay.report.calibrate import calibrate_command
+
+    try:
+        code = calibrate_command(
+            results, labels, json_out=json_out, samples=samples, correct=correct, min_kappa=min_kappa
+        )
+    except AssayError as exc:
+        _fail(exc)
+        return
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -438,21 +549,21 @@ def merge(
 ) -> None:
     """Merge the per-shard summaries of a --shard i/N run into one _SUMMARY.json, apply the gates
     once, and write _SUCCESS when every shard is whole. Exit codes as `assay run`."""
-    from assay.pipeline.merge import Gates
     from assay.pipeline.merge import merge as do_merge
-    from assay.pipeline.outputs import local_summary_path
+    from assay.pipeline.targets import local_summary_path
+    from assay.pipeline.verdict import Policy
 
     try:
-        gates = None
+        policy = None
         location: Path | str | None = results
         if run_file is not None:
             config = load_run_file(run_file, ds=ds, sets=set_)
-            gates = Gates.from_config(config, origin=str(run_file))
+            policy = Policy.from_config(config, origin=str(run_file))
             if location is None:
                 location = local_summary_path(config).parent
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
-        report = do_merge(location, gates=gates, shards=shards)
+        report = do_merge(location, policy=policy, shards=shards)
     except AssayError as exc:
         _fail(exc)
         return
@@ -463,6 +574,46 @@ def merge(
     for msg in report.messages:
         typer.echo(f"assay: {msg}", err=True)
     raise typer.Exit(report.exit_code)
+
+
+batches_app = typer.Typer(help="The judge batches of a run (mode: batch): list, cancel.", no_args_is_help=True)
+app.add_typer(batches_app, name="batches")
+
+
+@batches_app.command("list")
+def batches_list(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
+    ds: Annotated[str | None, typer.Option("--ds", help="Logical date for the run file's templating.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="The ledger of shard i/N.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per batch.")] = False,
+) -> None:
+    """Show the run's batch ledger: every batch, its state and line counts."""
+    from assay.judges.batch.commands import list_batches
+
+    try:
+        config = load_run_file(run_file, ds=ds, sets=set_)
+        list_batches(config, _parse_shard(shard), as_json=as_json)
+    except AssayError as exc:
+        _fail(exc)
+
+
+@batches_app.command("cancel")
+def batches_cancel(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
+    ds: Annotated[str | None, typer.Option("--ds", help="Logical date for the run file's templating.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="The ledger of shard i/N.")] = None,
+) -> None:
+    """Cancel the run's open batches at the provider (work already done stays billed; the next
+    `assay run` collects what finished and resubmits the rest)."""
+    from assay.judges.batch.commands import cancel_batches
+
+    try:
+        config = load_run_file(run_file, ds=ds, sets=set_)
+        anyio.run(lambda: cancel_batches(config, _parse_shard(shard)))
+    except AssayError as exc:
+        _fail(exc)
 
 
 def _version(value: bool) -> None:

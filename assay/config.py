@@ -15,51 +15,39 @@ Relative paths are resolved against the run file's directory.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from assay.connectors.kafka import KafkaSinkConfig, KafkaSourceConfig
+from assay.connectors.base import ConnectorConfig
+
+# the file/s3 connectors' own models, importable from here as before (the run file does not name them)
+from assay.connectors.path_config import DeadLetterConfig as DeadLetterConfig
+from assay.connectors.path_config import SinkConfig as SinkConfig
+from assay.connectors.path_config import SourceConfig as SourceConfig
+from assay.connectors.registry import parse_section
 from assay.exceptions import ConfigError
+from assay.sampling import SampleSpec
 from assay.traces.normalize import NormalizeOptions
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _connector_type(v: Any) -> Any:
-    """``type`` defaults to ``file``, or ``s3`` for ``s3://`` paths."""
-    if isinstance(v, dict) and "type" not in v:
-        path = v.get("path")
-        first = path[0] if isinstance(path, list) and path else path
-        v = {**v, "type": "s3" if isinstance(first, str) and first.startswith("s3://") else "file"}
-    return v
-
-
-class SourceConfig(_Model):
-    """Where traces come from: local files (``type: file``) or S3 (``type: s3``, selected by
-    ``s3://`` paths)."""
-
-    type: Literal["file", "s3"] = "file"
-    """Connector type (default from the path)."""
-    path: str | list[str]
-    """File(s), directories, globs, ``-`` for stdin, or ``s3://bucket/prefix/`` (an object, a
-    prefix or a glob). Compression (gzip, zstd) is detected."""
-    input_format: Literal["auto", "jsonl", "json"] = "auto"
-    """``auto``: JSON array for ``.json`` files that start with ``[``, JSON lines otherwise."""
-    read_mode: Literal["records", "sessions"] = "records"
-    """``records``: one trace per line/element. ``sessions``: agent session transcripts (Claude Code,
-    Agent SDK streams) where one trace spans many lines, grouped by session id, and span-per-record
-    OTel exports (``ConsoleSpanExporter``), grouped by trace id (docs/formats.md, otel)."""
-
-    @property
-    def paths(self) -> list[str]:
-        return [self.path] if isinstance(self.path, str) else list(self.path)
 
 
 #: How records map onto canonical traces: the model lives with the normalizers that read it.
@@ -71,26 +59,8 @@ class EvaluatorSpec(_Model):
 
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
-
-
-class SinkConfig(_Model):
-    """Where result rows go: local files (``type: file``) or S3 (``s3://`` paths)."""
-
-    type: Literal["file", "s3"] = "file"
-    path: str
-    """A file (``out.jsonl[.gz|.zst]``) or a directory (``out/``: parts, ``_SUMMARY.json``, ``_SUCCESS``)."""
-    compression: Literal["auto", "none", "gzip", "zstd"] = "auto"
-    """``auto`` follows the file suffix (directories: none)."""
-    max_rows_per_part: int | None = Field(default=None, gt=0)
-    """Directory output: start a new part file after this many rows."""
-
-
-class DeadLetterConfig(_Model):
-    """Where records that could not be parsed, normalized or evaluated go."""
-
-    type: Literal["file", "s3"] = "file"
-    path: str
-    """A JSONL file or a directory."""
+    sample: SampleSpec | None = None
+    """Score only a repeatable sample of the traces (see :mod:`assay.sampling`)."""
 
 
 class LimitsConfig(_Model):
@@ -118,36 +88,80 @@ class LimitsConfig(_Model):
     results are errors (a judge that is down, a broken evaluator). None: never."""
 
 
-class GateConfig(_Model):
-    """A quality gate on one result key: the run exits 3 when it fails."""
+class GateBound(_Model):
+    """A gate bound checked against an end of the confidence interval instead of the point value:
+    ``min_pass_rate: {value: 0.9, on: lower_bound}`` fails unless the interval's lower end clears 0.9."""
 
-    min_mean: float | None = None
+    value: float
+    """The threshold."""
+    on: Literal["point", "lower_bound", "upper_bound"] = "point"
+    """What is compared with it: the point estimate (default), or the lower or upper end of the
+    key's ``mean_ci`` / ``pass_rate_ci`` (level ``stats.ci_level``)."""
+
+
+class GateConfig(_Model):
+    """A quality gate on one result key: the run exits 3 when it fails. Each bound is a number
+    (compared with the point value) or a :class:`GateBound` ``{value, on}``."""
+
+    min_mean: float | GateBound | None = None
     """Fail when the key's mean score is below this."""
-    max_mean: float | None = None
+    max_mean: float | GateBound | None = None
     """Fail when the key's mean score is above this (e.g. an escalation rate)."""
-    min_pass_rate: float | None = None
+    min_pass_rate: float | GateBound | None = None
     """Fail when the share of passing results is below this."""
-    max_pass_rate: float | None = None
+    max_pass_rate: float | GateBound | None = None
     """Fail when the share of passing results is above this ("escalation rate above 15 %")."""
+    min_kappa: float | GateBound | None = None
+    """Fail when Cohen's kappa of the key against the human labels of ``calibration.labels`` is
+    below this (a judge that drifted), or when no labelled trace was scored."""
+
+
+class CalibrationConfig(_Model):
+    """Human labels the run's judges are measured against (``min_kappa`` gates)."""
+
+    labels: str
+    """A JSONL, CSV or Parquet file of ``trace_id``, ``key``, ``label`` rows (relative to the run file)."""
+
+
+class StatsConfig(_Model):
+    """How the summary's intervals are computed."""
+
+    ci_level: float = Field(default=0.95, gt=0, lt=1)
+    """Confidence level of every ``mean_ci`` / ``pass_rate_ci``."""
+    cluster_by: str | None = None
+    """A trace field whose equal values are one cluster (``metadata.session_id``: the traces of a
+    session are not independent): the intervals become cluster-robust."""
 
 
 class RunConfig(_Model):
     """A whole run file."""
 
+    _expanded: frozenset[str] = PrivateAttr(default_factory=frozenset)
+
     run_id: str | None = None
-    """Run id written in every row (default: random)."""
-    source: Annotated[SourceConfig | KafkaSourceConfig, Field(discriminator="type")]
-    """Where traces come from: files and ``s3://`` paths (``path``), or ``type: kafka``."""
+    """Run id written in every row (default: stable for the run file and ``--ds``)."""
+    ds: str | None = None
+    """The run's logical date (``--ds``), set by the CLI; Parquet and Delta sinks write it."""
+    source: ConnectorConfig
+    """Where traces come from: files and ``s3://`` paths (``path``), ``type: kafka``, or any
+    connector registered under the ``assay.connectors`` entry-point group (validated by its own
+    model)."""
     normalize: NormalizeConfig = NormalizeConfig()
     evaluators: list[EvaluatorSpec] = Field(min_length=1)
     judges: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Named judge endpoints (provider, base_url, model, api_key_env, rpm, …) used by judge evaluators."""
-    sink: Annotated[SinkConfig | KafkaSinkConfig, Field(discriminator="type")]
-    """Where result rows go: a file, a directory, an ``s3://`` prefix, or ``type: kafka``."""
-    dead_letter: Annotated[DeadLetterConfig | KafkaSinkConfig, Field(discriminator="type")] | None = None
-    """Default: ``dead_letter.jsonl`` inside a directory sink, ``<name>.dead_letter.jsonl`` next to a file sink."""
+    sink: ConnectorConfig
+    """Where result rows go: a file, a directory, an ``s3://`` prefix, ``type: kafka``, or a
+    registered connector's sink."""
+    dead_letter: ConnectorConfig | None = None
+    """Default: the sink's connector says (``_dead_letter/`` inside a directory or S3 sink,
+    ``<name>.dead_letter.jsonl`` next to a file sink), else a directory under ``state_dir``."""
     limits: LimitsConfig = LimitsConfig()
     gates: dict[str, GateConfig] = Field(default_factory=dict)
+    stats: StatsConfig = StatsConfig()
+    """Confidence level and clustering of the summary's intervals."""
+    calibration: CalibrationConfig | None = None
+    """Human labels for the ``min_kappa`` gates (``calibration: {labels: labels.csv}``)."""
     state_dir: str = ".assay"
     """Checkpoints and judge cache (relative to the run file)."""
     summary_path: str | None = None
@@ -162,8 +176,47 @@ class RunConfig(_Model):
 
     @field_validator("source", "sink", "dead_letter", mode="before")
     @classmethod
-    def _default_type(cls, v: Any) -> Any:
-        return _connector_type(v)
+    def _connector_section(cls, v: Any, info: ValidationInfo) -> Any:
+        """Each section is validated by the model of the connector its ``type`` names (default:
+        from the path's scheme, else ``file``)."""
+        return v if v is None else parse_section(v, str(info.field_name))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _potato_ai_support(cls, data: Any) -> Any:
+        """A potato task config's ``ai_support`` section (pasted with its ``evaluators:``) declares
+        the judge ``ai_support``: the one judge every judge evaluator that names none uses."""
+        if not isinstance(data, dict) or "ai_support" not in data:
+            return data
+        from assay.evaluators.potato import judge_config  # lazy: the evaluator catalog
+
+        data = dict(data)
+        section = data.pop("ai_support")
+        judges = dict(data.get("judges") or {})
+        if "ai_support" in judges:
+            raise ValueError("ai_support: a judge named 'ai_support' is declared under judges: too")
+        judges["ai_support"] = judge_config({"ai_support": section})
+        return {**data, "judges": judges}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sink_ds(cls, data: Any) -> Any:
+        """A lake sink (Parquet rows, a Delta table) writes the run's ``ds`` unless it names its own."""
+        sink = data.get("sink") if isinstance(data, dict) else None
+        if not isinstance(sink, dict):
+            return data
+        ds = data.get("ds")
+        path = sink.get("path")
+        if sink.get("type") == "delta":
+            sink = {**sink, "state_dir": sink.get("state_dir") or data.get("state_dir") or ".assay"}
+            day = sink.get("ds") or ds
+            if isinstance(day, str):
+                sink.setdefault("ds", day)
+            return {**data, "sink": sink}
+        parquet = sink.get("format") == "parquet" or (isinstance(path, str) and path.endswith(".parquet"))
+        if parquet and isinstance(ds, str) and "ds" not in sink:
+            return {**data, "sink": {**sink, "ds": ds}}
+        return data
 
     @field_validator("evaluators", mode="before")
     @classmethod
@@ -210,6 +263,15 @@ class RunConfig(_Model):
                 for ev in data["evaluators"]
             ]
         return out
+
+    @model_validator(mode="after")
+    def _sampling_source(self) -> RunConfig:
+        """Strata minimums need a counting pass: refused for a source without an end."""
+        from assay.sampling import unbounded_refusal
+
+        if (why := unbounded_refusal(self)) is not None:
+            raise ValueError(why)
+        return self
 
     @model_validator(mode="after")
     def _judges_known(self) -> RunConfig:
@@ -333,7 +395,22 @@ def _interpolate(
     return value
 
 
-def redact_values(text: str, secrets: set[str]) -> str:
+def stable_run_id(config: RunConfig) -> str:
+    """The default run id: a digest of the validated run file (its ``--ds`` included), so a rerun of
+    the same day writes the same rows, and another day or another run file gets another id.
+
+    >>> run = {"source": {"path": "t.jsonl"}, "evaluators": ["exact_match"], "sink": {"path": "o/"}}
+    >>> a, b = build_config(run, ds="2026-11-21"), build_config(run, ds="2026-11-22")
+    >>> stable_run_id(a) == stable_run_id(a.model_copy()), stable_run_id(a) == stable_run_id(b)
+    (True, False)
+    """
+    import hashlib
+
+    text = config.model_dump_json(exclude={"run_id"})
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def redact_values(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every value in ``secrets`` (the ``${ENV}`` values a run file expanded) blanked."""
     for secret in secrets:
         text = text.replace(secret, "***")
@@ -345,6 +422,10 @@ def template_variables(ds: str | None) -> dict[str, str]:
         return {}
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", ds):
         raise ConfigError(f"--ds: expected YYYY-MM-DD, got {ds!r}")
+    try:
+        dt.date.fromisoformat(ds)
+    except ValueError as exc:
+        raise ConfigError(f"--ds: {ds!r} is no date ({exc})") from None
     return {"ds": ds, "ds_nodash": ds.replace("-", ""), "yyyy": ds[:4], "mm": ds[5:7], "dd": ds[8:10]}
 
 
@@ -374,6 +455,9 @@ def _resolve_relative(data: dict[str, Any], base: Path) -> None:
         sec = data.get(section)
         if isinstance(sec, dict) and isinstance(sec.get("path"), str):
             sec["path"] = fix(sec["path"])
+    cal = data.get("calibration")
+    if isinstance(cal, dict) and isinstance(cal.get("labels"), str):
+        cal["labels"] = fix(cal["labels"])
     if isinstance(data.get("state_dir"), str):
         data["state_dir"] = fix(data["state_dir"])
     elif "state_dir" not in data:
@@ -401,15 +485,39 @@ def build_config(
         _set_path(data, key.strip(), parse_scalar(value), origin)
     expanded: set[str] = set()
     data = _interpolate(data, "", origin, template_variables(ds), expanded)
+    if ds is not None:
+        data.setdefault("ds", ds)
     if base_dir is not None:
         _resolve_relative(data, base_dir)
     try:
-        return RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
     except ValidationError as exc:
         # `from None`: pydantic's own text echoes the input, which may hold an expanded secret
         raise ConfigError(redact_values(format_errors(origin, exc), expanded)) from None
     except ConfigError as exc:
         raise ConfigError(redact_values(f"{origin}: {exc}", expanded)) from None
+    config._expanded = frozenset(expanded)
+    return config
+
+
+def expanded_values(config: RunConfig) -> frozenset[str]:
+    """The ``${ENV}`` values the run file expanded (6 characters or more): never shown in an
+    error message or a summary (:func:`redact_values`)."""
+    return config._expanded
+
+
+def redact_summary(summary: dict[str, Any], secrets: Iterable[str]) -> None:
+    """Blank the expanded ``${ENV}`` values in what a summary quotes from the run: its sources, its
+    messages and its error (a secret in ``source.path`` must not reach a shared output)."""
+    secrets = list(secrets)
+    if not secrets:
+        return
+    for key in ("source", "messages"):
+        if isinstance(summary.get(key), list):
+            summary[key] = [redact_values(v, secrets) if isinstance(v, str) else v for v in summary[key]]
+    error = summary.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        error["message"] = redact_values(error["message"], secrets)
 
 
 def load_run_file(path: str | Path, *, ds: str | None = None, sets: list[str] | None = None) -> RunConfig:

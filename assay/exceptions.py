@@ -14,19 +14,42 @@ translated at the boundary with ``raise ... from``::
     │   ├── JudgeRetryableError  429, 5xx, timeouts, connection resets: retried with backoff
     │   └── VerdictParseError  the judge answered but no verdict could be salvaged
     ├── ConnectorError         a source or sink failed (infrastructure: exit code 1)
+    │   ├── InputMissingError  the input is not there (yet): a partition not landed (exit code 1)
     │   └── JudgeUnavailableError  a judge endpoint is unreachable or failing (circuit open)
     ├── BudgetExceeded         the run's budget_usd was reached (exit code 5, resumable)
     ├── QualityGateFailed      a threshold gate failed (exit code 3)
     └── RunLockedError         the same run (run file, --ds, shard) is already running (exit code 6)
+
+The process exit codes (``assay run``, ``assay merge``) live here too, beside the exceptions that
+carry most of them; :mod:`assay.pipeline.verdict` decides which one a run ends with.
 """
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_INFRA = 1
+"""Infrastructure failure (a source, sink or judge unreachable, a missing input): retryable."""
+EXIT_CONFIG = 2
+"""Bad run file or usage: fix the config, a retry cannot help."""
+EXIT_GATE = 3
+"""A quality gate failed on a whole output."""
+EXIT_DEAD_LETTERS = 4
+"""Dead letters above ``limits.max_dead_letters`` / ``max_dead_letter_ratio``."""
+EXIT_BUDGET = 5
+"""The run's budget was reached; the same command resumes."""
+EXIT_LOCKED = 6
+"""The same run (run file, ``--ds``, shard) is already running."""
+EXIT_PENDING = 75
+"""The work is submitted and not finished yet (a provider's batch API): run the same command
+again later to collect it (75 is ``EX_TEMPFAIL`` of sysexits.h)."""
+EXIT_INTERRUPTED = 130
+"""Stopped by SIGINT/SIGTERM; the same command resumes."""
 
 
 class AssayError(Exception):
     """Root of every error assay raises on purpose."""
 
-    exit_code: int = 1
+    exit_code: int = EXIT_INFRA
 
 
 class ConfigError(AssayError):
@@ -35,7 +58,7 @@ class ConfigError(AssayError):
     The message names the file, the key and the reason.
     """
 
-    exit_code = 2
+    exit_code = EXIT_CONFIG
 
 
 class UnknownEvaluatorError(ConfigError, KeyError):
@@ -82,6 +105,13 @@ class ConnectorError(AssayError):
     """A source or sink failed (infrastructure)."""
 
 
+class InputMissingError(ConnectorError):
+    """The input is not there: no such file or directory, a glob or a directory that holds no
+    input, an ``s3://`` prefix with no objects. Usually a partition that has not landed yet, so
+    it is an infrastructure failure (exit code 1) a scheduler retries, whether the input is local
+    or in S3; the message names the path."""
+
+
 class JudgeAuthError(ConfigError):
     """A judge endpoint answered 401 or 403: the API key (or its permissions) is wrong.
 
@@ -98,16 +128,16 @@ class JudgeUnavailableError(ConnectorError):
 class BudgetExceeded(AssayError):
     """The run's budget was reached; the run stopped cleanly and can be resumed."""
 
-    exit_code = 5
+    exit_code = EXIT_BUDGET
 
 
 class QualityGateFailed(AssayError):
     """A configured quality gate (threshold) failed."""
 
-    exit_code = 3
+    exit_code = EXIT_GATE
 
 
 class RunLockedError(AssayError):
     """The same run (run file, ``--ds``, shard) is already running in another process."""
 
-    exit_code = 6
+    exit_code = EXIT_LOCKED

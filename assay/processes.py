@@ -1,8 +1,13 @@
-"""Facts about other processes on this machine."""
+"""Facts about this process and others on this machine."""
 
 from __future__ import annotations
 
 import os
+import uuid
+
+INVOCATION_ID = uuid.uuid4().hex[:12]
+"""This process's own id: the invocation of ``assay`` (its summary records it beside the run id,
+which is stable across reruns)."""
 
 
 def pid_alive(pid: int) -> bool:

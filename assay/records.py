@@ -33,11 +33,25 @@ class Position:
 
 @dataclass(slots=True)
 class Envelope:
-    """Raw payload bytes of one record with its position (and an optional key)."""
+    """Raw payload bytes of one record with its position (and an optional key).
+
+    ``record``: the record already decoded, by a source whose input is not JSON text: a dict, or an
+    object with ``as_dict()`` (and optionally ``trace()``, a fast path; Parquet rows). The payload
+    is then empty and :meth:`raw` encodes the record for a dead letter."""
 
     payload: bytes
     position: Position
     key: bytes | None = None
+    record: Any = None
+
+    def raw(self) -> bytes:
+        """The payload, or the decoded record as JSON when the source gave no bytes."""
+        if self.payload or self.record is None:
+            return self.payload
+        import orjson
+
+        record = self.record.as_dict() if hasattr(self.record, "as_dict") else self.record
+        return orjson.dumps(record, default=str, option=orjson.OPT_NON_STR_KEYS)
 
 
 _RESULT_FIELDS = ("key", "score", "value", "comment", "metadata")

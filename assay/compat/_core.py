@@ -7,7 +7,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from assay.compat.langchain import RAW_ARGS, LangChainJudge, PromptFunctionJudge, is_chat_model, is_prompt_function
 from assay.evaluators.base import BaseEvaluator
+from assay.evaluators.llm_judge import LLMJudge
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.prompts import PROMPTS, get_prompt
 from assay.records import Result
@@ -23,12 +25,10 @@ def _names_by_text() -> dict[str, str]:
 
 def prompt_param(prompt: Any) -> str:
     """A prompt argument as assay's ``prompt`` param: the text of a prebuilt prompt becomes its
-    name (so its polarity and optional variables apply); any other text stays a template."""
+    name (so its polarity and optional variables apply); any other text stays a template.
+    (Prompt functions and LangChain prompt templates are handled by :func:`llm_judge_evaluator`.)"""
     if not isinstance(prompt, str):
-        raise ConfigError(
-            f"prompt: expected a template string (f-string style), got {type(prompt).__name__}; "
-            "LangChain prompt templates and prompt functions are not supported by assay.compat"
-        )
+        raise ConfigError(f"prompt: expected a template string (f-string style), got {type(prompt).__name__}")
     return _names_by_text().get(prompt, prompt)
 
 
@@ -49,11 +49,8 @@ def judge_params(judge: Any, model: str | None) -> dict[str, Any]:
     if _is_openai_client(judge):
         name = (model or "openai:gpt-4o-mini").partition(":")[2]
         return {"judge": {"provider": "openai", "model": name, "base_url": str(judge.base_url).rstrip("/")}}
-    if hasattr(judge, "invoke") and not hasattr(judge, "complete"):
-        raise ConfigError(
-            "judge: LangChain chat models are not supported by assay.compat; pass "
-            "model='provider:model' or an assay judge (name, endpoint dict or Judge object)"
-        )
+    if is_chat_model(judge):  # called through its own async API, outside assay's limits (as openevals does)
+        return {"judge": LangChainJudge(judge)}
     return {"judge": judge}
 
 
@@ -71,7 +68,15 @@ def llm_judge_evaluator(
     """An openevals-style LLM judge factory's result: ``cls`` (an assay LLM-judge evaluator)
     built from openevals' arguments (``prompt``, ``judge``/``model``, ``continuous``; the rest,
     e.g. ``feedback_key``, ``system``, ``choices``, are assay params of the same name), wrapped."""
-    evaluator = cls(prompt=prompt_param(prompt), continuous=continuous or None, **params, **judge_params(judge, model))
+    judge_spec = judge_params(judge, model)
+    if is_prompt_function(prompt):  # a LangChain prompt template or a callable returning messages
+        if not (isinstance(cls, type) and issubclass(cls, LLMJudge)):
+            raise ConfigError(f"prompt: a prompt function is not supported by {cls.__name__}; pass a template string")
+        evaluator: BaseEvaluator[Any] = PromptFunctionJudge(
+            prompt, continuous=continuous or None, **params, **judge_spec
+        )
+        return wrap(evaluator, is_async=is_async, raw_object=raw_object, raw_args=True)
+    evaluator = cls(prompt=prompt_param(prompt), continuous=continuous or None, **params, **judge_spec)
     return wrap(evaluator, is_async=is_async, raw_object=raw_object)
 
 
@@ -82,16 +87,20 @@ def _is_openai_client(obj: Any) -> bool:
 class EvaluatorResult(dict[str, Any]):
     """openevals' result dict (``{"key", "score", "comment", "metadata"}``), also readable as
     attributes (``r.score``, ``r.comment``; ``r.reasoning`` = the comment; ``r.passed``), the
-    agent-evaluation catalog's spelling.
+    agent-evaluation catalog's spelling, where ``r.score`` is a number ("score.score: float
+    0.0-1.0") while ``r["score"]`` stays openevals' bool.
 
     >>> r = EvaluatorResult(key="k", score=True, comment="ok", metadata=None)
-    >>> r["score"] is True, r.passed, r.reasoning
-    (True, True, 'ok')
+    >>> r["score"] is True, r.score, r.passed, r.reasoning
+    (True, 1.0, True, 'ok')
     """
 
     def __getattr__(self, name: str) -> Any:
         if name == "reasoning":
             return self.get("comment")
+        if name == "score":  # the catalog's spelling reads a number (0.0-1.0); r["score"] keeps openevals' bool
+            score = self.get("score")
+            return float(score) if isinstance(score, bool) else score
         if name == "passed":
             score = self.get("score")
             return None if score is None else bool(score >= 0.5)
@@ -124,19 +133,38 @@ class CompatEvaluator:
     ``.evaluator`` is the assay evaluator behind it (usable in a run; its ``evaluate()`` returns
     assay Results)."""
 
-    def __init__(self, evaluator: BaseEvaluator[Any], *, raw_object: bool = False, many: bool = False) -> None:
+    def __init__(
+        self,
+        evaluator: BaseEvaluator[Any],
+        *,
+        raw_object: bool = False,
+        many: bool = False,
+        raw_args: bool = False,
+        errors_fail: bool = False,
+    ) -> None:
         self.evaluator = evaluator
         self.key = evaluator.key
         self._raw = raw_object
         self._many = many
+        self._raw_args = raw_args
+        self._errors_fail = errors_fail
+
+    def _with_raw_args(self, inputs: Any, outputs: Any, reference_outputs: Any, kwargs: dict[str, Any]) -> None:
+        """A prompt function receives the call's own arguments (openevals passes them raw)."""
+        if self._raw_args:
+            raw = {"inputs": inputs, "outputs": outputs, "reference_outputs": reference_outputs, **kwargs}
+            kwargs[RAW_ARGS] = raw
 
     def __call__(self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any) -> Any:
+        self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
         results = self.evaluator.evaluate_all(
             inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
         )
         return self._shape(results)
 
     def _shape(self, results: list[Result]) -> Any:
+        if self._errors_fail:  # openevals' code checkers: a tool that failed to run is a failing score
+            results = [Result(r.key, 0.0, False, r.error, r.metadata) if r.error is not None else r for r in results]
         if self._many:  # openevals' multi-key evaluators return a list of results
             return [openevals_result(r) for r in results]
         return openevals_result(results[0], raw_object=self._raw)
@@ -151,6 +179,7 @@ class AsyncCompatEvaluator(CompatEvaluator):
     async def __call__(
         self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any
     ) -> Any:
+        self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
         results = await self.evaluator.aevaluate_all(
             inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
         )
@@ -158,17 +187,38 @@ class AsyncCompatEvaluator(CompatEvaluator):
 
 
 def wrap(
-    evaluator: BaseEvaluator[Any], *, is_async: bool = False, raw_object: bool = False, many: bool = False
+    evaluator: BaseEvaluator[Any],
+    *,
+    is_async: bool = False,
+    raw_object: bool = False,
+    many: bool = False,
+    raw_args: bool = False,
+    errors_fail: bool = False,
 ) -> CompatEvaluator:
-    """The openevals-shaped function around ``evaluator`` (``many``: a list of results)."""
+    """The openevals-shaped function around ``evaluator`` (``many``: a list of results;
+    ``raw_args``: the call's raw arguments reach a prompt function; ``errors_fail``: a result
+    that could not be scored is a failing score with the error as its comment, not an exception)."""
     cls = AsyncCompatEvaluator if is_async else CompatEvaluator
-    return cls(evaluator, raw_object=raw_object, many=many)
+    return cls(evaluator, raw_object=raw_object, many=many, raw_args=raw_args, errors_fail=errors_fail)
+
+
+def as_async(evaluator: CompatEvaluator) -> CompatEvaluator:
+    """The async twin of a sync evaluator function (same assay evaluator behind it)."""
+    return wrap(
+        evaluator.evaluator,
+        is_async=True,
+        raw_object=evaluator._raw,
+        many=evaluator._many,
+        raw_args=evaluator._raw_args,
+        errors_fail=evaluator._errors_fail,
+    )
 
 
 __all__ = [
     "AsyncCompatEvaluator",
     "CompatEvaluator",
     "EvaluatorResult",
+    "as_async",
     "judge_params",
     "llm_judge_evaluator",
     "openevals_result",

@@ -27,6 +27,17 @@ The commit protocol (one place: :mod:`assay.pipeline.commit`)::
   attempts (stale parts, ``_SUCCESS``) before anything is written.
 * The sink owns the run's outputs: ``publish(summary, success)`` finalizes the rows (renames,
   completes uploads), writes the summary and, only when ``success``, the success marker last.
+* ``aclose`` discards what was written after the last ``flush`` (a failed or stopped run never
+  makes a row visible that its checkpoint does not count); a full part becomes visible at the
+  ``flush`` that commits it, never before.
+* **Staging.** A run that starts over while ``whole()`` says a whole output is published there
+  builds its sinks with ``SinkContext.staged``: parts go to the sink's staging area (a
+  ``_staging`` folder or prefix beside them), ``publish(success=True)`` swaps them in (the earlier
+  parts not in the new output removed, then the summary, then the marker), and any other ending
+  leaves the whole output as it was (its summary goes to the staging area; ``discard()`` drops the
+  staging area). ``withdraw()`` removes the marker before the first sink swaps; ``settle()``
+  finishes a swap a stop cut short. A sink without a published state of its own (Kafka: a topic
+  is append-only) keeps the defaults: never whole, nothing staged.
 """
 
 from __future__ import annotations
@@ -36,9 +47,21 @@ from collections.abc import AsyncIterator, Hashable, Iterable, Sequence
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict
 
 from assay.records import Envelope, Failure, Position
 from assay.resources import AsyncResource
+
+
+class ConnectorConfig(BaseModel):
+    """The run-file section of one connector (``source:``, ``sink:``, ``dead_letter:``): ``type``
+    names the connector, whose own frozen model (a subclass) validates the rest. The engine reads
+    no field but ``type``; what a connector needs it finds in its own model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str
+    """The connector (``file``, ``s3``, ``kafka``, or one registered under ``assay.connectors``)."""
 
 
 class Source(AsyncResource, ABC):
@@ -65,6 +88,14 @@ class Source(AsyncResource, ABC):
         """JSON-able resume state (after the last ``ack``); None when the source keeps none."""
         return None
 
+    commit_after_checkpoint: bool = False
+    """Set by the engine when it saves checkpoints: a source whose acknowledgement is external
+    (Kafka's committed offsets) then commits in :meth:`checkpointed`, after the checkpoint that
+    covers it is saved, instead of in ``ack`` (so the checkpoint is never behind the group)."""
+
+    async def checkpointed(self) -> None:
+        """The checkpoint holding the last ``snapshot()`` is saved."""
+
     def stop(self) -> None:
         """Stop yielding new batches as soon as possible (graceful shutdown)."""
 
@@ -87,9 +118,9 @@ class Source(AsyncResource, ABC):
 class Sink(AsyncResource, ABC):
     """Writes encoded rows (one JSON document per row, without the trailing newline).
 
-    ``commit_every_rows``: a sink whose ``flush`` ends a part (S3: a completed object) asks the
-    engine to commit after this many rows instead of on a clock, so that a rerun over the same input
-    cuts the same parts and writes the same keys with the same bytes."""
+    ``commit_every_rows``: a sink that holds full parts until the next ``flush`` (S3: a completed
+    object) asks the engine to commit after this many rows as well as on the clock, so that no more
+    than about one part waits."""
 
     commit_every_rows: int | None = None
 
@@ -116,9 +147,24 @@ class Sink(AsyncResource, ABC):
         or None for a sink with no place of its own (the engine then writes it locally)."""
         return None
 
+    async def whole(self) -> bool:
+        """Whether a whole output is published here (its success marker); may be asked unopened."""
+        return False
+
+    async def withdraw(self) -> None:
+        """Remove the success marker (a staged output is about to be swapped in)."""
+
+    async def settle(self) -> bool:
+        """Finish a swap a stop cut short; True when there was one (its parts are now in place)."""
+        return False
+
+    async def discard(self) -> None:
+        """Drop the staging area (a staged run that is not swapped in)."""
+
     @abstractmethod
     async def aclose(self) -> None:
-        """Release resources (idempotent). Unpublished rows stay resumable."""
+        """Release resources (idempotent). Rows written after the last ``flush`` are discarded;
+        committed, unpublished rows stay resumable."""
 
     def describe(self) -> str:
         return type(self).__name__
@@ -172,6 +218,10 @@ class Watermarks:
         for p in positions:
             if p.partition is not None and p.offset is not None:
                 self.ack(p.source, p.partition, p.offset)
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        """Per partition the next offset after the contiguous acknowledged prefix."""
+        return dict(self._next)  # type: ignore[arg-type]
 
     def committable(self) -> dict[tuple[str, int], int]:
         """Partitions whose watermark moved since the last ``committed``: the offset to commit

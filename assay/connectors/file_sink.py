@@ -31,10 +31,11 @@ b'{"a":1}\\n{"a":2}\\n'
 
 from __future__ import annotations
 
-import gzip
+import errno
 import os
 import re
 import shutil
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -49,6 +50,8 @@ from assay.exceptions import ConfigError, ConnectorError
 CHUNK = 1 << 20
 SUCCESS = "_SUCCESS"
 SUMMARY = "_SUMMARY.json"
+STAGING = "_staging"
+SWAP = "_SWAP.json"
 _EXT = {"none": "", "gzip": ".gz", "zstd": ".zst"}
 
 
@@ -70,7 +73,7 @@ def is_directory_target(path: str) -> bool:
     if path.endswith(("/", os.sep)) or os.path.isdir(path):
         return True
     base = path.removesuffix(".gz").removesuffix(".zst")
-    return not base.endswith((".jsonl", ".ndjson", ".json"))
+    return not base.endswith((".jsonl", ".ndjson", ".json", ".parquet"))
 
 
 def write_json_atomic(path: Path, data: Any, *, indent: bool = True) -> None:
@@ -80,11 +83,15 @@ def write_json_atomic(path: Path, data: Any, *, indent: bool = True) -> None:
     (the members of one consumer group) never rename each other's half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0, default=str))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0, default=str))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temp file behind
+        raise
 
 
 def _fsync_dir(path: Path) -> None:
@@ -100,42 +107,63 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _compressor(compression: str) -> Any:
+    """A compressor of one gzip member / zstd frame (``compress`` then ``flush`` ends it)."""
+    if compression == "gzip":
+        return zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip member (mtime 0)
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=3).compressobj()
+
+
+def _write_all(f: IO[bytes], data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[f.write(view) or 0 :]
+
+
+def os_error_message(path: str, exc: OSError) -> str:
+    """``cannot write PATH: no space left on device`` (the errno's words, lower case)."""
+    why = "no space left on device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc)).lower()
+    where = exc.filename if isinstance(exc.filename, str) else path
+    return f"cannot write {where}: {why}"
+
+
 class _Part:
-    """The part being written: a temp file in append mode with an optional compressor on top."""
+    """The part being written: a temp file in append mode, written unbuffered (what ``write``
+    returned from is on its way to disk, and a failed write leaves nothing in a buffer), compressed
+    in memory one gzip member / zstd frame per commit."""
 
     def __init__(self, final: Path, compression: str, rows: int = 0) -> None:
         self.final = final
         self.tmp = final.with_name(f".{final.name}.tmp")
         self.compression = compression
         self.rows = rows
-        self.raw: IO[bytes] = open(self.tmp, "ab")  # noqa: SIM115 - closed in finish()/close()
+        self.raw: IO[bytes] = open(self.tmp, "ab", buffering=0)  # noqa: SIM115 - closed in finish()/close()
         self._z: Any = None
 
     def write(self, data: bytes) -> None:
-        if self.compression == "none":
-            self.raw.write(data)
-            return
-        if self._z is None:
-            if self.compression == "gzip":
-                self._z = gzip.GzipFile(fileobj=self.raw, mode="wb", compresslevel=6, mtime=0)
-            else:
-                import zstandard
-
-                self._z = zstandard.ZstdCompressor(level=3).stream_writer(self.raw, closefd=False)
-        self._z.write(data)
+        if self.compression != "none":
+            if self._z is None:
+                self._z = _compressor(self.compression)
+            data = self._z.compress(data)
+        _write_all(self.raw, data)
 
     def sync(self) -> int:
         """Durable up to here: end the compressed member/frame, fsync; the committed length."""
         if self._z is not None:
-            self._z.close()  # writes the gzip trailer / ends the zstd frame; the raw file stays open
+            _write_all(self.raw, self._z.flush())
             self._z = None
-        self.raw.flush()
         os.fsync(self.raw.fileno())
         return self.raw.tell()
 
-    def finish(self) -> Path:
+    def seal(self) -> None:
+        """A full part: durable and closed, still under its temp name (renamed at the next commit)."""
         self.sync()
         self.raw.close()
+
+    def finish(self) -> Path:
+        self.seal()
         os.replace(self.tmp, self.final)
         return self.final
 
@@ -161,8 +189,10 @@ class LocalSink(Sink):
         resume_state: Any = None,
         marker: bool = True,
         create_empty: bool = True,
+        staged: bool = False,
     ) -> None:
         self.path = path
+        self.staged = staged
         self.directory = is_directory_target(path)
         self.compression = compression_for(path, compression)
         self.max_rows = max_rows_per_part if self.directory else None
@@ -173,7 +203,7 @@ class LocalSink(Sink):
         self.create_empty = create_empty
         if self.directory:
             self.out_dir = Path(path)
-            self.parts_dir = self.out_dir
+            self.parts_dir = self.out_dir / STAGING if staged else self.out_dir
             self.summary_path = self.out_dir / SUMMARY
             self.success_path: Path | None = self.out_dir / SUCCESS
         else:
@@ -186,7 +216,14 @@ class LocalSink(Sink):
         self.seq = 0
         self.rows_written = 0
         self._part: _Part | None = None
+        self._full: list[_Part] = []
+        """Parts that reached ``max_rows_per_part`` since the last commit: renamed into place at
+        the next ``flush`` (a part under its final name holds committed rows only)."""
         self._committed: dict[str, Any] | None = None
+        self._dirty = False
+        """Rows written since the last ``flush``."""
+        self._failed = False
+        """A write or flush failed: what follows the last commit cannot be trusted."""
         self.reset_only_shard = False
         """Start-over removes only this shard's parts (a ``--shard i/N`` run)."""
 
@@ -219,7 +256,15 @@ class LocalSink(Sink):
 
     def reset(self, shard: int | None) -> None:
         """Start over: remove the outputs of earlier attempts (``_SUCCESS`` first), of every shard
-        or of one shard (a ``--shard i/N`` run leaves the other shards' parts alone)."""
+        or of one shard (a ``--shard i/N`` run leaves the other shards' parts alone). A staged sink
+        clears only its staging area: the whole output beside it stays until ``publish``."""
+        if self.staged:
+            if self.parts_dir.is_dir():
+                pattern = self._pattern(shard)
+                for f in self.parts_dir.iterdir():
+                    if pattern.match(f.name) or f.name in (SUMMARY, SWAP):
+                        f.unlink(missing_ok=True)
+            return
         if self.marker and self.success_path is not None:
             self.success_path.unlink(missing_ok=True)
         if not self.directory:
@@ -233,6 +278,32 @@ class LocalSink(Sink):
             for f in self.parts_dir.iterdir():
                 if pattern.match(f.name):
                     f.unlink(missing_ok=True)
+        if self.directory and shard is None:
+            shutil.rmtree(self.out_dir / STAGING, ignore_errors=True)  # of an earlier staged attempt
+
+    async def whole(self) -> bool:
+        """Whether a whole output is published here (``_SUCCESS``; a file sink: its file)."""
+        where = self.success_path if self.success_path is not None else Path(self.path)
+        return await anyio.to_thread.run_sync(where.exists)
+
+    async def withdraw(self) -> None:
+        """Remove the success marker: the output is about to change."""
+        if self.marker and self.success_path is not None:
+            await anyio.to_thread.run_sync(self._withdraw, self.success_path)
+
+    def _withdraw(self, marker: Path) -> None:
+        marker.unlink(missing_ok=True)
+        _fsync_dir(self.out_dir)
+
+    async def settle(self) -> bool:
+        """Finish a swap a stop cut short (see ``_swap``); True when there was one."""
+        return await anyio.to_thread.run_sync(self._settle)
+
+    def _settle(self) -> bool:
+        if not self.directory or not (self.out_dir / STAGING / SWAP).exists():
+            return False
+        self._swap()
+        return True
 
     def _restore(self, state: dict[str, Any]) -> None:
         keep = set(state.get("parts", []))
@@ -275,13 +346,20 @@ class LocalSink(Sink):
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         if not rows:
             return
+        self._check()
         try:
             await anyio.to_thread.run_sync(self._write, rows)
         except OSError as exc:
-            raise ConnectorError(f"cannot write {self.path!r}: {exc}") from exc
+            self._failed = True
+            raise ConnectorError(os_error_message(self.path, exc)) from exc
         self.rows_written += len(rows)
 
+    def _check(self) -> None:
+        if self._failed:
+            raise ConnectorError(f"{self.path}: an earlier write failed; rows after the last commit are discarded")
+
     def _write(self, rows: Sequence[bytes]) -> None:
+        self._dirty = True
         i = 0
         while i < len(rows):
             if self._part is None:
@@ -295,20 +373,31 @@ class LocalSink(Sink):
             self._part.rows += len(chunk)
             i += take
             if self.max_rows and self._part.rows >= self.max_rows:
-                self.parts.append(self._part.finish().name)
+                self._part.seal()
+                self._full.append(self._part)
                 self._part = None
 
     async def flush(self) -> None:
+        """Make every row written so far durable: the current part synced to its committed length,
+        full parts renamed into place. After a failed write this raises: nothing after the last
+        commit is committed (``aclose`` discards it)."""
+        self._check()
         try:
             await anyio.to_thread.run_sync(self._flush)
         except OSError as exc:
-            raise ConnectorError(f"cannot write {self.path!r}: {exc}") from exc
+            self._failed = True
+            raise ConnectorError(os_error_message(self.path, exc)) from exc
 
     def _flush(self) -> None:
         part = self._part
         committed = part.sync() if part is not None else 0
-        self._committed = self._state(committed)
+        for full in self._full:
+            os.replace(full.tmp, full.final)
+            self.parts.append(full.final.name)
+        self._full = []
         _fsync_dir(self.parts_dir)
+        self._committed = self._state(committed)
+        self._dirty = False
 
     def _state(self, committed: int | None = None) -> dict[str, Any]:
         part = self._part
@@ -322,12 +411,29 @@ class LocalSink(Sink):
         return self._committed if self._committed is not None else self._state()
 
     async def aclose(self) -> None:
-        """Finish the current part (renamed into place, or dropped when empty)."""
+        """Discard what was written after the last commit (a failed run never finishes a part
+        with uncommitted rows), then finish the current part (renamed into place, or dropped when
+        empty)."""
         with anyio.CancelScope(shield=True):
-            part, self._part = self._part, None
-            if part is None:
-                return
-            await anyio.to_thread.run_sync(self._finish, part)
+            try:
+                await anyio.to_thread.run_sync(self._close)
+            except OSError as exc:
+                raise ConnectorError(os_error_message(self.path, exc)) from exc
+
+    def _close(self) -> None:
+        if self._dirty or self._failed:
+            self._rollback()
+        part, self._part = self._part, None
+        if part is not None:
+            self._finish(part)
+
+    def _rollback(self) -> None:
+        """Back to the last commit: later parts removed, the current one truncated."""
+        for p in [*self._full, *([self._part] if self._part is not None else [])]:
+            p.close()
+        self._full, self._part = [], None
+        self._restore(self._committed or {"parts": [], "seq": 0, "current": None})  # (never flushed: nothing)
+        self._dirty = self._failed = False
 
     def _finish(self, part: _Part) -> None:
         if part.rows:
@@ -344,30 +450,41 @@ class LocalSink(Sink):
         """Finalize the output (a file sink: concatenate the parts into the file), write the summary,
         then ``_SUCCESS`` when ``success``. The part being written is finished first."""
         with anyio.CancelScope(shield=True):
-            where = await anyio.to_thread.run_sync(self._publish, summary, success, summary_name)
+            try:
+                where = await anyio.to_thread.run_sync(self._publish, summary, success, summary_name)
+            except OSError as exc:
+                raise ConnectorError(os_error_message(self.path, exc)) from exc
         return where
 
     def _publish(self, summary: dict[str, Any], success: bool, summary_name: str | None) -> str | None:
-        part, self._part = self._part, None
-        if part is not None:
-            self._finish(part)
+        if self._dirty and not self._failed:
+            self._flush()  # publishing commits what was written
+        self._close()
         if success:
             self._finalize_rows()
         if not self.marker:
             return None
         target = self.summary_path if summary_name is None else self.out_dir / summary_name
+        if self.staged and not success:  # the whole output stays as it is; this run's summary beside its rows
+            target = self.parts_dir / (summary_name or SUMMARY)
         write_json_atomic(target, summary)
         if success and self.success_path is not None:
             self.success_path.touch()
             _fsync_dir(self.out_dir)
         return str(target)
 
-    def all_parts(self) -> list[Path]:
+    async def discard(self) -> None:
+        """Drop the staging area (a staged run that is not swapped in: nothing new was read)."""
+        if self.staged:
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.parts_dir, ignore_errors=True))
+
+    def all_parts(self, where: Path | None = None) -> list[Path]:
         """Every finished part of every shard, in name order."""
-        if not self.parts_dir.is_dir():
+        where = where or self.parts_dir
+        if not where.is_dir():
             return []
         pattern = self._pattern(None)
-        return sorted(f for f in self.parts_dir.iterdir() if pattern.match(f.name) and not f.name.startswith("."))
+        return sorted(f for f in where.iterdir() if pattern.match(f.name) and not f.name.startswith("."))
 
     def _finalize_rows(self) -> None:
         parts = self.all_parts()
@@ -375,6 +492,9 @@ class LocalSink(Sink):
             if not parts and self.create_empty:
                 self.parts_dir.mkdir(parents=True, exist_ok=True)
                 (self.parts_dir / f"{self.prefix}-00000-00000.jsonl{_EXT[self.compression]}").touch()
+            if self.staged:
+                write_json_atomic(self.parts_dir / SWAP, [p.name for p in self.all_parts()])
+                self._swap()
             return
         if not parts and not self.create_empty:
             return
@@ -389,6 +509,21 @@ class LocalSink(Sink):
         os.replace(tmp, final)
         _fsync_dir(final.parent)
         shutil.rmtree(self.parts_dir, ignore_errors=True)
+
+    def _swap(self) -> None:
+        """Swap a whole staged output in: the earlier parts not in the new output are removed, the
+        staged ones renamed into place, the staging area removed. ``_SWAP.json`` (the new parts'
+        names, written first) lets a stop in the middle be finished by ``settle``."""
+        staging = self.out_dir / STAGING
+        names = set(orjson.loads((staging / SWAP).read_bytes()))
+        for f in self.all_parts(self.out_dir):
+            if f.name not in names:
+                f.unlink(missing_ok=True)
+        for name in sorted(names):
+            if (staging / name).exists():
+                os.replace(staging / name, self.out_dir / name)
+        _fsync_dir(self.out_dir)
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _append(src: IO[bytes], dst: IO[bytes]) -> None:

@@ -23,15 +23,19 @@ from typing import IO, Any
 
 import anyio
 import anyio.to_thread
+import orjson
 
 from assay.connectors.base import Source
 from assay.connectors.compression import compression_of_suffix, detect_compression, open_stream
 from assay.connectors.framing import (
     INPUT_FORMATS,
+    Note,
     ReadError,
+    array_mode,
     detect_format,
     iter_documents,
     iter_jsonl,
+    iter_records,
     line_chunks,
     sniff,
 )
@@ -39,6 +43,7 @@ from assay.connectors.ledger import LineLedger
 from assay.connectors.local import STDIN, Limited, byte_range, display_name, expand_paths, file_size, open_raw
 from assay.exceptions import ConfigError, ConnectorError
 from assay.records import Envelope, Position
+from assay.traces.exports import crosses_inputs, export_row_kind
 
 _Done = Callable[[int], bool]
 
@@ -65,20 +70,24 @@ def stream_envelopes(
     read_errors: list[tuple[Position, str]],
     done: _Done | None = None,
     keep: Callable[[], bool] | None = None,
+    note: Note | None = None,
 ) -> Iterator[Envelope]:
     """Envelopes of one decompressed input (a file, stdin, an object): framing by ``input_format``
     (:func:`~assay.connectors.framing.sniff`), positions keyed as the ledger keys them (JSON lines:
     the line; JSON documents: the record's ordinal in ``offset``, its first line in ``line``).
 
-    ``done(key)`` skips completed records; ``keep()``, called once per record or read error in
+    ``note`` hears how the input was read (:mod:`~assay.connectors.framing`). ``done(key)`` skips
+    completed records; ``keep()``, called once per record or read error in
     input order, drops those it returns False for (round-robin shards). Read errors are appended to
     ``read_errors`` as ``(position, message)``. Used by FileSource and reusable by other sources.
     """
     kind, stream = sniff(stream, input_format)
+    if kind == "jsonl" and note is not None:
+        note("JSON lines: one record per line")
     if kind == "jsonl" and keep is None:
         yield from _line_envelopes(stream, name, 0, done)
         return
-    items = iter_jsonl(stream) if kind == "jsonl" else iter_documents(stream, name)
+    items = iter_jsonl(stream) if kind == "jsonl" else iter_documents(stream, name, array_mode(input_format), note)
     by_ordinal = kind == "json"
     ordinal = 0
     for line, payload in items:
@@ -100,9 +109,13 @@ class FileSource(Source):
     """Read JSON lines, JSON arrays and JSON documents (plain, gzip or zstd, detected from the
     content) from files, directories, globs and stdin (``-``).
 
-    * ``input_format``: ``auto`` (from the first non-blank bytes), ``jsonl`` or ``json``;
+    * ``input_format``: ``auto`` (from the first non-blank bytes; a JSON array of one
+      conversation's messages is one record), ``jsonl``, ``json`` (one record per array element)
+      or ``json_trace`` (the whole file is one record);
     * ``shard=(i, n)``: plain JSON-lines files are split into n byte ranges and shard i reads only
-      its own; other inputs keep records whose running index is ``i`` modulo ``n``;
+      its own; other inputs keep records whose running index is ``i`` modulo ``n``; exports that
+      hold a trace in many rows (LangSmith runs, Langfuse observations) are read whole by the
+      shard whose index is the file's index modulo ``n``;
     * ``resume_state``: what :meth:`snapshot` returned in an earlier run; positions it covers are
       skipped. :meth:`ack` adds positions (any order) to the ledger :meth:`snapshot` returns.
 
@@ -130,7 +143,7 @@ class FileSource(Source):
     ) -> None:
         super().__init__()
         if input_format not in INPUT_FORMATS:
-            raise ConfigError(f"source.input_format: unknown {input_format!r} (auto | jsonl | json)")
+            raise ConfigError(f"source.input_format: unknown {input_format!r} (auto | jsonl | json | json_trace)")
         self.paths = list(paths)
         self.batch_size = batch_size
         self.input_format = input_format
@@ -148,6 +161,8 @@ class FileSource(Source):
         self._bytes_read = 0.0  # ... and of the file being read, as of the last batch
         self._reading: tuple[IO[bytes], int, int, int] | None = None  # raw, start, end, size
         self._grouped: Source | None = None
+        #: Per input: how it was read (JSON lines, an array as one trace, …), for ``assay normalize``.
+        self.readings: dict[str, str] = {}
         if read_mode == "sessions":
             from assay.stages.sessions import GroupSessions
 
@@ -238,9 +253,43 @@ class FileSource(Source):
             return detect_format(head, len(head) < 1 << 16) == "jsonl"
         return self.input_format == "jsonl"
 
+    def _export_input(self, path: str, raw: IO[bytes]) -> str | None:
+        """Whether a (seekable) input's first record is a row of a multi-row export (LangSmith
+        runs, Langfuse observations): a trace's rows may be anywhere in it, so a shard reads it whole
+        (``"export"``); every shard reads the legacy Langfuse ``traces/`` + ``observations/`` pair's
+        inputs whole (``"across"``: :func:`~assay.traces.exports.crosses_inputs`), and keeps its traces
+        by trace id (:class:`~assay.stages.exports.AssembleExports`). None: not an export."""
+        if path == STDIN or not raw.seekable():
+            return None
+        try:
+            stream = open_stream(raw, display_name(path), suffix_name=path)
+            first = next(iter_records(stream, path, self.input_format), None)
+        except (ConnectorError, OSError, EOFError):
+            first = None
+        raw.seek(0)
+        if first is None or type(first[1]) is not bytes:
+            return None
+        try:
+            row = orjson.loads(first[1])
+        except orjson.JSONDecodeError:
+            return None
+        if export_row_kind(row) is None:
+            return None
+        return "across" if crosses_inputs(row) else "export"
+
     def _read_input(self, path: str, raw: IO[bytes]) -> Iterator[Envelope]:
         name = display_name(path)
         shard = self.shard
+        export = None if shard is None else self._export_input(path, raw)
+        if shard is not None and export is not None:
+            # by file: shard i reads the export inputs whose index is i modulo n, whole
+            if export != "across" and self.files.index(path) % shard[1] != shard[0]:
+                return
+            whole = open_stream(raw, name, suffix_name=path)
+            yield from stream_envelopes(
+                whole, name, self.input_format, read_errors=self.read_errors, done=self._done(name)
+            )
+            return
         if shard is not None and self._byte_range_shardable(raw, path):
             start, end, line = byte_range(raw, file_size(path), shard[0], shard[1])
             self._reading = (raw, start, end, self._sizes.get(path, 0))
@@ -253,7 +302,13 @@ class FileSource(Source):
         stream = open_stream(raw, name, suffix_name=None if path == STDIN else path)
         keep = None if shard is None else self._round_robin
         yield from stream_envelopes(
-            stream, name, self.input_format, read_errors=self.read_errors, done=self._done(name), keep=keep
+            stream,
+            name,
+            self.input_format,
+            read_errors=self.read_errors,
+            done=self._done(name),
+            keep=keep,
+            note=lambda text: self.readings.__setitem__(name, text),
         )
 
     def _round_robin(self) -> bool:
@@ -313,8 +368,10 @@ class FileSource(Source):
             self._count_read()
             return batch, None
 
+        # a read of stdin may wait for input forever: a stopping run does not wait for it
+        waits = any(path == "-" for path in self.paths)
         while not self._stopped:
-            batch, fault = await anyio.to_thread.run_sync(next_batch)
+            batch, fault = await anyio.to_thread.run_sync(next_batch, abandon_on_cancel=waits)
             if batch:
                 yield batch
             if fault is not None:

@@ -13,6 +13,13 @@ share it. A UTF-8 byte order mark at the start is dropped.
   documents;
 * anything else → JSON lines (a bad line is the parser's business: a dead letter).
 
+A top-level JSON array is a list of records, one per element, unless every element is an item of
+one conversation (chat messages, LangChain messages, OpenAI Responses items:
+:func:`assay.traces.conversation.is_conversation_item`): then the array is ONE record, one trace's
+messages. ``input_format="json"`` always reads one record per element; ``"json_trace"`` reads the
+whole input as one record (several documents: the array of them). The reading chosen is reported
+through the ``note`` callback, for ``assay normalize``.
+
 >>> import io
 >>> list(iter_records(io.BytesIO(b'[\\n {"a": 1},\\n {"a": 2}\\n]\\n'), "x"))
 [(2, b'{"a": 1}'), (3, b'{"a": 2}')]
@@ -24,16 +31,18 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import orjson
 
 from assay.connectors.compression import Failing, Prefixed, read_head
 from assay.exceptions import ConfigError, ConnectorError
 
 CHUNK = 1 << 20
 BOM = b"\xef\xbb\xbf"
-INPUT_FORMATS = ("auto", "jsonl", "json")
+INPUT_FORMATS = ("auto", "jsonl", "json", "json_trace")
 _SNIFF = 1 << 16
 _WS = " \t\r\n"
 
@@ -152,7 +161,7 @@ def sniff(f: Any, input_format: str = "auto") -> tuple[str, Any]:
     Reads at most 64 KiB ahead; the returned stream starts again at the first byte after the BOM.
     """
     if input_format not in INPUT_FORMATS:
-        raise ConfigError(f"source.input_format: unknown {input_format!r} (auto | jsonl | json)")
+        raise ConfigError(f"source.input_format: unknown {input_format!r} (auto | jsonl | json | json_trace)")
     want = _SNIFF if input_format == "auto" else len(BOM)
     try:
         head = read_head(f, want)
@@ -165,6 +174,8 @@ def sniff(f: Any, input_format: str = "auto") -> tuple[str, Any]:
     if head.startswith(BOM):
         head = head[len(BOM) :]
     kind = input_format if input_format != "auto" else detect_format(head, at_eof)
+    if kind == "json_trace":
+        kind = "json"
     return kind, Prefixed(head, f) if head else f
 
 
@@ -183,9 +194,11 @@ class _Documents:
     The text is decoded with ``surrogateescape`` so an invalid UTF-8 byte inside a string does not
     stop the file: the element holding it is reported as a read error and the next one is read."""
 
-    def __init__(self, f: _Readable, name: str) -> None:
+    def __init__(self, f: _Readable, name: str, arrays: str = "auto", note: Note | None = None) -> None:
         self.f = f
         self.name = name
+        self.arrays = arrays
+        self.note = note
         self.decoder = json.JSONDecoder()
         self.utf8 = codecs.getincrementaldecoder("utf-8")("surrogateescape")
         self.buf = ""
@@ -238,14 +251,70 @@ class _Documents:
                 return text
 
     def records(self) -> Iterator[tuple[int, bytes | ReadError]]:
+        if self.arrays == "whole":
+            yield from self._whole()
+            return
         try:
             while self.skip_ws():
-                if self.buf[self.pos] == "[":
+                if self.buf[self.pos] == "[" and self.arrays == "elements":
+                    self._say("input_format json: one record per array element")
                     yield from self._array()
+                elif self.buf[self.pos] == "[":
+                    yield from self._conversation_or_array()
                 else:
+                    self._say("JSON documents: one record per document")
                     yield self._record(self.line, self.value("JSON document"))
         except _Stop as stop:
             yield stop.line, ReadError(str(stop))
+
+    def _say(self, text: str) -> None:
+        if self.note is not None:
+            self.note(text)
+
+    def _whole(self) -> Iterator[tuple[int, bytes | ReadError]]:
+        """``json_trace``: every document of the input (an array read whole) in one record."""
+        docs: list[bytes] = []
+        start: int | None = None
+        try:
+            while self.skip_ws():
+                start = self.line if start is None else start
+                line, text = self._record(self.line, self.value("JSON document"))
+                if isinstance(text, ReadError):
+                    yield line, text
+                    return
+                docs.append(text)
+        except _Stop as stop:
+            yield stop.line, ReadError(str(stop))
+            return
+        if start is None:
+            return
+        self._say("input_format json_trace: the whole input is one trace")
+        yield start, docs[0] if len(docs) == 1 else b"[" + b",".join(docs) + b"]"
+
+    def _conversation_or_array(self) -> Iterator[tuple[int, bytes | ReadError]]:
+        """An array read element by element while every element is a conversation item (held);
+        all of them were: the array is one record; one was not: the held ones and the rest are
+        records of their own."""
+        from assay.traces.conversation import is_conversation_item
+
+        start = self.line
+        held: list[tuple[int, bytes | ReadError]] = []
+        elements = self._array()
+        for line, payload in elements:
+            if isinstance(payload, bytes) and _is_item(payload, is_conversation_item):
+                held.append((line, payload))
+                continue
+            self._say("a JSON array of records: one record per element")
+            yield from held
+            yield line, payload
+            yield from elements
+            return
+        if held:
+            self._say(
+                f"a JSON array of {len(held)} conversation messages: read as one trace "
+                "(input_format json reads one record per element)"
+            )
+            yield start, b"[" + b",".join(p for _, p in held if isinstance(p, bytes)) + b"]"
 
     def _array(self) -> Iterator[tuple[int, bytes | ReadError]]:
         start = self.line
@@ -275,30 +344,57 @@ class _Documents:
             return line, ReadError(f"{self.name}:{line}: invalid UTF-8 in a JSON document")
 
 
-def iter_documents(f: _Readable, name: str) -> Iterator[tuple[int, bytes | ReadError]]:
+def _is_item(payload: bytes, check: Callable[[Any], bool]) -> bool:
+    try:
+        return check(orjson.loads(payload))
+    except orjson.JSONDecodeError:
+        return False
+
+
+Note = Callable[[str], None]
+
+
+def array_mode(input_format: str) -> str:
+    """How :func:`iter_documents` reads top-level arrays for an ``input_format``: ``auto`` (one
+    record, or one per element: see the module docs), ``elements`` (``json``) or ``whole``
+    (``json_trace``)."""
+    return {"json": "elements", "json_trace": "whole"}.get(input_format, "auto")
+
+
+def iter_documents(
+    f: _Readable, name: str, arrays: str = "auto", note: Note | None = None
+) -> Iterator[tuple[int, bytes | ReadError]]:
     """Records of concatenated JSON documents: (line of the record's start, its JSON text).
 
-    A top-level array is streamed element by element (never loaded whole); any other document is
-    one record. A syntax error ends the stream with one :class:`ReadError` at its line."""
-    return _Documents(f, name).records()
+    A top-level array is streamed element by element (an array of one conversation's messages is
+    held, to become one record; ``arrays``: :func:`array_mode`); any other document is one record.
+    A syntax error ends the stream with one :class:`ReadError` at its line. ``note`` hears which
+    reading was chosen."""
+    return _Documents(f, name, arrays, note).records()
 
 
-def iter_records(f: Any, name: str, input_format: str = "auto") -> Iterator[tuple[int, bytes | ReadError]]:
+def iter_records(
+    f: Any, name: str, input_format: str = "auto", note: Note | None = None
+) -> Iterator[tuple[int, bytes | ReadError]]:
     """The records of a decompressed binary stream: (line of the record's start, raw bytes), or a
     :class:`ReadError` in place of the bytes where the stream holds no valid record.
 
-    ``input_format``: ``auto`` (see the module docs), ``jsonl`` or ``json``."""
+    ``input_format``: ``auto`` (see the module docs), ``jsonl``, ``json`` or ``json_trace``."""
     kind, stream = sniff(f, input_format)
     if kind == "jsonl":
+        if note is not None:
+            note("JSON lines: one record per line")
         return iter(iter_jsonl(stream))
-    return iter_documents(stream, name)
+    return iter_documents(stream, name, array_mode(input_format), note)
 
 
 __all__ = [
     "BOM",
     "CHUNK",
     "INPUT_FORMATS",
+    "Note",
     "ReadError",
+    "array_mode",
     "detect_format",
     "iter_documents",
     "iter_jsonl",

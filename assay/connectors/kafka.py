@@ -14,12 +14,15 @@ settings into aiokafka keyword arguments. aiokafka is imported only when a conne
 
 from __future__ import annotations
 
+import logging
 import os
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay.connectors.base import ConnectorConfig
+from assay.connectors.registry import BaseConnector
 from assay.exceptions import ConfigError, ConnectorError
 
 __all__ = ["KafkaConnection", "KafkaSinkConfig", "KafkaSourceConfig", "client_kwargs", "require_aiokafka"]
@@ -67,7 +70,7 @@ class KafkaConnection(BaseModel):
         return [s.strip() for s in raw if s.strip()]
 
 
-class KafkaSourceConfig(KafkaConnection):
+class KafkaSourceConfig(KafkaConnection, ConnectorConfig):
     """``source: {type: kafka, …}``: read traces from topics with a consumer group.
 
     Offsets are committed (auto-commit off) per partition up to the watermark of durable results.
@@ -130,7 +133,7 @@ class KafkaSourceConfig(KafkaConnection):
         return v.replace(tzinfo=UTC) if v is not None and v.tzinfo is None else v
 
 
-class KafkaSinkConfig(KafkaConnection):
+class KafkaSinkConfig(KafkaConnection, ConnectorConfig):
     """``sink: {type: kafka, …}`` (or ``dead_letter``): one message per row, keyed by the trace id.
 
     The producer waits for all in-sync replicas (``acks=all``); ``flush`` returns once every
@@ -156,11 +159,35 @@ class KafkaSinkConfig(KafkaConnection):
 
 
 def require_aiokafka() -> None:
-    """Raise a ConfigError with the install hint when aiokafka is missing."""
+    """Raise a ConfigError with the install hint when aiokafka is missing; route aiokafka's log
+    records through assay's logging (:class:`_OnceEach`)."""
     try:
         import aiokafka  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ConfigError(INSTALL_HINT) from e
+    client_log = logging.getLogger("aiokafka")
+    if not client_log.handlers:  # unless the application configured aiokafka's logging itself
+        client_log.addHandler(_OnceEach())
+        client_log.propagate = False
+
+
+class _OnceEach(logging.Handler):
+    """aiokafka's warnings and errors, logged again under ``assay.kafka.*`` (so they take the
+    run's log format and redaction), each distinct message once: a broker that went away makes
+    aiokafka repeat the same few messages at every reconnect attempt."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self._seen: set[tuple[str, int, str]] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        key = (record.name, record.levelno, message)
+        if key in self._seen:
+            return
+        if len(self._seen) < 10_000:
+            self._seen.add(key)
+        logging.getLogger(f"assay.kafka.{record.name}").log(record.levelno, "%s", message)
 
 
 def client_kwargs(cfg: KafkaConnection) -> dict[str, Any]:
@@ -209,9 +236,25 @@ def to_millis(t: datetime) -> int:
     return int(t.timestamp() * 1000)
 
 
-class KafkaConnector:
+class KafkaConnector(BaseConnector):
     """The registry entry (``type: kafka``): a consumer-group source and an ``acks=all`` sink
-    (also the dead-letter role: the original bytes with headers)."""
+    (also the dead-letter role: the original bytes with headers). Its resume state is the group's
+    committed offsets (no state to merge); processes of one group scale side by side."""
+
+    source_config = KafkaSourceConfig
+    sink_config = KafkaSinkConfig
+
+    def sink_identity(self, config: Any) -> str:
+        return f"kafka://{','.join(config.servers())}/{config.topic}"
+
+    def merge_resume_states(self, states: Any) -> Any:
+        return None  # the committed offsets are the checkpoint
+
+    def joins_group(self, config: Any) -> bool:
+        return bool(config.assignment == "group")
+
+    def appends_only(self, config: Any) -> bool:
+        return True
 
     def build_source(self, config: Any, ctx: Any) -> Any:
         from assay.connectors.kafka_source import KafkaSource

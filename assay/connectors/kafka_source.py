@@ -12,22 +12,17 @@
 * Rebalances: a revoked partition is no longer dispatched (queued records of it are dropped), what
   is durable is committed, and its watermark is forgotten so a late ``ack`` never commits it. An
   assigned partition resumes from the group's committed offset.
-* ``stop_at: end``: each partition stops at its end offset at the start of the run (for partitions
-  assigned later, the end offset when they were first seen), corrected upward by the high
-  watermark of the first fetch (some Kafka-compatible brokers report the base offset of the last
-  batch in ListOffsets). The source ends when every assigned partition reached its end.
-* ``assignment: manual``: no group join; the partitions (all, or every N-th one of a shard) are
-  assigned at open and offsets are committed to the group without a membership.
-* Opening does not wait for the group join (the broker holds a JoinGroup for a fixed delay): the
-  engine opens its sinks meanwhile; the size estimate is made in the background.
-* The poller runs in a task group that :meth:`KafkaSource.open` enters and :meth:`aclose` leaves:
-  open and close the source from the same task (``async with source:``).
+* With the engine's checkpoints (``commit_after_checkpoint``), offsets are committed to the group
+  only after the checkpoint covering them is saved (:meth:`KafkaSource.checkpointed`), never
+  before: a stop can re-read records (the instant between the two), never skip one. A commit a
+  rebalance defers is retried at the next checkpoint and at close.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -53,6 +48,13 @@ log = logging.getLogger(__name__)
 _Chunk = tuple[TopicPartition, int, list[Envelope]]  # partition, assignment generation, records
 
 
+def _connected(consumer: AIOKafkaConsumer) -> bool:
+    """Whether the consumer's client holds an open connection to some broker (aiokafka closes a
+    connection whose broker went away, and keeps reconnecting in vain)."""
+    conns = getattr(getattr(consumer, "_client", None), "_conns", None)
+    return isinstance(conns, dict) and any(conn.connected() for conn in conns.values())
+
+
 def _partitions(consumer: AIOKafkaConsumer, topics: list[str]) -> list[TopicPartition]:
     return [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
 
@@ -72,9 +74,10 @@ class KafkaSource(Source):
     """Reads envelopes (payload = message value, key = message key) from a consumer group.
 
     ``batch_size`` bounds the envelopes per batch; ``resume_state`` is ignored (the group's
-    committed offsets are the checkpoint). ``shard`` (index, count) picks the partitions of
-    ``assignment: manual``; a group splits them itself. ``on_revoke``, when set by the engine, is awaited
-    before a rebalance takes partitions away so it can flush and acknowledge what is in flight.
+    committed offsets are the checkpoint). ``shard`` (index,
+    count) picks the partitions of ``assignment: manual``; a group splits them itself.
+    ``on_revoke``, when set by the engine, is awaited before a rebalance takes partitions away so
+    it can flush and acknowledge what is in flight.
     """
 
     size_unit = "records"
@@ -101,6 +104,8 @@ class KafkaSource(Source):
         self._space = anyio.Event()
         self._lock = anyio.Lock()
         self._watermarks = Watermarks()
+        self._checkpointed: dict[tuple[str, int], int] = {}
+        """Offsets a saved checkpoint covers whose commit a rebalance deferred."""
         self._gen: dict[TopicPartition, int] = {}  # owned partitions → assignment generation
         self._generation = 0
         self._pending: set[TopicPartition] = set()  # assigned, start offset not resolved yet
@@ -112,6 +117,7 @@ class KafkaSource(Source):
         self._paused = False
         self._starts: dict[TopicPartition, int] = {}  # start offsets estimated at open (size_hint)
         self._error: BaseException | None = None
+        self._last_contact = 0.0  # time.monotonic() of the cluster's last answer (the poller's)
         self._finished = False
         self._stopping = False
         self._closed = False
@@ -202,6 +208,9 @@ class KafkaSource(Source):
         self._closed = True
         self._stopping = True
         try:
+            if self._checkpointed and self._error is None:
+                with anyio.CancelScope(shield=True):
+                    await self._commit_checkpointed()
             if self._tg is not None:
                 self._tg.cancel_scope.cancel()
                 await self._tg.__aexit__(None, None, None)
@@ -235,6 +244,8 @@ class KafkaSource(Source):
             if batch:
                 yield batch
                 continue
+            if isinstance(self._error, ConnectorError):
+                raise self._error
             if self._error is not None:
                 raise ConnectorError(f"kafka source: {type(self._error).__name__}: {self._error}") from self._error
             if self._finished or self._stopping or self._closed:
@@ -263,28 +274,52 @@ class KafkaSource(Source):
         """Commit, per partition, up to the contiguous watermark of the durable positions."""
         async with self._lock:
             self._watermarks.ack_all(positions)
-            await self._commit(self._watermarks.committable())
+            if not self.commit_after_checkpoint:
+                await self._commit(self._watermarks.committable())
 
-    async def _commit(self, offsets: dict[tuple[str, int], int]) -> None:
+    async def checkpointed(self) -> None:
+        """The engine saved the checkpoint holding these offsets: commit them to the group now
+        (a commit a rebalance defers is retried at the next one, and at close)."""
+        async with self._lock:
+            self._checkpointed = self._watermarks.committable()
+            if await self._commit(self._checkpointed):
+                self._checkpointed = {}
+
+    async def _commit_checkpointed(self) -> None:
+        """At close: commit what the last checkpoint covers if a rebalance deferred it (the poll
+        loop still runs, so the consumer rejoins meanwhile); never more than that."""
+        for _ in range(20):
+            async with self._lock:
+                if not self._checkpointed or await self._commit(self._checkpointed):
+                    self._checkpointed = {}
+                    return
+            await anyio.sleep(0.5)
+
+    async def _commit(self, offsets: dict[tuple[str, int], int]) -> bool:
+        """Commit the offsets of partitions still owned; False when a rebalance deferred it."""
         consumer = self._consumer
         owned = {(tp.topic, tp.partition) for tp in self._gen}
         offsets = {k: v for k, v in offsets.items() if k in owned}
         if not offsets or consumer is None:
-            return
+            return True
         try:
-            await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()})
+            with anyio.fail_after(self.config.connect_timeout_s):
+                await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()})
+        except TimeoutError as e:
+            raise unreachable(self.config, "source") from e
         except (CommitFailedError, IllegalStateError) as e:
             if self.config.assignment == "manual":
                 raise ConnectorError(
                     f"kafka source: commit to group {self.config.group_id!r} refused ({type(e).__name__}); "
                     "with assignment: manual no other consumer may be a member of the group"
                 ) from e
-            # a rebalance is under way: retried on the next ack
+            # a rebalance is under way: retried on the next commit, and at close
             log.warning("kafka source: commit deferred (%s)", e)
-            return
+            return False
         except KafkaError as e:
             raise ConnectorError(f"kafka source: commit failed: {type(e).__name__}: {e}") from e
         self._watermarks.committed(offsets)
+        return True
 
     # ---------------------------------------------------------------- rebalances
 
@@ -347,10 +382,33 @@ class KafkaSource(Source):
 
     # ---------------------------------------------------------------- poller
 
+    async def _check_alive(self, consumer: AIOKafkaConsumer, fetched: bool) -> None:
+        """After a poll: records fetched, or a connection to a broker still open, prove the cluster
+        is there. With neither for a while, ask for the cluster's metadata (which reconnects);
+        ConnectorError once the cluster has not been reachable for ``connect_timeout_s``. (A busy
+        broker holding a group join is still connected: it is never taken for a dead one.)"""
+        now = time.monotonic()
+        if fetched or _connected(consumer):
+            self._last_contact = now
+            return
+        limit = self.config.connect_timeout_s
+        if now - self._last_contact < min(limit / 3, 5.0):
+            return
+        try:
+            with anyio.fail_after(max(0.1, limit - (now - self._last_contact))):
+                await consumer.topics()
+        except (TimeoutError, KafkaError) as e:
+            if time.monotonic() - self._last_contact >= limit:
+                raise unreachable(self.config, "source") from e
+            await anyio.sleep(min(0.5, limit / 10))  # refused at once: look again shortly
+            return
+        self._last_contact = time.monotonic()
+
     async def _poll_loop(self) -> None:
         consumer = self._consumer
         assert consumer is not None
         cfg = self.config
+        self._last_contact = time.monotonic()
         try:
             while True:
                 if self._stopping or self._finished:
@@ -358,9 +416,14 @@ class KafkaSource(Source):
                     # commit: keep polling (everything paused) so the group keeps this consumer
                     consumer.pause(*consumer.assignment())
                     await consumer.getmany(timeout_ms=1000)
+                    await self._check_alive(consumer, False)
                     continue
                 if self._pending:
-                    await self._init_pending(consumer)
+                    try:
+                        with anyio.fail_after(cfg.connect_timeout_s + cfg.session_timeout_ms / 1000):
+                            await self._init_pending(consumer)
+                    except TimeoutError as e:
+                        raise unreachable(cfg, "source") from e
                 room = self._capacity - self._queued
                 if room <= 0:
                     self._space = anyio.Event()
@@ -379,6 +442,7 @@ class KafkaSource(Source):
                     )
                 self._accept(consumer, data)
                 self._check_finished(consumer)
+                await self._check_alive(consumer, any(data.values()))
         except Exception as e:  # surfaced by batches(); never cancels the task that opened the source
             self._error = e
         finally:

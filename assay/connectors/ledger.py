@@ -121,4 +121,25 @@ class LineLedger:
             self.add_keys(source, keys)
 
 
-__all__ = ["LineLedger", "intervals", "merge", "position_key"]
+def merge_ledger_states(states: Iterable[Any]) -> Any:
+    """The union of several ledger resume states of writers of one run: ``{input: [[first, last],
+    …]}`` (files), or ``{"done": {…}, "complete": […]}`` (S3); None when none keeps a ledger."""
+    merged: dict[str, list[list[int]]] = {}
+    complete: set[str] = set()
+    found = nested = False
+    for state in states:
+        if not isinstance(state, dict):
+            continue
+        found = True
+        if isinstance(state.get("done"), dict):
+            nested = True
+            complete.update(state.get("complete") or [])
+            state = state["done"]
+        for source, ivs in state.items():
+            merged[source] = merge(merged.get(source, []), [list(iv) for iv in ivs])
+    if not found:
+        return None
+    return {"done": merged, "complete": sorted(complete)} if nested else merged
+
+
+__all__ = ["LineLedger", "intervals", "merge", "merge_ledger_states", "position_key"]

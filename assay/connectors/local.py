@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from assay.exceptions import ConfigError, ConnectorError
+from assay.exceptions import ConnectorError, InputMissingError
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -45,7 +45,7 @@ def expand_paths(paths: list[str] | tuple[str, ...] | Any) -> list[str]:
         if any(ch in p for ch in "*?["):
             matches = sorted(m for m in glob.glob(p, recursive=True) if os.path.isfile(m))
             if not matches:
-                raise ConfigError(f"source: no files match {p!r}")
+                raise InputMissingError(f"source: no files match {p!r} (not landed yet?)")
             out.extend(matches)
         elif os.path.isdir(p):
             found = sorted(
@@ -54,12 +54,14 @@ def expand_paths(paths: list[str] | tuple[str, ...] | Any) -> list[str]:
                 if f.is_file() and _has_input_suffix(f.name) and not f.name.startswith(("_", "."))
             )
             if not found:
-                raise ConfigError(f"source: directory {p!r} holds no .jsonl/.json(.gz/.zst) files")
+                raise InputMissingError(
+                    f"source: directory {p!r} holds no .jsonl/.json(.gz/.zst) files (not landed yet?)"
+                )
             out.extend(found)
         elif os.path.isfile(p):
             out.append(p)
         else:
-            raise ConfigError(f"source: no such file or directory: {p!r}")
+            raise InputMissingError(f"source: no such file or directory: {p!r} (not landed yet?)")
     return out
 
 

@@ -2,34 +2,47 @@
 entry-point group ``assay.connectors`` for third parties (like evaluators and formats).
 
 A connector entry is a ``"module:attr"`` string naming a :class:`Connector`: an object with
-``build_source(config, ctx)`` and ``build_sink(config, ctx)``. The built-in ones are ``file``
-(local files, directories, globs, stdin), ``s3`` (``s3://`` paths select it without a ``type``)
-and ``kafka``. Used by ``run``, ``score``, ``--dry-run`` and ``report``.
+``build_source(config, ctx)`` and ``build_sink(config, ctx)`` and the models of its run-file
+sections (``source_config``, ``sink_config``, optionally ``dead_letter_config``: subclasses of
+:class:`~assay.connectors.base.ConnectorConfig`). A connector also owns its defaults and names
+(:class:`BaseConnector` has the defaults a connector may override): the identity of a sink (its
+checkpoint key), the dead-letter output beside its results, where its summary lies on local disk,
+how the resume states of several writers merge, whether processes scale by a consumer group, and
+the size of an input (``--workers auto``). The engine asks through this module's functions and
+never reads a connector's fields. The built-in ones are ``file`` (local files, directories, globs,
+stdin), ``s3`` (``s3://`` paths select it without a ``type``) and ``kafka``. Used by ``run``,
+``score``, ``--dry-run`` and ``report``.
 
 >>> from assay.connectors.registry import connector_types
 >>> sorted(connector_types())[:3]
-['file', 'kafka', 's3']
+['delta', 'file', 'kafka']
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Protocol
 
-from assay.connectors.base import Sink, Source
-from assay.exceptions import ConfigError
+import orjson
+from pydantic import BaseModel
+
+from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.exceptions import ConfigError, ConnectorError
 
 BUILTIN_CONNECTORS: dict[str, str] = {
     "file": "assay.connectors.builtin:FILE",
     "s3": "assay.connectors.s3:CONNECTOR",
     "kafka": "assay.connectors.kafka:CONNECTOR",
+    "delta": "assay.connectors.delta:CONNECTOR",
 }
 
 #: the optional dependency each built-in connector needs, for the install hint
-EXTRAS = {"s3": "assay[s3]", "kafka": "assay[kafka]"}
+EXTRAS = {"s3": "assay[s3]", "kafka": "assay[kafka]", "delta": "assay[lake]"}
 
 #: a sink's start-over state: a writer that restores nothing and deletes nothing of other writers
 EMPTY_SINK_STATE: dict[str, Any] = {"parts": [], "seq": 0, "current": None}
@@ -44,6 +57,8 @@ class SourceContext:
     resume_state: Any = None
     options: Any = None
     """Run-level connector options (the run file's ``s3:`` block)."""
+    reads_text: bool = True
+    """False: no evaluator reads message text; a columnar source may skip those columns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,17 +71,94 @@ class SinkContext:
     resume_state: Any = None
     options: Any = None
     reset_only_shard: bool = False
+    staged: bool = False
+    """Write into the sink's staging area; ``publish(success=True)`` swaps it in (a run that
+    started over while a whole output was published: a failure leaves that output in place)."""
 
 
 class Connector(Protocol):
+    """What a connector must have; the hooks of :class:`BaseConnector` are optional."""
+
     def build_source(self, config: Any, ctx: SourceContext) -> Source: ...
 
     def build_sink(self, config: Any, ctx: SinkContext) -> Sink: ...
 
 
+class BaseConnector:
+    """The defaults of a connector's hooks (a connector may subclass this, or define only what it
+    needs: the registry falls back to these for a hook it lacks)."""
+
+    source_config: type[ConnectorConfig] | None = None
+    """The model of a ``source:`` section of this type (None: no source)."""
+    sink_config: type[ConnectorConfig] | None = None
+    """The model of a ``sink:`` section (None: no sink)."""
+    dead_letter_config: type[ConnectorConfig] | None = None
+    """The model of a ``dead_letter:`` section (default: ``sink_config``)."""
+    schemes: tuple[str, ...] = ()
+    """URL schemes whose ``path`` selects this connector without a ``type`` (``s3``)."""
+
+    def build_source(self, config: Any, ctx: SourceContext) -> Source:
+        raise ConfigError(f"connector {config.type!r} has no source")
+
+    def build_sink(self, config: Any, ctx: SinkContext) -> Sink:
+        raise ConfigError(f"connector {config.type!r} has no sink")
+
+    def sink_identity(self, config: Any) -> str:
+        """What tells this sink from every other (the checkpoint key is made from it): its
+        ``path`` when it has one, else every field of its section (a table, a topic, a bucket),
+        so two sinks without a path never share a checkpoint."""
+        path = getattr(config, "path", None)
+        if isinstance(path, str):
+            return path
+        fields = orjson.dumps(config.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS).decode()
+        return f"{config.type}:{fields}"
+
+    def checkpoint_scope(self, config: Any) -> str:
+        """A part of the checkpoint key beside the sink's identity: runs that write the same sink
+        but must never resume into each other (a Delta table's days)."""
+        return ""
+
+    def default_dead_letter(self, config: Any) -> ConnectorConfig | None:
+        """The dead-letter section beside these results; None: a directory under ``state_dir``."""
+        return None
+
+    def summary_path(self, config: Any) -> Path | None:
+        """Where the summary of these results lies on local disk; None: not beside them."""
+        return None
+
+    def merge_resume_states(self, states: Iterable[Any]) -> Any:
+        """One resume state from those of several writers of one run (a resume with another
+        ``--workers``). The default knows nothing of the state's shape: equal states (or none)
+        merge, different ones cannot."""
+        found = [s for s in states if s is not None]
+        if any(s != found[0] for s in found[1:]):
+            raise ConnectorError("this source cannot resume with another number of writers; run with --fresh")
+        return found[0] if found else None
+
+    def joins_group(self, config: Any) -> bool:
+        """Whether processes reading this source split it by joining one consumer group."""
+        return False
+
+    def appends_only(self, config: Any) -> bool:
+        """Whether this sink only appends (several processes may write it side by side)."""
+        return False
+
+    def input_size(self, config: Any) -> int | None:
+        """The input's size in bytes when cheap to know (``--workers auto``); None: unknown."""
+        return None
+
+
+_DEFAULTS = BaseConnector()
+
+
 @cache
 def _entry_points() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group="assay.connectors")}
+
+
+def clear_cache() -> None:
+    """Forget the entry points read so far (a package installed since is found next time)."""
+    _entry_points.cache_clear()
 
 
 def connector_types() -> list[str]:
@@ -94,3 +186,95 @@ def build_source(config: Any, ctx: SourceContext) -> Source:
 def build_sink(config: Any, ctx: SinkContext) -> Sink:
     """The sink a run file's ``sink:`` or ``dead_letter:`` section describes."""
     return get_connector(config.type).build_sink(config, ctx)
+
+
+def _hook(config: Any, name: str) -> Any:
+    """The connector's own ``name`` hook for ``config``, else the default one."""
+    hook = getattr(get_connector(config.type), name, None)
+    return hook if hook is not None else getattr(_DEFAULTS, name)
+
+
+def default_type(section: Mapping[str, Any]) -> str:
+    """The connector of a section without ``type``: the one claiming the scheme of its (first)
+    ``path`` (``s3://`` → ``s3``), else ``file``."""
+    path = section.get("path")
+    first = path[0] if isinstance(path, list) and path else path
+    if isinstance(first, str) and "://" in first:
+        scheme = first.split("://", 1)[0]
+        for name in connector_types():
+            try:
+                if scheme in getattr(get_connector(name), "schemes", ()):
+                    return name
+            except ConfigError:
+                continue
+    return "file"
+
+
+def config_model(type_: str, role: str) -> type[ConnectorConfig]:
+    """The model a ``role`` section (``source``, ``sink``, ``dead_letter``) of ``type_`` is
+    validated with: the connector's own."""
+    connector = get_connector(type_)
+    model = getattr(connector, "dead_letter_config", None) if role == "dead_letter" else None
+    model = model or getattr(connector, "source_config" if role == "source" else "sink_config", None)
+    if model is None:
+        raise ConfigError(f"connector {type_!r} has no {'source' if role == 'source' else 'sink'}")
+    return model  # type: ignore[no-any-return]
+
+
+def parse_section(raw: Any, role: str) -> ConnectorConfig:
+    """A run file's ``source:``/``sink:``/``dead_letter:`` section, validated by its connector's
+    model (a pydantic ValidationError names the keys; an unknown type is a ValueError)."""
+    if isinstance(raw, ConnectorConfig):
+        return raw
+    if isinstance(raw, BaseModel):
+        raw = raw.model_dump()
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"expected a mapping, got {type(raw).__name__}")
+    section = {**raw, "type": raw.get("type") or default_type(raw)}
+    try:
+        model = config_model(str(section["type"]), role)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return model.model_validate(section)
+
+
+def sink_identity(config: ConnectorConfig) -> str:
+    """What tells a sink from every other: its path, or all of its section (see :class:`BaseConnector`)."""
+    return str(_hook(config, "sink_identity")(config))
+
+
+def checkpoint_scope(config: ConnectorConfig) -> str:
+    """What the sink's connector adds to its checkpoint key (see :class:`BaseConnector`)."""
+    return str(_hook(config, "checkpoint_scope")(config))
+
+
+def default_dead_letter(config: ConnectorConfig, state_dir: str | Path, key: str) -> ConnectorConfig:
+    """The dead-letter section of results going to ``config``: the connector's default beside
+    them, else a local directory ``<state_dir>/dead_letter/<key>/`` (``key``: the sink's)."""
+    dead = _hook(config, "default_dead_letter")(config)
+    if dead is not None:
+        return dead  # type: ignore[no-any-return]
+    from assay.connectors.path_config import DeadLetterConfig
+
+    return DeadLetterConfig(path=str(Path(state_dir) / "dead_letter" / key) + "/")
+
+
+def summary_path(config: ConnectorConfig) -> Path | None:
+    """Where the summary of results going to ``config`` lies on local disk (None: not beside them)."""
+    return _hook(config, "summary_path")(config)  # type: ignore[no-any-return]
+
+
+def merge_resume_states(config: ConnectorConfig, states: Iterable[Any]) -> Any:
+    """The resume states of several writers reading ``config``, merged by its connector."""
+    return _hook(config, "merge_resume_states")(states)
+
+
+def scales_by_group(source: ConnectorConfig, sinks: Iterable[ConnectorConfig]) -> bool:
+    """Whether processes running this side by side share nothing but a consumer group: a source
+    that joins its group, writing only to sinks that append."""
+    return bool(_hook(source, "joins_group")(source)) and all(_hook(s, "appends_only")(s) for s in sinks)
+
+
+def input_size(source: ConnectorConfig) -> int | None:
+    """The size of a source's input in bytes, when its connector knows it cheaply."""
+    return _hook(source, "input_size")(source)  # type: ignore[no-any-return]

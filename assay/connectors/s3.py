@@ -11,11 +11,15 @@ The modules split where the bytes live (:mod:`~assay.connectors.s3_client`), rea
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
 
-from assay.connectors.base import Sink, Source
+from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.connectors.ledger import merge_ledger_states
+from assay.connectors.path_config import DeadLetterConfig, SinkConfig, SourceConfig
+from assay.connectors.registry import BaseConnector
 from assay.connectors.s3_client import S3Config, S3Url, is_s3_url, parse_s3_url
 from assay.connectors.s3_sink import S3Sink
 from assay.connectors.s3_source import S3Source
@@ -36,12 +40,38 @@ def s3_config(options: Any) -> S3Config:
         raise ConfigError(f"s3.{where}: {first['msg']}") from exc
 
 
-class S3Connector:
+class S3Connector(BaseConnector):
     """``s3://`` sources and sinks for the connector registry (``build_source(config, ctx)`` /
     ``build_sink(config, ctx)``; ``ctx`` carries batch size, shard, resume state, the ``s3:``
-    options and, for sinks, the role and ``reset_only_shard``)."""
+    options and, for sinks, the role and ``reset_only_shard``). An ``s3://`` path selects it."""
+
+    source_config = SourceConfig
+    sink_config = SinkConfig
+    dead_letter_config = DeadLetterConfig
+    schemes = ("s3",)
+
+    def default_dead_letter(self, config: Any) -> ConnectorConfig | None:
+        """``_dead_letter/`` under the results prefix."""
+        return DeadLetterConfig(type="s3", path=str(config.path).rstrip("/") + "/_dead_letter/")
+
+    def merge_resume_states(self, states: Iterable[Any]) -> Any:
+        """The union of the writers' object ledgers."""
+        return merge_ledger_states(states)
 
     def build_source(self, config: Any, ctx: Any) -> Source:
+        from assay.connectors.builtin import parquet_source
+
+        parquet = parquet_source(config, ctx)
+        if parquet is not None:
+            return parquet
+        if getattr(config, "input_format", "auto") == "auto" and getattr(config, "read_mode", "records") == "records":
+            from assay.connectors.parquet_detect import DetectedSource
+
+            # a prefix or an object without a telling suffix: Parquet or JSON is decided at open()
+            return DetectedSource(config, ctx, json_source=lambda: self._json_source(config, ctx))
+        return self._json_source(config, ctx)
+
+    def _json_source(self, config: Any, ctx: Any) -> Source:
         paths = config.paths if hasattr(config, "paths") else [config.path]
         sessions = getattr(config, "read_mode", "records") == "sessions"
         source = S3Source(
@@ -56,7 +86,9 @@ class S3Connector:
             from assay.stages.sessions import GroupSessions
 
             return GroupSessions(source, shard=ctx.shard)
-        return source
+        from assay.stages.exports import AssembleExports
+
+        return AssembleExports(source)  # objects are sharded whole: a trace's rows stay together
 
     def build_sink(self, config: Any, ctx: Any) -> Sink:
         results = getattr(ctx, "role", "results") == "results"
@@ -70,6 +102,7 @@ class S3Connector:
             resume_state=ctx.resume_state,
             markers=results,
             start_over_scope="shard" if getattr(ctx, "reset_only_shard", False) else "prefix",
+            staged=getattr(ctx, "staged", False),
         )
 
 

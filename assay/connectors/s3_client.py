@@ -14,6 +14,7 @@ S3Url(bucket='lake', key='traces/dt=2026-11-21/', pattern=None)
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -101,8 +102,21 @@ def _error_code(exc: BaseException) -> str:
     return ""
 
 
-def translate(exc: BaseException, what: str) -> ConnectorError:
-    """A botocore / aiohttp error as a ConnectorError naming the URL and the reason."""
+_CREDENTIALS_HINT = (
+    "no AWS credentials found (the standard chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+    "AWS_PROFILE or s3.profile, an instance or container role)"
+)
+
+
+def translate(exc: BaseException, what: str, operation: str | None = None) -> ConnectorError:
+    """A botocore / aiohttp error as a ConnectorError naming the URL, the reason, and the S3
+    operation that failed (``ListObjectsV2``, ``DeleteObjects``, …) when known."""
+    done = f" (S3 {operation})" if operation else ""
+    name = type(exc).__name__
+    if name in ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError"):
+        return ConnectorError(f"{what}: {_CREDENTIALS_HINT}{done}")
+    if name in ("EndpointConnectionError", "ConnectTimeoutError", "ConnectionClosedError"):
+        return ConnectorError(f"{what}: cannot reach the S3 endpoint: {exc}{done}")
     code = _error_code(exc)
     reason = {
         "NoSuchBucket": "no such bucket",
@@ -115,7 +129,7 @@ def translate(exc: BaseException, what: str) -> ConnectorError:
     }.get(code)
     if reason is None:
         reason = f"{type(exc).__name__}: {exc}"
-    return ConnectorError(f"{what}: {reason}")
+    return ConnectorError(f"{what}: {reason}{done}")
 
 
 _LOADER: list[Any] = []
@@ -184,13 +198,22 @@ class S3Client:
             await stack.aclose()
 
     async def call(self, what: str, fn: Callable[..., Awaitable[T]], /, **kwargs: Any) -> T:
-        """``await fn(**kwargs)`` with errors translated (``what`` names the URL)."""
+        """``await fn(**kwargs)`` with errors translated (``what`` names the URL; the message
+        also names the S3 operation)."""
         try:
             return await fn(**kwargs)
         except ConnectorError:
             raise
         except Exception as exc:
-            raise translate(exc, what) from exc
+            raise translate(exc, what, self._operation(fn)) from exc
+
+    def _operation(self, fn: Callable[..., Any]) -> str | None:
+        """The S3 API name of a client method (``list_objects_v2`` → ``ListObjectsV2``)."""
+        mapping = getattr(getattr(self.raw, "meta", None), "method_to_api_mapping", None)
+        name = getattr(fn, "__name__", None)
+        if isinstance(mapping, dict) and name in mapping:
+            return str(mapping[name])
+        return None
 
     async def list_objects(self, bucket: str, prefix: str) -> AsyncIterator[dict[str, Any]]:
         """Every object under ``prefix`` (``Key``, ``Size``, ``ETag``), in key order."""
@@ -210,8 +233,10 @@ class S3Client:
         """Delete objects (1,000 per request); a key that does not exist is not an error."""
         for i in range(0, len(keys), 1000):
             chunk = keys[i : i + 1000]
+            dirs = [key.rpartition("/")[0] for key in chunk]
+            under = "" if "" in dirs else posixpath.commonpath(dirs)
             out = await self.call(
-                f"s3://{bucket}/{chunk[0]}",
+                f"s3://{bucket}/{under}/" if under else f"s3://{bucket}/",
                 self.raw.delete_objects,
                 Bucket=bucket,
                 Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True},

@@ -31,11 +31,13 @@ import orjson
 
 from assay.connectors.base import Sink
 from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
-from assay.exceptions import ConfigError, ConnectorError
+from assay.exceptions import ConfigError
 
 PART_SIZE = 8 << 20  # multipart piece size (S3 needs >= 5 MiB for every piece but the last)
 SUCCESS = "_SUCCESS"
 SUMMARY = "_SUMMARY.json"
+STAGING = "_staging/"
+SWAP = "_SWAP.json"
 _EXT = {"none": "", "gzip": ".gz", "zstd": ".zst"}
 
 
@@ -80,10 +82,8 @@ class _Upload:
         self.enc = _Encoder(compression)
         self.upload_id: str | None = None
         self.pieces: list[dict[str, Any]] = []
-
-
-DEFAULT_COMMIT_ROWS = 50_000
-"""Rows between commits (and so at most per part) when ``max_rows_per_part`` is not set."""
+        self.body: bytes | None = None
+        """A full part's last bytes, uploaded when the next commit completes it."""
 
 
 class S3Sink(Sink):
@@ -113,6 +113,7 @@ class S3Sink(Sink):
         resume_state: Any = None,
         markers: bool | None = None,
         start_over_scope: str = "prefix",
+        staged: bool = False,
     ) -> None:
         target = parse_s3_url(url)
         if target.pattern is not None:
@@ -126,13 +127,17 @@ class S3Sink(Sink):
         self.url = url if url.endswith("/") else url + "/"
         self.bucket = target.bucket
         self.dir = target.key if not target.key or target.key.endswith("/") else target.key + "/"
+        self.staged = staged
+        self.pdir = self.dir + STAGING if staged else self.dir
+        """Where the parts are written: the output's prefix, or its staging area."""
         self.config = s3 or S3Config()
         self.prefix = prefix
         self.shard = shard
         self.compression = "none" if compression == "auto" else compression
         self.max_rows = max_rows_per_part
-        # parts end at flush: commit on rows, never on the clock (a rerun cuts the same parts)
-        self.commit_every_rows = max_rows_per_part or DEFAULT_COMMIT_ROWS
+        # a full part is completed by the next commit: commit as soon as one is full (and on the
+        # clock, every limits.commit_interval_s, which ends the current part as a smaller object)
+        self.commit_every_rows = max_rows_per_part
         self.resume_state = resume_state
         self.markers = prefix != "dead" if markers is None else markers
         self.reset_only_shard = start_over_scope == "shard"
@@ -141,6 +146,9 @@ class S3Sink(Sink):
         self.seq = int(resume_state.get("seq", 0)) if resume_state else 0
         self.rows_written = 0
         self._part: _Upload | None = None
+        self._full: list[_Upload] = []
+        """Parts that reached ``max_rows_per_part`` since the last commit (completed at ``flush``:
+        a visible part holds committed rows only)."""
         self._client = S3Client(self.config)
         self._open = False
 
@@ -155,7 +163,7 @@ class S3Sink(Sink):
         return self.url
 
     def key_for(self, seq: int) -> str:
-        return f"{self.dir}{self.prefix}-{self.shard:05d}-{seq:05d}.jsonl{_EXT[self.compression]}"
+        return f"{self.pdir}{self.prefix}-{self.shard:05d}-{seq:05d}.jsonl{_EXT[self.compression]}"
 
     def _where(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
@@ -178,32 +186,94 @@ class S3Sink(Sink):
     async def clear(self, *, scope: str = "prefix") -> None:
         """Remove the outputs of earlier attempts: ``_SUCCESS`` first (so no reader ever sees a
         marker beside a partial output), then ``_SUMMARY.json``, then the parts and their
-        unfinished uploads (every shard's with ``scope="prefix"``, this shard's with ``"shard"``)."""
-        if self.markers:
+        unfinished uploads (every shard's with ``scope="prefix"``, this shard's with ``"shard"``).
+        A staged sink clears only its staging area: the whole output stays until ``publish``."""
+        if self.markers and not self.staged:
             await self._client.delete_keys(self.bucket, [self.dir + SUCCESS])
             await self._client.delete_keys(self.bucket, [self.dir + SUMMARY])
-        mine = f"{self.dir}{self.prefix}-" + (f"{self.shard:05d}-" if scope == "shard" else "")
+        if self.staged:
+            await self._client.delete_keys(self.bucket, [self.pdir + SUMMARY, self.pdir + SWAP])
+        mine = f"{self.pdir}{self.prefix}-" + (f"{self.shard:05d}-" if scope == "shard" else "")
         await self._client.abort_uploads(self.bucket, mine)
         stale = [o["Key"] async for o in self._client.list_objects(self.bucket, mine) if self._is_part(o["Key"])]
         await self._client.delete_keys(self.bucket, stale)
 
-    def _is_part(self, key: str) -> bool:
-        name = key[len(self.dir) :]
+    def _is_part(self, key: str, base: str | None = None) -> bool:
+        name = key[len(base or self.pdir) :]
         return re.fullmatch(rf"{re.escape(self.prefix)}-\d{{5}}-\d{{5}}\.jsonl(\.gz|\.zst)?", name) is not None
 
     async def _drop_after_snapshot(self) -> None:
         """Resume: this shard's parts completed after the checkpoint would repeat rows; drop them."""
-        if self.markers:
+        if self.markers and not self.staged:
             await self._client.delete_keys(self.bucket, [self.dir + SUCCESS])
-        mine = f"{self.dir}{self.prefix}-{self.shard:05d}-"
+        mine = f"{self.pdir}{self.prefix}-{self.shard:05d}-"
         await self._client.abort_uploads(self.bucket, mine)
-        keep = set(self.parts)
+        keep = {k.rsplit("/", 1)[-1] for k in self.parts}  # by name: a finished swap moved them up
         extra = [
             o["Key"]
             async for o in self._client.list_objects(self.bucket, mine)
-            if self._is_part(o["Key"]) and o["Key"] not in keep
+            if self._is_part(o["Key"]) and o["Key"].rsplit("/", 1)[-1] not in keep
         ]
         await self._client.delete_keys(self.bucket, extra)
+
+    async def _exists(self, key: str) -> bool:
+        return any([o["Key"] == key async for o in self._client.list_objects(self.bucket, key)])
+
+    async def whole(self) -> bool:
+        """Whether a whole output is published here (``_SUCCESS``)."""
+        if self._open:
+            return await self._exists(self.dir + SUCCESS)
+        async with S3Client(self.config) as client:
+            return any(
+                [o["Key"] == self.dir + SUCCESS async for o in client.list_objects(self.bucket, self.dir + SUCCESS)]
+            )
+
+    async def withdraw(self) -> None:
+        """Remove the success marker: the output is about to change."""
+        if self.markers:
+            await self._client.delete_keys(self.bucket, [self.dir + SUCCESS])
+
+    async def settle(self) -> bool:
+        """Finish a swap a stop cut short (see ``_swap``); True when there was one."""
+        if not await self._exists(self.dir + STAGING + SWAP):
+            return False
+        await self._swap()
+        return True
+
+    async def discard(self) -> None:
+        """Drop the staging area (a staged run that is not swapped in)."""
+        if self.staged:
+            await self._client.abort_uploads(self.bucket, self.pdir)
+            keys = [o["Key"] async for o in self._client.list_objects(self.bucket, self.pdir)]
+            await self._client.delete_keys(self.bucket, keys)
+
+    async def _swap(self) -> None:
+        """Swap a whole staged output in: earlier parts not in the new output removed, the staged
+        ones copied into place and removed from the staging area. ``_SWAP.json`` (the new parts'
+        names, written first) lets a stop in the middle be finished by ``settle``."""
+        raw = self._client.raw
+        staging = self.dir + STAGING
+        body = await self._client.call(
+            self._where(staging + SWAP), raw.get_object, Bucket=self.bucket, Key=staging + SWAP
+        )
+        names = set(orjson.loads(await body["Body"].read()))
+        old = [
+            o["Key"]
+            async for o in self._client.list_objects(self.bucket, f"{self.dir}{self.prefix}-")
+            if self._is_part(o["Key"], self.dir) and o["Key"][len(self.dir) :] not in names
+        ]
+        await self._client.delete_keys(self.bucket, old)
+        present = {o["Key"] async for o in self._client.list_objects(self.bucket, staging)}
+        for name in sorted(names):
+            if staging + name in present:
+                await self._client.call(
+                    self._where(self.dir + name),
+                    raw.copy_object,
+                    Bucket=self.bucket,
+                    Key=self.dir + name,
+                    CopySource={"Bucket": self.bucket, "Key": staging + name},
+                )
+        await self._client.delete_keys(self.bucket, sorted(present))
 
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         i = 0
@@ -221,7 +291,19 @@ class S3Sink(Sink):
             if size >= PART_SIZE:
                 await self._upload_piece(part, part.enc.take())
             if self.max_rows and part.enc.rows >= self.max_rows:
-                await self._complete()
+                await self._seal(part)
+                self._full.append(part)
+                self._part = None
+
+    async def _seal(self, part: _Upload) -> None:
+        """A full part: its last bytes uploaded as the last piece (or kept for one PutObject)."""
+        data = await anyio.to_thread.run_sync(part.enc.finish)
+        if part.upload_id is None:
+            part.body = data
+        else:
+            if data:
+                await self._upload_piece(part, data)
+            part.body = b""
 
     async def _upload_piece(self, part: _Upload, data: bytes) -> None:
         raw = self._client.raw
@@ -241,20 +323,16 @@ class S3Sink(Sink):
         )
         part.pieces.append({"PartNumber": number, "ETag": out["ETag"]})
 
-    async def _complete(self) -> None:
-        """Finish the current part: visible (and durable) from here on."""
-        part, self._part = self._part, None
-        if part is None:
-            return
+    async def _complete(self, part: _Upload) -> None:
+        """Make a part visible (and durable) from here on."""
         raw = self._client.raw
         where = self._where(part.key)
         try:
-            data = await anyio.to_thread.run_sync(part.enc.finish)
+            if part.body is None:
+                await self._seal(part)
             if part.upload_id is None:
-                await self._client.call(where, raw.put_object, Bucket=self.bucket, Key=part.key, Body=data)
+                await self._client.call(where, raw.put_object, Bucket=self.bucket, Key=part.key, Body=part.body or b"")
             else:
-                if data:
-                    await self._upload_piece(part, data)
                 await self._client.call(
                     where,
                     raw.complete_multipart_upload,
@@ -275,23 +353,46 @@ class S3Sink(Sink):
             await self._client.raw.abort_multipart_upload(Bucket=self.bucket, Key=part.key, UploadId=part.upload_id)
 
     async def flush(self) -> None:
-        """Complete the current part (if it has rows); the next row starts the next ``seq``."""
+        """Complete the full parts and the current part (if it has rows): the next row starts the
+        next ``seq``."""
+        full, self._full = self._full, []
+        for i, part in enumerate(full):
+            try:
+                await self._complete(part)
+            except BaseException:
+                self._full = full[i + 1 :]
+                raise
         if self._part is not None and self._part.enc.rows:
-            await self._complete()
+            part, self._part = self._part, None
+            await self._complete(part)
 
     def snapshot(self) -> dict[str, Any]:
         """``{"parts": [completed keys], "seq": next seq}`` (after ``flush``)."""
-        return {"parts": list(self.parts), "seq": self.seq if self._part is None else self.seq - 1}
+        return {"parts": list(self.parts), "seq": self.seq - len(self._full) - (self._part is not None)}
 
     async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
-        """Complete the rows, write the summary (``summary_name``, default ``_SUMMARY.json``), then
-        ``_SUCCESS`` last when ``success``. Returns the summary's URL (None for the dead-letter role,
-        which publishes nothing)."""
+        """Complete the rows (a staged sink: swap them in when ``success``), write the summary
+        (``summary_name``, default ``_SUMMARY.json``), then ``_SUCCESS`` last when ``success``.
+        Returns the summary's URL (None for the dead-letter role, which publishes nothing). A
+        staged run that is not whole leaves the output as it was: its summary goes to the staging
+        area."""
         await self.flush()
+        raw = self._client.raw
+        if success and self.staged:
+            names = [
+                o["Key"][len(self.pdir) :]
+                async for o in self._client.list_objects(self.bucket, f"{self.pdir}{self.prefix}-")
+                if self._is_part(o["Key"])
+            ]
+            swap = self.pdir + SWAP
+            await self._client.call(
+                self._where(swap), raw.put_object, Bucket=self.bucket, Key=swap, Body=orjson.dumps(names)
+            )
+            await self._swap()
         if not self.markers:
             return None
-        raw = self._client.raw
-        key = self.dir + (summary_name or SUMMARY)
+        base = self.pdir if self.staged and not success else self.dir
+        key = base + (summary_name or SUMMARY)
         body = orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=str)
         await self._client.call(self._where(key), raw.put_object, Bucket=self.bucket, Key=key, Body=body)
         if success:
@@ -300,19 +401,18 @@ class S3Sink(Sink):
         return self._where(key)
 
     async def aclose(self) -> None:
-        """Complete the current part (rows written are kept, as the directory sink does) and close.
-        A resume from an earlier snapshot drops such a part again."""
+        """Close. Parts with rows not yet flushed are not completed (their uploads are aborted): a
+        failed or stopped run never makes rows visible that its checkpoint does not count."""
         if not self._open:
             return
         self._open = False
         with anyio.CancelScope(shield=True):
             try:
-                if self._part is not None and self._part.enc.rows:
-                    await self._complete()
-            except ConnectorError:
-                raise
+                dropped = [*self._full, *([self._part] if self._part is not None else [])]
+                self._full, self._part = [], None
+                self.seq -= len(dropped)  # their numbers are reused by the next attempt
+                for part in dropped:
+                    if part.upload_id is not None:
+                        await self._abort(part)
             finally:
-                part, self._part = self._part, None
-                if part is not None and part.upload_id is not None:
-                    await self._abort(part)
                 await self._client.aclose()

@@ -29,7 +29,7 @@ from assay.connectors.compression import open_stream
 from assay.connectors.framing import ReadError, iter_records
 from assay.connectors.ledger import LineLedger
 from assay.connectors.s3_client import S3Client, S3Config, S3Url, is_hidden, parse_s3_url
-from assay.exceptions import ConnectorError
+from assay.exceptions import ConnectorError, InputMissingError
 from assay.records import Envelope, Position
 
 CHUNK = 1 << 20
@@ -223,7 +223,7 @@ class S3Source(Source):
             if t.matches(k) and not k.endswith("/") and (k == t.key or not is_hidden(k[len(prefix) :]))
         )
         if not keys:
-            raise ConnectorError(f"{url}: no objects")
+            raise InputMissingError(f"{url}: no objects (not landed yet?)")
         return keys
 
     @staticmethod

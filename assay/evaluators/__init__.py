@@ -18,6 +18,8 @@ from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse
 from assay.evaluators.trajectory import TrajectoryMatch
 
 _LAZY: dict[str, str] = {
+    "build_evaluator": "assay.registry",
+    "list_evaluators": "assay.registry",
     "Latency": "assay.evaluators.latency",
     "TRAJECTORY_ACCURACY_PROMPT": "assay.evaluators.catalog",
     "TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE": "assay.evaluators.catalog",
@@ -144,6 +146,7 @@ __all__ = [
     "TrajectoryMatch",
     "TrajectoryMatchEvaluator",
     "aextract_langgraph_trajectory_from_thread",
+    "build_evaluator",
     "check_trajectory",
     "create_graph_trajectory_llm_as_judge",
     "create_trajectory_llm_as_judge",
@@ -151,6 +154,7 @@ __all__ = [
     "extract_langgraph_trajectory_from_thread",
     "graph_trajectory_llm_judge",
     "graph_trajectory_strict_match",
+    "list_evaluators",
     "make_rubric_dag",
     "rag_triad",
 ]

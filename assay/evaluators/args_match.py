@@ -48,21 +48,30 @@ MATCHERS: dict[str, Matcher] = {"exact": _exact, "ignore": _ignore, "subset": _s
 
 
 def _resolve(args: Any, steps: list[str]) -> Any:
+    """The value at ``steps`` in ``args``. A dict key that itself contains dots (``{"a.b": 1}``)
+    is addressed by the same path: at each level the longest run of steps naming a key wins, so
+    ``a.b`` never resolves to "missing" on a record whose key is literally ``a.b``."""
     cur = args
-    for step in steps:
+    i = 0
+    while i < len(steps):
         if isinstance(cur, dict):
-            cur = cur.get(step, _MISSING)
-        elif isinstance(cur, list) and step.lstrip("-").isdigit() and -len(cur) <= int(step) < len(cur):
-            cur = cur[int(step)]
+            for j in range(len(steps), i, -1):
+                key = steps[i] if j == i + 1 else ".".join(steps[i:j])
+                if key in cur:
+                    cur, i = cur[key], j
+                    break
+            else:
+                return _MISSING
+        elif isinstance(cur, list) and steps[i].lstrip("-").isdigit() and -len(cur) <= int(steps[i]) < len(cur):
+            cur, i = cur[int(steps[i])], i + 1
         else:
-            return _MISSING
-        if cur is _MISSING:
             return _MISSING
     return cur
 
 
 def field_path_matcher(paths: list[str]) -> Matcher:
-    """Compare only the given dotted paths (list indices allowed: ``items.0.id``).
+    """Compare only the given dotted paths (list indices allowed: ``items.0.id``; a key that
+    contains dots is reached by its full text, unlike openevals/agentevals, where it cannot be).
 
     A path missing on both sides matches; missing on one side only (even if the other side holds
     ``null``) does not.

@@ -20,7 +20,7 @@ Every evaluator:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -29,6 +29,9 @@ from assay.exceptions import ConfigError
 from assay.records import Result
 from assay.traces.model import Trace
 from assay.traces.normalize import USAGE_KEYS, trace_from_args
+
+if TYPE_CHECKING:
+    from assay.sampling import Sampler
 
 
 class EvaluatorParams(BaseModel):
@@ -67,10 +70,17 @@ class BaseEvaluator(ABC, Generic[P]):
     #: record). When no evaluator of a run does, the pipeline may decode only the fields a trace is
     #: built from (``assay.traces.openai_decode``). True unless a class says otherwise.
     reads_scenario: ClassVar[bool] = True
+    #: Whether scoring reads message text (``content``, ``final_output``). When no evaluator of a run
+    #: does, a columnar source may leave those columns unread (the Parquet source reads only roles,
+    #: tool calls and ids for a trajectory match). True unless a class says otherwise.
+    reads_text: ClassVar[bool] = True
     #: Example params shown by ``assay evaluators show``.
     example: ClassVar[dict[str, Any]] = {}
 
     params: P
+    sampler: Sampler | None = None
+    """Which traces it scores when its run-file spec has ``sample:`` (see :mod:`assay.sampling`;
+    set by the run's ``build_evaluators``); None: every trace."""
 
     def __init__(self, params: P | dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         if isinstance(params, EvaluatorParams):

@@ -4,9 +4,11 @@ without E2B).
 
 Nothing is ever executed unless a run file (or code) builds this evaluator. The code is
 extracted as for the code checks (``code_extraction`` / ``code_extractor``), then run by
-:func:`assay.evaluators.sandbox.run_python`: ``python -I -B`` in a fresh temporary directory, a
-new session killed as a group at the wall-clock ``timeout``, CPU/memory/file-size limits, no
-network, a scrubbed environment, output capped.
+:func:`assay.evaluators.sandbox.run_python`: ``python -I -B`` in new mount, PID, network (and,
+when assay is not root, user) namespaces — a read-only view of the system directories and the
+run's own directory, no other process visible, no network, no capabilities — a scrubbed
+environment, CPU/memory/file-size/process limits, killed at the wall-clock ``timeout``, output
+capped. Where those namespaces cannot be built the evaluator refuses to build (ConfigError).
 
 Tests come from the record field named by ``tests_field`` (default ``tests``; in the library face
 ``evaluator(outputs=code, tests=...)``): a string of Python run after the code in the same
@@ -27,7 +29,7 @@ from pydantic import Field
 from assay.evaluators.base import AsyncEvaluator
 from assay.evaluators.code import CodeExtractionParams, build_extractor, code_check_limiter, extract_code
 from assay.evaluators.judge_render import lookup
-from assay.evaluators.sandbox import Limits, RunOutcome, namespace_prefix, run_python
+from assay.evaluators.sandbox import Limits, RunOutcome, run_python, sandbox_unavailable
 from assay.exceptions import ConfigError
 from assay.records import Result
 from assay.traces.model import Trace
@@ -49,11 +51,13 @@ class CodeExecutionParams(CodeExtractionParams):
     """The record field holding the tests (a string, or a list of snippets); None = never run tests."""
     test_scoring: Literal["all", "fraction"] = "all"
     """With tests: 1.0 only when every test passes (``all``), or the fraction passed."""
-    network: Literal["auto", "namespace", "hook"] = "auto"
-    """``auto``: an empty network namespace (``unshare``) when the machine allows one, else the
-    audit hook alone; ``namespace``: refuse to build without one; ``hook``: the hook alone."""
+    network: Literal["auto", "namespace"] = "namespace"
+    """Always an empty network namespace (``auto`` is accepted from older run files); the audit
+    hook alone (``hook``) is no longer offered."""
     allow_subprocess: bool = False
     """Let the code start processes (the audit hook refuses it by default)."""
+    max_processes: int = Field(32, ge=1)
+    """Processes (and threads) the code may have at once (``RLIMIT_NPROC``): bounds a fork bomb."""
     environment_variables: dict[str, str] = Field(default_factory=dict)
     """Variables given to the child (openevals' name); nothing else of the parent's environment
     is passed."""
@@ -75,9 +79,12 @@ class CodeExecution(AsyncEvaluator[CodeExecutionParams]):
     def setup(self) -> None:
         p = self.params
         self._extractor = build_extractor(self.name, p.code_extraction, p.code_extractor)
-        if p.network == "namespace" and namespace_prefix() is None:
+        why = sandbox_unavailable(p.python)
+        if why is not None:
             raise ConfigError(
-                f"evaluator {self.name!r}: params.network is 'namespace' but unshare -n / -rn does not work here"
+                f"evaluator {self.name!r}: the code sandbox cannot be built here, so no generated code is run: {why}. "
+                "It needs Linux with util-linux's unshare and mount/PID/network namespaces (and user namespaces "
+                "when assay is not root); run assay on such a machine or VM"
             )
 
     def extract(self, value: Any) -> str | None:
@@ -91,7 +98,7 @@ class CodeExecution(AsyncEvaluator[CodeExecutionParams]):
         if isinstance(tests, Result):
             return tests
         p = self.params
-        limits = Limits(p.timeout, p.memory_mb, p.max_file_mb, p.max_output_bytes, p.allow_subprocess)
+        limits = Limits(p.timeout, p.memory_mb, p.max_file_mb, p.max_output_bytes, p.allow_subprocess, p.max_processes)
         async with code_check_limiter():
             try:
                 outcome = await run_python(
@@ -100,7 +107,6 @@ class CodeExecution(AsyncEvaluator[CodeExecutionParams]):
                     limits=limits,
                     env=dict(p.environment_variables),
                     python=p.python,
-                    network=p.network,
                 )
             except OSError as exc:
                 return Result.from_error(self.key, f"cannot run the sandbox: {exc}")

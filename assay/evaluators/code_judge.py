@@ -33,6 +33,7 @@ from pydantic import AliasChoices, Field
 from assay.evaluators.code import load_function
 from assay.evaluators.code import output_text as code_output_text
 from assay.evaluators.judge_base import JudgeCalls
+from assay.evaluators.judge_render import delimit
 from assay.evaluators.llm_judge import CompiledPrompt, LLMJudge, LLMJudgeParams
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.base import JudgeRequest
@@ -170,7 +171,7 @@ class CodeJudge(LLMJudge):
         prompt = (
             "Extract the source code from the following output, verbatim and without markdown fences or "
             "surrounding prose. If it contains no code, answer has_code false and code empty.\n\n"
-            f"<output>\n{output_text(trace.final_output)}\n</output>"
+            f"<output>\n{delimit(output_text(trace.final_output) or '')}\n</output>"
         )
         req = self.request([{"role": "user", "content": prompt}], schema)
         req.schema_name = "code_extraction"

@@ -102,7 +102,14 @@ def similarity(a: Vector, b: Vector, algorithm: str) -> float:
 
 class EmbeddingSimilarityParams(EvaluatorParams):
     model: str = DEFAULT_MODEL
-    """sentence-transformers model name or local path (the default is bundled, offline)."""
+    """sentence-transformers model name or local path (the default is bundled, offline); or a
+    hosted model as ``provider:model`` (``openai:text-embedding-3-small``, ``azure_openai:…``),
+    embedded through that provider's API like a judge call (key and base URL from the provider's
+    environment variables)."""
+    judge: str | dict[str, Any] | None = None
+    """A declared judge endpoint (a name from the run file's ``judges:``, or an endpoint dict) whose
+    provider's embeddings API embeds the texts, with its limits, retries, cache and budget; its
+    ``model`` is the embedding model."""
     embed_fn: str | Callable[..., Any] | None = None
     """``text -> vector`` replacing the model: a callable or ``"module:function"``."""
     algorithm: Literal["cosine", "dot_product"] = "cosine"
@@ -112,7 +119,7 @@ class EmbeddingSimilarityParams(EvaluatorParams):
     device: str | None = None
     """Torch device (cpu, cuda, mps); None = the library's choice."""
     round_digits: int | None = None
-    """Round the score (openevals rounds to 2); None = full precision (potato)."""
+    """Round the score and the raw similarity (openevals rounds to 2); None = full precision (potato)."""
 
 
 class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
@@ -131,21 +138,26 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
         self._embed_fn = load_function(fn, f"evaluator {self.name!r}: params.embed_fn") if fn else None
         model = self.params.model
         provider, sep, _ = model.partition(":")
-        if fn is None and sep and "/" not in provider and not Path(model).exists():
-            # openevals' "openai:text-embedding-3-small": a hosted model this evaluator cannot load;
-            # failing here beats an error on every record
-            raise ConfigError(
-                f"evaluator {self.name!r}: params.model {model!r} is a provider:model name; assay embeds "
-                "locally with sentence-transformers (give a model name or path) or with params.embed_fn "
-                "(a function text -> vector, e.g. calling your embedding endpoint)"
-            )
+        self._hosted = fn is None and (
+            self.params.judge is not None or bool(sep and "/" not in provider and not Path(model).exists())
+        )
+        if self._hosted and self.params.judge is None:
+            from assay.evaluators.judge_base import model_shorthand
+
+            try:
+                model_shorthand(model)  # a known provider, else a clear error now rather than per record
+            except ConfigError as exc:
+                raise ConfigError(f"evaluator {self.name!r}: params.model: {exc}") from None
 
     # -- embedding -------------------------------------------------------------------------------
 
     def embed(self, texts: list[str]) -> list[Vector]:
-        """Embed texts: one encode call for the model (in batches of batch_size), else embed_fn."""
+        """Embed texts: one encode call for the model (in batches of batch_size), else embed_fn
+        (a hosted model: one API request per batch_size texts, on an event loop of its own)."""
         if not texts:
             return []
+        if self._hosted:
+            return anyio.run(self.aembed, texts)
         if self._embed_fn is not None:
             return [list(self._embed_fn(t)) for t in texts]
         model = load_model(self.params.model, self.params.device)
@@ -165,8 +177,8 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
     def _result(self, a: Vector, b: Vector) -> Result:
         raw = similarity(a, b, self.params.algorithm)
         score = min(1.0, max(0.0, raw))
-        if self.params.round_digits is not None:
-            score = round(score, self.params.round_digits)
+        if self.params.round_digits is not None:  # openevals rounds what it returns: both
+            score, raw = round(score, self.params.round_digits), round(raw, self.params.round_digits)
         return Result(self.key, score, raw, f"{self.params.algorithm} similarity {raw:.4f}")
 
     def score(self, trace: Trace) -> Result:
@@ -190,9 +202,38 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
                 out.append([self._result(vectors[p[0]], vectors[p[1]])])
         return out
 
+    async def aembed(self, texts: list[str]) -> list[Vector]:
+        """Embed texts with the hosted model's API (see ``params.model`` / ``params.judge``)."""
+        from assay.evaluators.judge_base import find_judge
+
+        endpoint = find_judge(self.params.judge, self.name, None if self.params.judge else self.params.model)
+        embed = getattr(endpoint, "embed", None)
+        if embed is None:
+            raise ConfigError(f"evaluator {self.name!r}: judge {endpoint.name!r} cannot embed texts")
+        vectors: list[Vector] = await embed(texts, batch_size=self.params.batch_size)
+        return vectors
+
     async def ascore_traces(self, traces: list[Trace]) -> list[list[Result]]:
-        """:meth:`score_traces` in a worker thread (one at a time per event loop)."""
-        return await anyio.to_thread.run_sync(self.score_traces, traces, limiter=embedding_limiter())
+        """:meth:`score_traces` in a worker thread (one at a time per event loop); a hosted model's
+        texts go to its API on this loop, the whole micro-batch deduplicated."""
+        if not self._hosted:
+            return await anyio.to_thread.run_sync(self.score_traces, traces, limiter=embedding_limiter())
+        from assay.exceptions import JudgeAuthError, JudgeUnavailableError
+
+        pairs = [self._pair(t) for t in traces]
+        texts = list(dict.fromkeys(s for p in pairs if p is not None for s in p))
+        try:
+            vectors = dict(zip(texts, await self.aembed(texts), strict=True)) if texts else {}
+        except (ConfigError, JudgeAuthError, JudgeUnavailableError):
+            raise  # a wrong key or a dead endpoint stops the run, as for judges
+        except Exception as exc:
+            return [[Result.from_error(self.key, exc)] for _ in traces]
+        return [
+            [Result(self.key, None, None, "no reference output to compare with")]
+            if p is None
+            else [self._result(vectors[p[0]], vectors[p[1]])]
+            for p in pairs
+        ]
 
     async def ascore_trace(self, trace: Trace) -> list[Result]:
         return (await self.ascore_traces([trace]))[0]

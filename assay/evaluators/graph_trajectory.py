@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from assay.evaluators.base import Evaluator, EvaluatorParams
+from assay.evaluators.judge_render import PromptText, delimit
 from assay.evaluators.llm_judge import CompiledPrompt, LLMJudge, LLMJudgeParams
 from assay.exceptions import EvaluatorError
 from assay.records import Result
@@ -91,15 +92,16 @@ class GraphTrajectoryStrictMatch(Evaluator[EvaluatorParams]):
         return Result(self.key, 1.0 if ok else 0.0, ok, comment)
 
 
-def format_thread(inputs: list[Any], trajectory: dict[str, Any]) -> str:
-    """The thread as the judge sees it: per turn its input, node list and result (Python reprs)."""
+def format_thread(inputs: list[Any], trajectory: dict[str, Any]) -> PromptText:
+    """The thread as the judge sees it: per turn its input, node list and result (Python reprs),
+    each :func:`delimit`-ed inside its tags."""
     parts = []
     for inp, result, step in zip(inputs, trajectory.get("results") or [], trajectory["steps"], strict=False):
         if inp:
-            parts.append(f"\n<input>\n{inp}\n</input>\n")
-        parts.append(f"\n<trajectory>\n{step}\n</trajectory>\n")
-        parts.append(f"\n<result>\n{result}\n</result>\n")
-    return "".join(parts)
+            parts.append(f"\n<input>\n{delimit(str(inp))}\n</input>\n")
+        parts.append(f"\n<trajectory>\n{delimit(str(step))}\n</trajectory>\n")
+        parts.append(f"\n<result>\n{delimit(str(result))}\n</result>\n")
+    return PromptText("".join(parts))
 
 
 def _turn_inputs(inputs: Any, trajectory: dict[str, Any]) -> list[Any]:
@@ -155,7 +157,7 @@ class GraphTrajectoryJudge(LLMJudge):
                 return ""
             ref = _trajectory(raw, "reference_outputs")
             thread = format_thread(list(ref.get("inputs") or []), ref)
-            return (
+            return PromptText(
                 "\nUse the following trajectory as an example reference when grading:\n"
                 f"<reference_thread>\n{thread}\n</reference_thread>\n"
             )

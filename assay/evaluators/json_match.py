@@ -58,6 +58,9 @@ class JsonMatchParams(EvaluatorParams):
     ``judges:`` section, an inline endpoint dict, or (library use) a Judge object."""
     use_reasoning: bool = True
     """Ask the judge to reason before each rubric verdict (the reasoning becomes the comment)."""
+    empty_average: float = 1.0
+    """The score of an ``average`` over nothing (an object with no keys, a list with no items):
+    1.0, nothing differs; openevals gives 0, which ``assay.compat`` asks for."""
 
 
 @dataclass(slots=True)
@@ -281,7 +284,7 @@ class JsonMatch(MultiEvaluator[JsonMatchParams]):
 
     def _combine(self, values: list[float], how: str, empty: float) -> float:
         if not values:
-            return empty
+            return empty if how == "all" else self.params.empty_average
         if how == "all":
             return 1.0 if all(v == 1.0 for v in values) else 0.0
         return sum(values) / len(values)

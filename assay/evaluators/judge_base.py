@@ -13,16 +13,18 @@ Error policy (the same for every judge evaluator):
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-import os
 import re
 from abc import abstractmethod
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import field_validator
+import anyio
+from pydantic import Field, field_validator, model_validator
 
 from assay.evaluators.base import AsyncEvaluator, EvaluatorParams
+from assay.evaluators.jury import Vote, aggregate_votes, combine_swapped, judge_label, merge_usage, swapped
 from assay.exceptions import ConfigError, EvaluatorError, VerdictParseError
 from assay.judges.base import Judge, JudgeRequest, JudgeResponse, JudgeUsage
 from assay.records import Result
@@ -40,15 +42,54 @@ class JudgeParams(EvaluatorParams):
     """Cap on the judge's output tokens per call (None: the endpoint's setting)."""
     model: str | None = None
     """Shorthand for an ad-hoc judge (openevals style): ``"openai:gpt-4.1-mini"``,
-    ``"anthropic:claude-sonnet-4-5"`` or ``"ollama:llama3.1"``: the provider's base URL
-    (``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` / ``OLLAMA_HOST`` when set, else its default) and
-    key variable (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``). Used when ``judge`` is not set."""
+    ``"anthropic:claude-sonnet-4-5"``, ``"google_genai:gemini-2.5-flash"``,
+    ``"azure_openai:DEPLOYMENT"`` or ``"ollama:llama3.1"``: the provider's base URL (its
+    ``*_BASE_URL`` / ``AZURE_OPENAI_ENDPOINT`` / ``OLLAMA_HOST`` variable when set, else its
+    default) and key variable (``OPENAI_API_KEY``, ``AZURE_OPENAI_API_KEY``,
+    ``ANTHROPIC_API_KEY``, ``GOOGLE_API_KEY`` / ``GEMINI_API_KEY``). Used when ``judge`` is not set."""
+
+    judges: list[Any] | None = None
+    """A jury: several judges (names or inline configs, like ``judge``) each asked the same
+    question; their verdicts become one result through ``aggregate`` (every verdict and an
+    ``agreement`` figure are kept in ``metadata.jury``). Replaces ``judge``."""
+    aggregate: Literal["majority", "mean", "min", "all"] = "majority"
+    """How a jury's (or the samples') verdicts become the score: ``majority`` (1.0 when more than
+    half pass; a tie fails), ``mean``, ``min`` (the strictest), ``all`` (1.0 when every one passes)."""
+    samples: int = Field(default=1, ge=1, le=20)
+    """Ask each judge this many times (at its configured temperature; each sample is cached on
+    its own) and aggregate the verdicts like a jury's."""
+    swap: bool = False
+    """A pairwise prompt (``{outputs}`` is answer A, ``{reference_outputs}`` answer B; a passing
+    verdict means A is better): ask in both orders; orders that disagree make a tie (0.5), and the
+    summary reports the position-consistency rate."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _potato_config(cls, data: Any) -> Any:
+        """potato's ``config`` (a task config whose ``ai_support`` names the endpoint) and
+        ``endpoint`` (a potato-style endpoint object) are accepted by every judge evaluator, so
+        ``build_evaluator("rubric_dag", {"config": config, ...})`` works as in potato."""
+        if isinstance(data, dict) and ("config" in data or "endpoint" in data):
+            from assay.evaluators.potato import potato_judge_fields  # lazy: potato builds on this module
+
+            return potato_judge_fields(data)
+        return data
 
     @field_validator("model")
     @classmethod
     def _model_shorthand(cls, v: str | None) -> str | None:
         if v is not None:
             model_shorthand(v)
+        return v
+
+    @field_validator("judges")
+    @classmethod
+    def _jury_references(cls, v: list[Any] | None) -> list[Any] | None:
+        if v is not None:
+            if not v:
+                raise ValueError("judges: name at least one judge")
+            for spec in v:
+                cls._judge_reference(spec)
         return v
 
     @field_validator("judge")
@@ -76,35 +117,34 @@ def schema_name(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", key)[:64] or "verdict"
 
 
-PROVIDERS = ("openai", "anthropic", "ollama")
-
-
 def model_shorthand(text: str) -> dict[str, Any]:
-    """``"openai:gpt-4.1-mini"`` → the inline judge config it stands for.
+    """``"openai:gpt-4.1-mini"`` → the inline judge config it stands for (any registered provider:
+    ``openai``, ``azure_openai``, ``anthropic``, ``google_genai``, ``ollama``, or a plugin's).
 
     >>> model_shorthand("anthropic:claude-sonnet-4-5")
     {'provider': 'anthropic', 'model': 'claude-sonnet-4-5'}
+    >>> model_shorthand("google_genai:gemini-2.5-flash")
+    {'provider': 'google_genai', 'model': 'gemini-2.5-flash'}
     """
+    from assay.judges.providers import provider_names
+
     provider, sep, model = text.partition(":")
-    if not sep or provider not in PROVIDERS or not model:
-        raise ConfigError(f"model: expected PROVIDER:MODEL with PROVIDER one of {', '.join(PROVIDERS)}, got {text!r}")
+    if not sep or provider not in provider_names() or not model:
+        known = ", ".join(provider_names())
+        raise ConfigError(f"model: expected PROVIDER:MODEL with PROVIDER one of {known}, got {text!r}")
     return {"provider": provider, "model": model}
 
 
-#: The variables the providers' own SDKs read for their API root; the ``model`` shorthand honours
-#: them, so ``OPENAI_BASE_URL`` pointed at a proxy or a stand-in server works as with openevals.
-BASE_URL_ENVS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "ollama": "OLLAMA_HOST"}
-
-
 def shorthand_judge(text: str) -> dict[str, Any]:
-    """The inline judge config of a ``model`` shorthand, with the base URL from the provider's
-    environment variable (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``OLLAMA_HOST``) when set."""
+    """The inline judge config of a ``model`` shorthand, with the base URL from the variable the
+    provider's own SDK reads (``OPENAI_BASE_URL``, ``AZURE_OPENAI_ENDPOINT``, ``ANTHROPIC_BASE_URL``,
+    ``GOOGLE_GEMINI_BASE_URL``, ``OLLAMA_HOST``) when it is set."""
+    from assay.judges.providers import get_provider_class
+
     config = model_shorthand(text)
-    base_url = os.environ.get(BASE_URL_ENVS[config["provider"]], "").strip()
+    base_url = get_provider_class(config["provider"]).base_url_from_env()
     if base_url:
-        if config["provider"] == "ollama" and "://" not in base_url:
-            base_url = f"http://{base_url}"
-        config["base_url"] = base_url.rstrip("/")
+        config["base_url"] = base_url
     return config
 
 
@@ -128,13 +168,29 @@ def find_judge(spec: Any, evaluator: str, model: str | None = None) -> Judge:
     return resolve_judge(spec)
 
 
+def require_judge(evaluator: Any, declared: int) -> None:
+    """A judge evaluator that names no judge (``judge`` and ``model`` unset) needs the run's only
+    judge: refuse at build time (``assay validate`` too) when the run declares none or several."""
+    params = getattr(evaluator, "params", None)
+    if not isinstance(params, JudgeParams) or params.judge is not None or params.model is not None or params.judges:
+        return
+    if declared == 1:
+        return
+    where = "declares no judge" if declared == 0 else f"declares {declared} judges"
+    raise ConfigError(
+        f'names no judge and the run {where}: give it params.model (e.g. model: "openai:gpt-4.1-mini") '
+        "or params.judge, or declare one judge under `judges:` (used by every judge evaluator that names none)"
+    )
+
+
 class JudgeCalls:
     """The judge calls made for one trace: resolves the judge at first use, sums usage."""
 
-    __slots__ = ("_judge", "_resolve", "cached", "calls", "models", "usage")
+    __slots__ = ("_judge", "_resolve", "cached", "calls", "models", "sample", "usage")
 
-    def __init__(self, resolve: Callable[[], Any]) -> None:
+    def __init__(self, resolve: Callable[[], Any], sample: int = 0) -> None:
         self._resolve = resolve
+        self.sample = sample
         self._judge: Any = None
         self.usage = JudgeUsage()
         self.calls = 0
@@ -147,6 +203,8 @@ class JudgeCalls:
             if inspect.isawaitable(judge):
                 judge = await judge
             self._judge = judge
+        if self.sample:  # another sample of the same question: its own cache entry
+            request = dataclasses.replace(request, sample=self.sample)
         response: JudgeResponse = await self._judge.complete(request)
         self.usage.add(response.usage)
         self.calls += 1
@@ -167,20 +225,36 @@ class JudgeEvaluator(AsyncEvaluator[JP]):
     """Base of the judge evaluators: implement ``build_requests`` and ``judge_trace``."""
 
     def resolve_judge(self) -> Judge:
-        """The judge endpoint, resolved at first use (so building an evaluator needs no network)."""
-        return find_judge(self.params.judge, self.name, self.params.model)
+        """The judge endpoint, resolved at first use (so building an evaluator needs no network);
+        a jury's first judge (the engine sizes its in-flight traces by it)."""
+        return find_judge(self.panel[0], self.name, self.params.model)
+
+    @property
+    def panel(self) -> list[Any]:
+        """The judges asked: ``judges`` (a jury), else the one ``judge``."""
+        return list(self.params.judges) if self.params.judges else [self.params.judge]
+
+    @property
+    def is_jury(self) -> bool:
+        """More than one verdict per trace (several judges, or several samples)."""
+        return bool(self.params.judges) or self.params.samples > 1
 
     def build_requests(self, trace: Trace) -> list[JudgeRequest]:
         """The requests this evaluator would send for ``trace`` (for ``--dry-run`` estimates).
 
         ``[]`` when no call would be made: nothing to score, or a trace the real run turns into an
-        error Result before calling (a missing prompt variable). For multi-step evaluators
-        (rubric_dag) this is the longest possible path, an upper bound.
+        error Result before calling (a missing prompt variable); ``no_call_reason`` then says which.
+        For multi-step evaluators (rubric_dag) this is the longest possible path, an upper bound.
         """
+        self.no_call_reason: str | None = None
         try:
-            return self.requests_for(trace)
-        except EvaluatorError:
+            requests = self.requests_for(trace)
+        except EvaluatorError as exc:
+            self.no_call_reason = str(exc)
             return []
+        if not requests and self.no_call_reason is None:
+            self.no_call_reason = "nothing to judge in this trace"
+        return requests * (len(self.panel) * self.params.samples * (2 if self.params.swap else 1))
 
     @abstractmethod
     def requests_for(self, trace: Trace) -> list[JudgeRequest]:
@@ -205,9 +279,11 @@ class JudgeEvaluator(AsyncEvaluator[JP]):
         return Result.from_error(self.key, exc, usage=calls.usage_dict(), **metadata)
 
     async def ascore(self, trace: Trace) -> Result:
+        if self.is_jury:
+            return await self._ascore_jury(trace)
         calls = JudgeCalls(self.resolve_judge)
         try:
-            result = await self.judge_trace(trace, calls)
+            result = await self.verdict(trace, calls)
         except EvaluatorError as exc:  # JudgeError, VerdictParseError, missing variables
             return self.error_result(exc, calls)
         result.metadata.setdefault("usage", calls.usage_dict())
@@ -215,5 +291,56 @@ class JudgeEvaluator(AsyncEvaluator[JP]):
             result.metadata.setdefault("judge_model", sorted(calls.models)[0])
         return result
 
+    async def verdict(self, trace: Trace, calls: JudgeCalls) -> Result:
+        """One judge's verdict: :meth:`judge_trace`, asked in both orders with ``swap``."""
+        if not self.params.swap:
+            return await self.judge_trace(trace, calls)
+        first = await self.judge_trace(trace, calls)
+        second = await self.judge_trace(swapped(trace), calls)
+        return combine_swapped(first, second, self.threshold)
 
-__all__ = ["JudgeCalls", "JudgeEvaluator", "JudgeParams", "schema_name", "shorthand_judge"]
+    async def _ascore_jury(self, trace: Trace) -> Result:
+        """Every judge of the panel, ``samples`` times each, concurrently; one aggregated result."""
+        panel, k = self.panel, self.params.samples
+        slots: list[tuple[str, int, JudgeCalls]] = []
+        for i, spec in enumerate(panel):
+            label = judge_label(spec, i) if spec is not None else (self.params.model or "judge")
+
+            def resolve(spec: Any = spec) -> Judge:
+                return find_judge(spec, self.name, self.params.model)
+
+            slots.extend((label, s, JudgeCalls(resolve, sample=s)) for s in range(k))
+        results: list[Result | None] = [None] * len(slots)
+
+        async def one(index: int) -> None:
+            calls = slots[index][2]
+            try:
+                results[index] = await self.verdict(trace, calls)
+            except EvaluatorError as exc:
+                results[index] = self.error_result(exc, calls)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for index in range(len(slots)):
+                    tg.start_soon(one, index)
+        except ExceptionGroup as group:  # what stops a run (budget, a bad key) leaves as itself
+            raise _first_leaf(group) from None
+        votes = [Vote(label, s, r) for (label, s, _), r in zip(slots, results, strict=True) if r is not None]
+        result = aggregate_votes(self.key, votes, self.params.aggregate, threshold=self.threshold)
+        result.metadata["usage"] = merge_usage([calls.usage_dict() for _, _, calls in slots])
+        models = sorted({m for _, _, calls in slots for m in calls.models})
+        if models:
+            result.metadata["judge_model"] = ",".join(models)
+        return result
+
+
+def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
+    """The first exception inside (nested) groups: the one a single judge call would have raised."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    assert isinstance(exc, Exception)
+    return exc
+
+
+__all__ = ["JudgeCalls", "JudgeEvaluator", "JudgeParams", "require_judge", "schema_name", "shorthand_judge"]

@@ -39,10 +39,12 @@ from pydantic import Field, field_validator
 from assay.evaluators.judge_base import JudgeCalls, JudgeEvaluator, JudgeParams
 from assay.evaluators.judge_render import (
     MISSING_TEXT,
+    PromptText,
     append_to_last_user,
     as_text,
     attachment_block,
     context_text,
+    delimit,
     few_shot_text,
     format_template,
     input_value,
@@ -58,6 +60,9 @@ from assay.records import Result
 from assay.traces.model import Trace
 
 ATTACHMENTS = "attachments"
+#: Traces in a row without a required prompt variable (and none with it) that stop the run as a
+#: configuration error instead of one error result each.
+MISSING_VARIABLE_LIMIT = 20
 BUILTIN_VARIABLES = frozenset({"inputs", "outputs", "reference_outputs", "context", ATTACHMENTS})
 
 
@@ -177,6 +182,8 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
 
     def setup(self) -> None:
         self._compiled: dict[str, CompiledPrompt] = {}
+        self._missing: dict[str, int] = {}  # required variable -> traces without it so far
+        self._present: set[str] = set()  # required variables some trace had
         if self.params.prompt:
             self._main = self.compile(self.params.prompt)
 
@@ -246,7 +253,7 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
     def variable(self, name: str, trace: Trace, compiled: CompiledPrompt) -> str | None:
         """The text of one template variable for ``trace`` (None when the trace has no value)."""
         if name in self.params.variables:
-            return as_text(self.params.variables[name])
+            return PromptText(as_text(self.params.variables[name]))  # the run file's own text
         if name == "outputs":
             return self.outputs_text(trace, compiled)
         if name == "inputs":
@@ -269,13 +276,26 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
             text = self.variable(name, trace, compiled)
             if text is None:
                 if name not in optional:
-                    raise EvaluatorError(
-                        f"prompt variable {{{name}}} is missing: the trace has no {name} "
-                        f"(give it in the record, its scenario/metadata, or params.variables)"
-                    )
+                    self._missing_variable(name)
                 text = MISSING_TEXT
+            elif name not in optional:
+                self._present.add(name)
             values[name] = text
         return values
+
+    def _missing_variable(self, name: str) -> None:
+        """A trace lacks a required variable: an error result for this trace — or, when none of
+        the first :data:`MISSING_VARIABLE_LIMIT` traces had it, a ConfigError that stops the run
+        (exit 2): the prompt names a field the data does not have, and a retry would change
+        nothing."""
+        hint = "give it in the record, its scenario/metadata, or params.variables"
+        seen = self._missing[name] = self._missing.get(name, 0) + 1
+        if name not in self._present and seen >= MISSING_VARIABLE_LIMIT:
+            raise ConfigError(
+                f"evaluator {self.key!r}: prompt variable {{{name}}} is missing in each of the first {seen} traces: "
+                f"the prompt names a field the data does not have ({hint})"
+            )
+        raise EvaluatorError(f"prompt variable {{{name}}} is missing: the trace has no {name} ({hint})")
 
     def attachment_blocks(self, trace: Trace, compiled: CompiledPrompt) -> list[dict[str, Any]]:
         source = self.params.attachments
@@ -317,15 +337,15 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
         already show them and the trace has them."""
         parts = []
         if "inputs" not in compiled.variables and (inputs := self.variable("inputs", trace, compiled)):
-            parts.append(f"<inputs>\n{inputs}\n</inputs>")
+            parts.append(f"<inputs>\n{delimit(inputs)}\n</inputs>")
         outputs = self.variable("outputs", trace, compiled)
-        parts.append(f"<outputs>\n{outputs if outputs is not None else MISSING_TEXT}\n</outputs>")
+        parts.append(f"<outputs>\n{delimit(outputs) if outputs is not None else MISSING_TEXT}\n</outputs>")
         if (
             "reference_outputs" not in compiled.variables
             and trace.reference is not None
             and (reference := self.variable("reference_outputs", trace, compiled))
         ):
-            parts.append(f"<reference_outputs>\n{reference}\n</reference_outputs>")
+            parts.append(f"<reference_outputs>\n{delimit(reference)}\n</reference_outputs>")
         return "\n\n".join(parts)
 
     def schema_for(self, compiled: CompiledPrompt) -> dict[str, Any]:
@@ -343,7 +363,10 @@ class LLMJudge(JudgeEvaluator[LLMJudgeParams]):
 
     def requests_for(self, trace: Trace) -> list[JudgeRequest]:
         prepared = self.prepare(trace)
-        return [] if isinstance(prepared, Result) else [prepared[0]]
+        if isinstance(prepared, Result):
+            self.no_call_reason = prepared.error or prepared.comment
+            return []
+        return [prepared[0]]
 
     async def judge_trace(self, trace: Trace, calls: JudgeCalls) -> Result:
         prepared = self.prepare(trace)

@@ -160,7 +160,7 @@ def judge_spec(config: Any = None, endpoint: Any = None) -> Any:
     return config  # already an assay judge spec (a name, an inline dict, a Judge)
 
 
-def _potato_judge_fields(data: Any) -> Any:
+def potato_judge_fields(data: Any) -> Any:
     """Before-validator: turn potato's ``config``/``endpoint`` into ``judge``."""
     if isinstance(data, dict) and ("config" in data or "endpoint" in data):
         data = dict(data)
@@ -221,7 +221,7 @@ class LLMTrajectoryJudgeParams(TrajectoryJudgeParams):
     continuous: bool | None = False
     """A 0–1 score instead of pass/fail (potato's default: pass/fail)."""
 
-    _potato = model_validator(mode="before")(_potato_judge_fields)
+    _potato = model_validator(mode="before")(potato_judge_fields)
 
 
 class LLMTrajectoryJudge(_PotatoJudgeInit, TrajectoryJudge):
@@ -243,7 +243,7 @@ class AgentAsJudgeEvaluatorParams(AgentAsJudgeParams):
     )
     """Record field holding per-record requirements (potato's ``requirements_key``)."""
 
-    _potato = model_validator(mode="before")(_potato_judge_fields)
+    _potato = model_validator(mode="before")(potato_judge_fields)
 
 
 class AgentAsJudgeEvaluator(_PotatoJudgeInit, AgentAsJudge):

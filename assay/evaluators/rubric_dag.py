@@ -34,8 +34,10 @@ from typing import Any, ClassVar
 
 from assay.evaluators.judge_base import JudgeCalls, JudgeEvaluator, JudgeParams
 from assay.evaluators.judge_render import (
+    PromptText,
     as_text,
     context_text,
+    delimit,
     format_template,
     input_value,
     render_trace_output,
@@ -250,25 +252,28 @@ class RubricDag(JudgeEvaluator[RubricDagParams]):
 
     # ------------------------------------------------------------------ requests
 
-    def context_for(self, trace: Trace) -> str:
+    def context_for(self, trace: Trace) -> PromptText:
+        """What the judge is shown: each part in its tags, the trace's text :func:`delimit`-ed."""
         parts = []
         task = input_value(trace)
         if task is not None and task != "":
-            parts.append(f"Task / input:\n{as_text(task)}")
+            parts.append(f"Task / input:\n<input>\n{delimit(as_text(task))}\n</input>")
         ctx = context_text(trace.context)
         if ctx:
-            parts.append(f"Retrieved context:\n{ctx}")
+            parts.append(f"Retrieved context:\n<context>\n{delimit(ctx)}\n</context>")
         if trace.final_output is None and not trace.messages:
             raise EvaluatorError("the trace has no output to evaluate")
-        parts.append(f"Output to evaluate:\n{render_trace_output(trace, 'auto', self.params.max_tool_result_chars)}")
+        output = render_trace_output(trace, "auto", self.params.max_tool_result_chars)
+        parts.append(f"Output to evaluate:\n<output>\n{delimit(output)}\n</output>")
         if trace.reference is not None:
-            parts.append(f"Reference / expected:\n{render_trace_output(trace.reference, 'auto')}")
-        return "\n\n".join(parts)
+            reference = render_trace_output(trace.reference, "auto")
+            parts.append(f"Reference / expected:\n<reference>\n{delimit(reference)}\n</reference>")
+        return PromptText("\n\n".join(parts))
 
     def node_request(self, node: Node, context: str) -> JudgeRequest:
         text = format_template(
             self._template,
-            {"context": context, "question": node.question, "options": ", ".join(node.choices)},
+            {"context": context, "question": PromptText(node.question), "options": PromptText(", ".join(node.choices))},
         )
         messages: list[dict[str, Any]] = []
         if self.params.system:

@@ -1,23 +1,35 @@
-"""Run untrusted Python in a child interpreter with limits: the machinery of ``code_execution``.
+"""Run untrusted Python in a child interpreter confined by Linux namespaces: the machinery of
+``code_execution``.
 
 :func:`run_python` writes the code (and tests) into a fresh temporary directory (named like the
 code checks' directories, so :func:`assay.evaluators.code.sweep_stale_dirs` removes what a killed
-run leaves), starts ``python -I -B harness.py`` there in a new session with a scrubbed
-environment, reads at most ``max_output_bytes`` of each output stream (the tail is kept), and
-kills the whole process group when the wall-clock timeout passes or the caller is cancelled.
+run leaves) and starts ``python -I -B harness.py`` there through util-linux's ``unshare``, in new
+mount, PID, network, IPC and UTS namespaces (plus a user namespace when assay is not root):
 
-What is enforced by the kernel: the CPU, address-space, file-size and core limits
-(``setrlimit`` in the child), the wall-clock kill, and — when ``unshare -n`` (or ``unshare -rn``
-for an unprivileged user) works on this machine — a network namespace with no interfaces but a
-downed loopback. What is best effort: the harness's audit hook refusing sockets, new processes,
-``ctypes`` (only without a namespace) and writes outside the directory. The child runs as the
-current user and can read whatever that user can read.
+* the filesystem is a new root (a small read-only tmpfs) holding read-only binds of ``/usr``,
+  the ``/bin``/``/lib`` links, a few ``/etc`` files the loader and libc read, a handful of
+  ``/dev`` nodes, the interpreter's prefix — and the run's directory, the only writable place,
+  at ``/sandbox`` (``/tmp`` points there). Nothing else of the host (home directories, the
+  project, ``/tmp``, other processes' files) exists for the child, whatever it calls (``open``,
+  ``ctypes``, ``os`` primitives);
+* ``/proc`` is the new PID namespace's: the parent and every other process of the host are
+  invisible (no ``/proc/<ppid>/environ``); killing the namespace's first process kills all of it;
+* the network namespace has no interfaces but a downed loopback;
+* the code runs with no capabilities, ``no_new_privs`` and — when assay is root — as an unused
+  uid (so ``RLIMIT_NPROC`` bounds a fork bomb and no file of a real user is its own);
+* the environment holds only ``PATH``, ``LANG``, ``HOME``, ``TMPDIR`` and the variables given.
+
+The harness adds kernel resource limits (CPU, address space, file size, processes, core) and an
+audit hook that gives clear messages for accidents. Where the namespaces cannot be built (not
+Linux, no ``unshare``, user namespaces disabled, a container forbidding them) nothing runs:
+:func:`sandbox_unavailable` says why and ``code_execution`` refuses to build.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -25,6 +37,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -35,8 +48,74 @@ from anyio.abc import ByteReceiveStream
 
 from assay.evaluators.code import CODE_DIR_PREFIX
 
+#: Where the run's directory is inside the sandbox (the child's working directory, HOME, TMPDIR).
+SANDBOX_DIR = "/sandbox"
+
 #: Variables the child sees besides those given explicitly (no API keys, no proxies).
-BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"}
+BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin", "HOME": SANDBOX_DIR, "TMPDIR": SANDBOX_DIR}
+
+#: Host paths bound read-only into the sandbox when they exist (directories and files; links
+#: are recreated as links).
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: The few /etc files the loader, libc and Python read, copied into the new root (a directory
+#: of links, like /etc/alternatives, is copied as links); nothing else of /etc is there.
+ETC_COPIES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/mime.types",
+    "/etc/alternatives",
+)
+DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom")
+
+#: The uids a root assay gives its sandboxes: unused by any account (one per run, so the
+#: process limit of one run is not shared with another).
+_UID_BASE = 1_900_000_000
+_UID_SPAN = 100_000_000
+_uid_counter = itertools.count()
+
+# Runs inside the new namespaces, as their root, before the code: mounts the binds on the
+# skeleton the parent made (``_make_base``), pivots into it, makes it read-only, drops every
+# privilege and execs the interpreter. Arguments: NEWROOT WORKDIR UID (``-`` = stay uid 0 of the
+# user namespace), then ``-d DIR`` / ``-f FILE`` (read-only binds) / ``-c DEVICE`` specs, ``--``,
+# the command.
+_SETUP = r"""
+set -eu
+child_path=$PATH
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+setpriv=$(command -v setpriv)
+new=$1 work=$2 uid=$3
+shift 3
+mount --bind "$new" "$new"
+while [ "$1" != -- ]; do
+  case $1 in
+    -d|-f) mount -o bind,ro,nosuid,nodev "$2" "$new$2" ;;
+    -c) mount -o bind,nosuid "$2" "$new$2" ;;
+    *) echo "assay sandbox: bad spec $1" >&2; exit 125 ;;
+  esac
+  shift 2
+done
+shift
+mount -t proc -o nosuid,nodev,noexec proc "$new/proc" 2>/dev/null || true
+mount -t tmpfs -o mode=1777,size=16m,nosuid,nodev shm "$new/dev/shm"
+mount -o bind,nosuid,nodev "$work" "$new/sandbox"
+cd "$new"
+pivot_root . .
+umount -l .
+cd /
+mount -o remount,bind,ro,nosuid,nodev /
+cd /sandbox
+export PATH="$child_path"
+unset OLDPWD
+if [ "$uid" = - ]; then
+  exec "$setpriv" --bounding-set=-all --inh-caps=-all --no-new-privs --pdeathsig KILL -- "$@"
+fi
+exec "$setpriv" --reuid="$uid" --regid="$uid" --clear-groups --bounding-set=-all --inh-caps=-all --no-new-privs \
+  --pdeathsig KILL -- "$@"
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +127,7 @@ class Limits:
     max_file_mb: int = 16
     max_output_bytes: int = 64 * 1024
     allow_subprocess: bool = False
+    max_processes: int = 32
 
 
 @dataclass(slots=True)
@@ -61,24 +141,166 @@ class RunOutcome:
     stderr: str
     report: dict[str, Any] | None
     output_truncated: bool = False
-    network: str = "hook"
+    network: str = "namespace"
+
+
+class SandboxUnavailable(OSError):
+    """The namespaces the sandbox needs cannot be built on this machine."""
+
+
+def _interpreter_dirs(python: str) -> list[str]:
+    """The directories an interpreter needs: its installation prefix (the one it was started
+    as and the one its binary really lives in), and for assay's own interpreter the prefixes
+    ``sys`` reports (a virtual environment's base installation)."""
+    dirs = [os.path.dirname(os.path.dirname(os.path.abspath(exe))) for exe in (python, os.path.realpath(python))]
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        dirs += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    return dirs
+
+
+def bind_specs(python: str) -> list[tuple[str, str, str]]:
+    """What the new root holds, as ``(kind, path, link target)``: ``d`` a directory and ``f`` a
+    file bound read-only, ``c`` a device bound as is, ``l`` a link made as on the host — the
+    system paths, the devices and the interpreter's directories (those that exist; none twice,
+    none inside another)."""
+    specs: list[tuple[str, str, str]] = []
+    covered: list[str] = []
+
+    def under(path: str) -> bool:
+        return any(path == c or path.startswith(c.rstrip("/") + "/") for c in covered)
+
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):
+            specs.append(("l", path, os.readlink(path)))
+        elif os.path.isdir(path):
+            specs.append(("d", path, ""))
+            covered.append(path)
+        elif os.path.isfile(path):
+            specs.append(("f", path, ""))
+    specs += [("c", dev, "") for dev in DEVICES if os.path.exists(dev)]
+    extra: set[str] = set()
+    for d in _interpreter_dirs(python):
+        for path in (os.path.abspath(d), os.path.realpath(d)):
+            if path != "/" and os.path.isdir(path) and not os.path.islink(path):
+                extra.add(path)
+    for path in sorted(extra):
+        if not under(path):
+            specs.append(("d", path, ""))
+            covered.append(path)
+    return specs
+
+
+def _copy_etc(root: str) -> None:
+    for path in ETC_COPIES:
+        inside = root + path
+        os.makedirs(os.path.dirname(inside), exist_ok=True)
+        if os.path.islink(path):
+            os.symlink(os.readlink(path), inside)
+        elif os.path.isdir(path):
+            os.mkdir(inside)
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    if entry.is_symlink():
+                        os.symlink(os.readlink(entry.path), os.path.join(inside, entry.name))
+        elif os.path.isfile(path):
+            with contextlib.suppress(OSError):
+                shutil.copyfile(path, inside)
+
+
+def _skeleton(root: str, specs: list[tuple[str, str, str]]) -> list[str]:
+    """Make the new root's mount points, links and /etc copies under ``root``; the setup
+    script's spec arguments."""
+    args: list[str] = []
+    for name in ("proc", "dev/shm", "sandbox"):
+        os.makedirs(os.path.join(root, name), exist_ok=True)
+    os.symlink("sandbox", os.path.join(root, "tmp"))
+    _copy_etc(root)
+    for kind, path, target in specs:
+        inside = root + path
+        if kind == "l":
+            os.makedirs(os.path.dirname(inside), exist_ok=True)
+            os.symlink(target, inside)
+            continue
+        if kind == "d":
+            os.makedirs(inside, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(inside), exist_ok=True)
+            Path(inside).touch()
+        args += [f"-{kind}", path]
+    return args
+
+
+def _sandbox_uid() -> int:
+    return _UID_BASE + (os.getpid() * 1000 + next(_uid_counter) % 1000) % _UID_SPAN
+
+
+def _command(base: str, uid: int | None, spec_args: list[str], python: str, argv: Iterable[str]) -> list[str]:
+    """The ``unshare`` command line running ``python argv`` in the sandbox made by
+    :func:`_make_base` (``base/root`` the new root's skeleton, ``base/work`` the run's directory)."""
+    unshare = _which_system("unshare") or "unshare"
+    # SIGKILL to unshare when assay dies (even by kill -9); unshare's --kill-child then kills the
+    # namespace's first process, and with it every process of the namespace
+    orphan_guard = [_which_system("setpriv") or "setpriv", "--pdeathsig", "KILL"]
+    user = [] if uid is not None else ["--user", "--map-root-user"]
+    namespaces = ["--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts"]
+    root, work = os.path.join(base, "root"), os.path.join(base, "work")
+    setup = ["/bin/sh", "-c", _SETUP, "assay-sandbox", root, work, "-" if uid is None else str(uid)]
+    return [*orphan_guard, unshare, *user, *namespaces, "--", *setup, *spec_args, "--", python, *argv]
+
+
+def _make_base(python: str) -> tuple[str, int | None, list[str]]:
+    """A fresh directory holding the new root's skeleton (``root``) and the run's directory
+    (``work``); the uid the code runs as (None: uid 0 of a user namespace, when assay is not
+    root); the setup script's spec arguments."""
+    base = tempfile.mkdtemp(prefix=f"{CODE_DIR_PREFIX}{os.getpid()}-")
+    os.mkdir(os.path.join(base, "work"))
+    spec_args = _skeleton(os.path.join(base, "root"), bind_specs(python))
+    uid = _sandbox_uid() if os.geteuid() == 0 else None
+    return base, uid, spec_args
+
+
+def _give(base: str, uid: int | None) -> None:
+    """Hand the run's directory and its files to the sandbox's uid (a root assay only)."""
+    if uid is None:
+        return
+    work = Path(base, "work")
+    for path in [work, *work.iterdir()]:
+        os.chown(path, uid, uid)
 
 
 @functools.cache
-def namespace_prefix() -> tuple[str, ...] | None:
-    """The command prefix that gives the child an empty network namespace, or None when neither
-    ``unshare -n`` nor ``unshare -rn`` works here (probed once per process)."""
-    exe = shutil.which("unshare")
-    if exe is None or not sys.platform.startswith("linux"):
-        return None
-    for flags in ("-n", "-rn"):
+def sandbox_unavailable(python: str | None = None) -> str | None:
+    """Why the sandbox cannot be built here (None when it can): a trial run of the interpreter
+    in the namespaces, once per process and interpreter."""
+    if not sys.platform.startswith("linux"):
+        return f"it needs Linux namespaces and this is {sys.platform}"
+    missing = [tool for tool in ("unshare", "setpriv", "mount", "pivot_root") if _which_system(tool) is None]
+    if missing:
+        return f"util-linux tools not found: {', '.join(missing)} (apt-get install util-linux mount)"
+    exe = python or sys.executable
+    base, uid, spec_args = _make_base(exe)
+    try:
+        _give(base, uid)
+        probe = "import os; assert os.getppid() == 0, 'not in a new PID namespace'"
+        command = _command(base, uid, spec_args, exe, ["-I", "-B", "-c", probe])
         try:
-            done = subprocess.run([exe, flags, "true"], capture_output=True, timeout=10, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0:
-            return (exe, flags)
-    return None
+            done = subprocess.run(
+                command, capture_output=True, timeout=30, check=False, env=dict(BASE_ENV), start_new_session=True
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"unshare could not be run: {exc}"
+        if done.returncode != 0:
+            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = detail[-1] if detail else f"exit status {done.returncode}"
+            who = "root" if uid is not None else "an unprivileged user (user namespaces needed)"
+            return f"unshare failed as {who}: {why}"
+        return None
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _which_system(tool: str) -> str | None:
+    return shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
 
 
 class _Tail:
@@ -117,9 +339,9 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def _prepare(code: str, tests: str | list[str] | None) -> str:
-    workdir = tempfile.mkdtemp(prefix=f"{CODE_DIR_PREFIX}{os.getpid()}-")
-    root = Path(workdir)
+def _prepare(code: str, tests: str | list[str] | None, python: str) -> tuple[str, int | None, list[str]]:
+    base, uid, spec_args = _make_base(python)
+    root = Path(base, "work")
     (root / "solution.py").write_text(code, encoding="utf-8")
     if isinstance(tests, list):
         (root / "tests.json").write_text(json.dumps(tests), encoding="utf-8")
@@ -127,12 +349,13 @@ def _prepare(code: str, tests: str | list[str] | None) -> str:
         (root / "tests.py").write_text(tests, encoding="utf-8")
     harness = resources.files("assay.evaluators").joinpath("sandbox_harness.py").read_text(encoding="utf-8")
     (root / "harness.py").write_text(harness, encoding="utf-8")
-    return workdir
+    _give(base, uid)
+    return base, uid, spec_args
 
 
-def _read_report(workdir: str) -> dict[str, Any] | None:
+def _read_report(base: str) -> dict[str, Any] | None:
     try:
-        report = json.loads(Path(workdir, "report.json").read_text(encoding="utf-8"))
+        report = json.loads(Path(base, "work", "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return report if isinstance(report, dict) else None
@@ -145,34 +368,32 @@ async def run_python(
     limits: Limits | None = None,
     env: dict[str, str] | None = None,
     python: str | None = None,
-    network: str = "auto",
 ) -> RunOutcome:
-    """Run ``code`` (then ``tests``) in a limited child interpreter; never raises for what the code
-    does, only OSError when the interpreter cannot be started. ``network``: ``auto`` (a namespace
-    when available, else the hook alone), ``namespace`` (required) or ``hook``."""
+    """Run ``code`` (then ``tests``) in the sandbox; never raises for what the code does, only
+    :class:`SandboxUnavailable` when the namespaces cannot be built here and OSError when the
+    child cannot be started."""
     lim = limits or Limits()
-    prefix = await anyio.to_thread.run_sync(namespace_prefix) if network != "hook" else None
-    if network == "namespace" and prefix is None:
-        raise OSError("no network namespace available (unshare -n / -rn failed)")
-    workdir = await anyio.to_thread.run_sync(_prepare, code, tests)
+    exe = python or sys.executable
+    why = await anyio.to_thread.run_sync(sandbox_unavailable, python)
+    if why is not None:
+        raise SandboxUnavailable(f"the code sandbox cannot be built here: {why}")
+    base, uid, spec_args = await anyio.to_thread.run_sync(_prepare, code, tests, exe)
     config = {
         "limits": {
             "RLIMIT_CPU": int(lim.timeout) + 2,
             "RLIMIT_AS": lim.memory_mb * 1024 * 1024,
             "RLIMIT_FSIZE": lim.max_file_mb * 1024 * 1024,
+            "RLIMIT_NPROC": lim.max_processes,
             "RLIMIT_CORE": 0,
         },
         "allow_subprocess": lim.allow_subprocess,
-        "block_ctypes": prefix is None,
     }
-    command = [*(prefix or ()), python or sys.executable, "-I", "-B", "harness.py", json.dumps(config)]
-    child_env = {**BASE_ENV, "HOME": workdir, "TMPDIR": workdir, **(env or {})}
+    command = _command(base, uid, spec_args, exe, ["-I", "-B", "harness.py", json.dumps(config)])
+    child_env = {**BASE_ENV, **(env or {})}
     out, err = _Tail(lim.max_output_bytes), _Tail(lim.max_output_bytes)
     timed_out = False
     try:
-        proc = await anyio.open_process(
-            command, cwd=workdir, env=child_env, start_new_session=True, stdin=subprocess.DEVNULL
-        )
+        proc = await anyio.open_process(command, env=child_env, start_new_session=True, stdin=subprocess.DEVNULL)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_drain, proc.stdout, out)
@@ -185,10 +406,10 @@ async def run_python(
             with anyio.CancelScope(shield=True):
                 _kill_group(proc.pid)
                 await proc.aclose()
-        report = None if timed_out else await anyio.to_thread.run_sync(_read_report, workdir)
+        report = None if timed_out else await anyio.to_thread.run_sync(_read_report, base)
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(shutil.rmtree, workdir, True)
+            await anyio.to_thread.run_sync(shutil.rmtree, base, True)
     return RunOutcome(
         returncode=None if timed_out else proc.returncode,
         timed_out=timed_out,
@@ -196,8 +417,16 @@ async def run_python(
         stderr=err.text(),
         report=report,
         output_truncated=out.dropped or err.dropped,
-        network="namespace" if prefix else "hook",
     )
 
 
-__all__ = ["BASE_ENV", "Limits", "RunOutcome", "namespace_prefix", "run_python"]
+__all__ = [
+    "BASE_ENV",
+    "SANDBOX_DIR",
+    "Limits",
+    "RunOutcome",
+    "SandboxUnavailable",
+    "bind_specs",
+    "run_python",
+    "sandbox_unavailable",
+]

@@ -1,19 +1,22 @@
 """The program the ``code_execution`` evaluator runs in its child interpreter.
 
 It is never imported by assay: its source is written into the run's temporary directory and run
-as ``python -I harness.py CONFIG_JSON``. In the child it
+as ``python -I harness.py CONFIG_JSON`` inside the sandbox's namespaces (see
+:mod:`assay.evaluators.sandbox`). In the child it
 
-1. lowers the resource limits (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_CORE``);
-2. installs an audit hook (:func:`sys.addaudithook`, which Python code cannot remove) that refuses
-   sockets, process creation (unless allowed), ``ctypes`` when the network is not cut by a
-   namespace, and writes, removals and renames outside the working directory;
+1. lowers the resource limits (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NPROC``,
+   ``RLIMIT_CORE``);
+2. installs an audit hook (:func:`sys.addaudithook`) that refuses sockets, process creation
+   (unless allowed) and writes, removals and renames outside the working directory, with a
+   clear message;
 3. runs ``solution.py`` as ``__main__`` and then the tests (``tests.py`` or ``tests.json``) in the
    same namespace, and writes ``report.json``: ``{"ran", "error", "tests": [{name, passed,
    error}]}``.
 
-The audit hook is a guard against accidents, not a security boundary: code running in the same
-interpreter can find ways around it (and can fake its own report). The resource limits and the
-network namespace are enforced by the kernel.
+The audit hook only makes accidents readable: code in the same interpreter can get around it
+(``ctypes``) and can fake its own report. What holds is the kernel's: the namespaces (no host
+filesystem but read-only system directories, no other process, no network), no capabilities,
+and the resource limits.
 """
 
 # This file must stay standard-library only and runnable on its own.
@@ -76,14 +79,12 @@ def _inside(path: Any, root: str) -> bool:
     return full == root or full.startswith(root + os.sep) or full == os.devnull
 
 
-def _install_hook(root: str, *, block_process: bool, block_ctypes: bool) -> None:
+def _install_hook(root: str, *, block_process: bool) -> None:
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event.startswith("socket."):
             raise PermissionError(f"network access is disabled in this sandbox ({event})")
         if block_process and event.startswith(_PROCESS_EVENTS):
             raise PermissionError(f"starting processes is disabled in this sandbox ({event})")
-        if block_ctypes and event.startswith("ctypes.dlopen"):
-            raise PermissionError("ctypes is disabled in this sandbox")
         if event == "open" and len(args) >= 3:
             path, mode, flags = args[0], args[1], args[2]
             writing = (isinstance(flags, int) and flags & _WRITE_FLAGS) or (
@@ -159,7 +160,7 @@ def main() -> int:
         with open("tests.py", encoding="utf-8") as f:
             tests = f.read()
     report_file = open("report.json", "w", encoding="utf-8")  # noqa: SIM115 - written at the end
-    _install_hook(root, block_process=not cfg["allow_subprocess"], block_ctypes=cfg["block_ctypes"])
+    _install_hook(root, block_process=not cfg["allow_subprocess"])
     sys.argv = ["solution.py"]
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": os.path.join(root, "solution.py")}
     report: dict[str, Any] = {"ran": True, "error": None, "tests": None, "unenforced_limits": unenforced}

@@ -63,9 +63,13 @@ def listed_calls(value: Any) -> list[ToolCall] | None:
 
 
 def record_calls(trace: Trace) -> list[ToolCall] | None:
-    """The record's ``all_tool_calls`` list (with results), when it has one."""
+    """The record's ``all_tool_calls`` list (with results), when it has one; else its top-level
+    ``tool_calls`` list (the agent-evaluation catalog's run result: ``{name, args}`` dicts)."""
     scenario = trace.scenario or {}
-    return listed_calls(scenario.get("all_tool_calls"))
+    listed = listed_calls(scenario.get("all_tool_calls"))
+    if listed is None:
+        listed = listed_calls(scenario.get("tool_calls"))
+    return listed
 
 
 def trace_calls(trace: Trace) -> list[ToolCall]:

@@ -14,6 +14,8 @@ exit    meaning                         task
 4       too many dead letters           failed, no retry; the counts in the log
 5       budget exhausted (resumable)    failed, retried: the retry resumes
 6       the same run is still running   failed, retried
+75      judge batches pending           failed, retried: the retry collects
+                                        (``deferrable=True``: deferred instead)
 130     interrupted                     failed, retried: the retry resumes
 ======  ==============================  =========================================
 
@@ -47,23 +49,25 @@ try:
     except ImportError:  # Airflow 2
         from airflow.exceptions import AirflowException, AirflowFailException
         from airflow.models import BaseOperator
+    from airflow.triggers.base import BaseTrigger, TriggerEvent
 except ImportError as _exc:
     raise ImportError(
         "assay.integrations.airflow needs Apache Airflow: pip install 'assay[airflow]' (or apache-airflow)"
     ) from _exc
 
-from assay.pipeline.lock import EXIT_LOCKED
-from assay.pipeline.run import (
+from assay.exceptions import (
     EXIT_BUDGET,
     EXIT_CONFIG,
     EXIT_DEAD_LETTERS,
     EXIT_GATE,
     EXIT_INFRA,
     EXIT_INTERRUPTED,
+    EXIT_LOCKED,
     EXIT_OK,
+    EXIT_PENDING,
 )
 
-__all__ = ["EXIT_MEANING", "AssayMergeOperator", "AssayRunOperator", "outcome_of"]
+__all__ = ["EXIT_MEANING", "AssayBatchTrigger", "AssayMergeOperator", "AssayRunOperator", "outcome_of"]
 
 #: What each exit code means, and whether Airflow may retry the task.
 EXIT_MEANING: dict[int, tuple[str, bool]] = {
@@ -74,6 +78,7 @@ EXIT_MEANING: dict[int, tuple[str, bool]] = {
     EXIT_DEAD_LETTERS: ("too many dead letters", False),
     EXIT_BUDGET: ("budget exhausted (a retry resumes the run)", True),
     EXIT_LOCKED: ("the same run is still running elsewhere", True),
+    EXIT_PENDING: ("submitted work is not finished yet (a retry collects it)", True),
     EXIT_INTERRUPTED: ("interrupted (a retry resumes the run)", True),
 }
 
@@ -127,6 +132,8 @@ class _AssayCommandOperator(BaseOperator):  # type: ignore[misc]
         argv = self.command()
         self.log.info("running: %s", " ".join(argv))
         exit_code, tail = self._run(argv)
+        if exit_code == EXIT_PENDING:
+            self.on_pending(context)
         summary = self._read_summary()
         error = outcome_of(exit_code, summary, tail)
         if error is not None:
@@ -137,6 +144,9 @@ class _AssayCommandOperator(BaseOperator):  # type: ignore[misc]
         if summary is None:
             raise AirflowException(f"assay exited 0 but wrote no summary at {self.summary_path()}")
         return summary
+
+    def on_pending(self, context: Any) -> None:
+        """Exit 75 (judge batches pending): fail for a retry to collect, unless deferrable."""
 
     def on_kill(self) -> None:
         """SIGTERM: assay stops reading, flushes what is durable and exits 130 (a retry resumes)."""
@@ -192,13 +202,70 @@ def _sets(overrides: Mapping[str, Any]) -> list[str]:
     return [f"{k}={v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in overrides.items()]
 
 
+class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
+    """Polls the provider for the open judge batches of a run's ledger (``mode: batch``) every
+    ``poll_interval_s`` seconds in the triggerer, while no worker slot is held; fires once every
+    batch has finished (the operator then runs the same command, which collects and scores)."""
+
+    def __init__(
+        self,
+        run_file: str,
+        ds: str | None = None,
+        shard: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        poll_interval_s: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self.run_file = run_file
+        self.ds = ds
+        self.shard = shard
+        self.overrides = dict(overrides or {})
+        self.poll_interval_s = poll_interval_s
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            "assay.integrations.airflow.AssayBatchTrigger",
+            {
+                "run_file": self.run_file,
+                "ds": self.ds,
+                "shard": self.shard,
+                "overrides": self.overrides,
+                "poll_interval_s": self.poll_interval_s,
+            },
+        )
+
+    async def run(self) -> Any:
+        import asyncio
+
+        from assay.config import load_run_file
+        from assay.judges.batch.commands import open_batches_finished
+
+        config = load_run_file(self.run_file, ds=self.ds or None, sets=_sets(self.overrides))
+        shard = None
+        if self.shard:
+            i, _, n = str(self.shard).partition("/")
+            shard = (int(i), int(n))
+        while True:
+            state = await open_batches_finished(config, shard)
+            if state["finished"]:
+                yield TriggerEvent({"status": "finished", **state})
+                return
+            self.log.info("assay batches: %d of %d finished", state["done"], state["open"])
+            await asyncio.sleep(self.poll_interval_s)
+
+
 class AssayRunOperator(_AssayCommandOperator):
     """``assay run RUN_FILE --ds DS [--shard i/N] [--workers W] [--set k=v …] [extra_args…]``.
 
     Templated: ``run_file``, ``ds``, ``shard``, ``overrides``, ``extra_args``. ``overrides`` are
     run-file keys (``{"limits.budget_usd": 20}``), passed as ``--set``. ``assay_command`` is how
     assay is started (default: this Python's ``-m assay.cli``). Returns the run's summary (or the
-    shard's, ``_SUMMARY.shard-i-of-N.json``), which lands in XCom."""
+    shard's, ``_SUMMARY.shard-i-of-N.json``), which lands in XCom.
+
+    ``deferrable=True``: when the run exits 75 (judge batches submitted, ``mode: batch``), the task
+    defers to :class:`AssayBatchTrigger`, which polls the provider from the triggerer every
+    ``poll_interval_s`` while the worker slot is free, then runs the same command again to collect
+    (and defers again while anything is pending). Without it, exit 75 fails the task for a retry."""
 
     template_fields: Sequence[str] = ("run_file", "ds", "shard", "overrides", "extra_args", "env")
 
@@ -212,9 +279,13 @@ class AssayRunOperator(_AssayCommandOperator):
         overrides: Mapping[str, Any] | None = None,
         log_format: str = "text",
         wait_lock: float | None = None,
+        deferrable: bool = False,
+        poll_interval_s: float = 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.deferrable = deferrable
+        self.poll_interval_s = poll_interval_s
         self.run_file = run_file
         self.ds = ds
         self.shard = shard
@@ -237,9 +308,23 @@ class AssayRunOperator(_AssayCommandOperator):
             argv += ["--set", item]
         return argv + [str(a) for a in self.extra_args]
 
+    def on_pending(self, context: Any) -> None:
+        if not self.deferrable:
+            return
+        self.log.info("judge batches pending: deferring until they finish (polled every %gs)", self.poll_interval_s)
+        trigger = AssayBatchTrigger(
+            str(self.run_file), self.ds, self.shard, self.overrides, poll_interval_s=self.poll_interval_s
+        )
+        self.defer(trigger=trigger, method_name="execute_complete")
+
+    def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
+        """The batches finished: run the same command again (collect, score, publish)."""
+        self.log.info("assay batches finished: %s", dict(event or {}))
+        return self.execute(context)
+
     def summary_path(self) -> Path | None:
         from assay.pipeline.merge import shard_summary_name
-        from assay.pipeline.outputs import local_summary_path
+        from assay.pipeline.targets import local_summary_path
 
         config = self._run_file_config(self.run_file, self.ds, self.overrides)
         path: Path = local_summary_path(config)
@@ -293,7 +378,7 @@ class AssayMergeOperator(_AssayCommandOperator):
         return argv + [str(a) for a in self.extra_args]
 
     def summary_path(self) -> Path | None:
-        from assay.pipeline.outputs import local_summary_path
+        from assay.pipeline.targets import local_summary_path
 
         if self.results:
             p = Path(self.results)

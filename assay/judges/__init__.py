@@ -2,7 +2,9 @@
 
 Evaluators build a :class:`JudgeRequest` and await ``judge.complete(request)`` on the judge that
 :func:`resolve_judge` finds (a name in the current :class:`JudgePool`, a config dict, or a Judge).
-See docs/judges.md for the configuration reference.
+Each provider's wire format, auth and retry policy is a :class:`JudgeProvider` subclass, found by
+name (:func:`provider_names`; add one with :func:`register_provider` or an
+``assay.judge_providers`` entry point). See docs/judges.md for the configuration reference.
 """
 
 from assay.judges.base import Judge, JudgeRequest, JudgeResponse, JudgeUsage
@@ -11,6 +13,8 @@ from assay.judges.cache import JudgeCache, cache_key
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import EndpointStats, JudgeEndpoint
 from assay.judges.pool import JudgePool, current_pool, resolve_judge, use_pool
+from assay.judges.providers import provider_names, register_provider
+from assay.judges.providers.base import JudgeProvider
 
 __all__ = [
     "Budget",
@@ -20,12 +24,15 @@ __all__ = [
     "JudgeConfig",
     "JudgeEndpoint",
     "JudgePool",
+    "JudgeProvider",
     "JudgeRequest",
     "JudgeResponse",
     "JudgeUsage",
     "cache_key",
     "current_pool",
     "parse_judge_config",
+    "provider_names",
+    "register_provider",
     "resolve_judge",
     "use_pool",
 ]

@@ -29,6 +29,9 @@ class JudgeRequest:
     max_tokens: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     """Evaluator-side bookkeeping (evaluator key); never sent to the provider."""
+    sample: int = 0
+    """Which sample of the same question this is (``samples: k``): never sent; a sample above 0
+    has its own judge-cache entry, so k samples are k answers."""
 
 
 @dataclass(slots=True)
@@ -70,9 +73,19 @@ class JudgeResponse:
     latency_s: float = 0.0
 
 
+#: In-flight calls assumed for a judge that does not say (:attr:`Judge.capacity`).
+DEFAULT_CAPACITY = 16
+
+
 @runtime_checkable
 class Judge(Protocol):
-    """One named judge endpoint."""
+    """One named judge endpoint.
+
+    Besides these members a judge may tell the engine its ``capacity`` (an int: calls in flight
+    it can use at most, e.g. :attr:`~assay.judges.endpoint.JudgeEndpoint.capacity`); the engine
+    keeps about twice as many traces in flight. A judge that does not is assumed to take
+    :data:`DEFAULT_CAPACITY`: read it with :func:`judge_capacity`.
+    """
 
     name: str
 
@@ -81,3 +94,24 @@ class Judge(Protocol):
     def estimate(self, request: JudgeRequest) -> JudgeUsage:
         """Estimated tokens and cost of a request, without calling (for --dry-run)."""
         ...
+
+
+@runtime_checkable
+class SizedJudge(Judge, Protocol):
+    """A :class:`Judge` that tells the engine how many calls it can keep in flight."""
+
+    @property
+    def capacity(self) -> int:
+        """Calls in flight this judge can use at most (the engine keeps ~2x as many traces)."""
+        ...
+
+
+def judge_capacity(judge: object) -> int:
+    """The judge's :attr:`SizedJudge.capacity`, or :data:`DEFAULT_CAPACITY` when it does not say.
+
+    >>> judge_capacity(object())
+    16
+    """
+    if isinstance(judge, SizedJudge):
+        return max(1, int(judge.capacity))
+    return DEFAULT_CAPACITY

@@ -23,6 +23,7 @@ several worker processes share the file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import sqlite3
 import time
@@ -40,8 +41,12 @@ CACHE_FORMAT = 1
 DEFAULT_FILENAME = "judge_cache.sqlite"
 
 
-def cache_key(provider: str, model: str, body: dict[str, Any], *, temperature: float, seed: int | None) -> str:
-    material = {
+def cache_key(
+    provider: str, model: str, body: dict[str, Any], *, temperature: float, seed: int | None, sample: int = 0
+) -> str:
+    """The cache key of a request; ``sample`` > 0 (one of ``samples: k``) keys another answer to
+    the same body (sample 0 keeps the key it always had)."""
+    material: dict[str, Any] = {
         "v": CACHE_FORMAT,
         "provider": provider,
         "model": model,
@@ -49,6 +54,8 @@ def cache_key(provider: str, model: str, body: dict[str, Any], *, temperature: f
         "seed": seed,
         "body": body,
     }
+    if sample:
+        material["sample"] = sample
     return hashlib.sha256(orjson.dumps(material, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
 
 
@@ -61,6 +68,7 @@ class JudgeCache(AsyncResource):
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self.write_failed: str | None = None  # why writes stopped (the first failure), if they did
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
 
@@ -131,14 +139,47 @@ class JudgeCache(AsyncResource):
         return loaded if isinstance(loaded, dict) else None
 
     async def put(self, key: str, value: dict[str, Any]) -> None:
-        await self._run(self._put_sync, key, orjson.dumps(value))
+        """Store an answer. The first write that fails (a full disk: ``database or disk is full``)
+        raises ``sqlite3.OperationalError`` naming the cache file, once; the cache then stores
+        nothing more in this run (answers are still served from it)."""
+        if self.write_failed is not None:
+            return
+        try:
+            await self._run(self._put_sync, key, orjson.dumps(value))
+        except sqlite3.Error as exc:
+            if self.write_failed is not None:  # a write queued before the first failure: said already
+                return
+            self.write_failed = str(exc)
+            raise sqlite3.OperationalError(
+                f"{self.path}: {exc}; no further judge answers are cached in this run"
+            ) from exc
         self.writes += 1
 
     def _put_sync(self, key: str, blob: bytes) -> None:
         assert self._conn is not None
-        self._conn.execute(
+        try:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO judge_cache (key, created, value) VALUES (?, ?, ?)",
+                (key, time.time(), blob),
+            )
+            self._conn.commit()
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.rollback()
+            raise
+
+    async def put_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        """Store several answers in one transaction (batch results)."""
+        blobs = [(key, orjson.dumps(value)) for key, value in items]
+        await self._run(self._put_many_sync, blobs)
+        self.writes += len(blobs)
+
+    def _put_many_sync(self, blobs: list[tuple[str, bytes]]) -> None:
+        assert self._conn is not None
+        now = time.time()
+        self._conn.executemany(
             "INSERT OR REPLACE INTO judge_cache (key, created, value) VALUES (?, ?, ?)",
-            (key, time.time(), blob),
+            [(key, now, blob) for key, blob in blobs],
         )
         self._conn.commit()
 

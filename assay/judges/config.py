@@ -11,25 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from assay.exceptions import ConfigError
-
-Provider = Literal["openai", "anthropic", "ollama"]
-
-DEFAULT_BASE_URLS: dict[str, str] = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com/v1",
-    "ollama": "http://localhost:11434",
-}
-DEFAULT_KEY_ENVS: dict[str, str | None] = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "ollama": None,
-}
-DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
-#: Anthropic requires max_tokens; used when the config and the request leave it unset.
-ANTHROPIC_DEFAULT_MAX_TOKENS = 1024
+from assay.judges.batch.config import BATCH_PROVIDERS, BatchConfig
 
 
 class JudgeConfig(BaseModel):
@@ -37,26 +22,34 @@ class JudgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: Provider = "openai"
-    """Wire format: ``openai`` (chat completions; also vLLM, LiteLLM, Azure OpenAI and other
-    OpenAI-compatible servers), ``anthropic`` (messages API) or ``ollama`` (native ``/api/chat``)."""
+    provider: str = "openai"
+    """Wire format: ``openai`` (chat completions; also vLLM, LiteLLM and other OpenAI-compatible
+    servers), ``azure_openai`` (Azure OpenAI deployments), ``anthropic`` (messages API),
+    ``google_genai`` (Gemini ``generateContent``), ``ollama`` (native ``/api/chat``), or a
+    provider a package registers under the ``assay.judge_providers`` entry point."""
     model: str = Field(min_length=1)
     """Model name sent to the provider (for Azure: the deployment's model name)."""
     base_url: str | None = None
     """API root. Defaults: ``https://api.openai.com/v1``, ``https://api.anthropic.com/v1``,
-    ``http://localhost:11434``. The path ``/chat/completions``, ``/messages`` or ``/api/chat`` is
-    appended. For Azure use ``https://NAME.openai.azure.com/openai/deployments/DEPLOYMENT``."""
+    ``https://generativelanguage.googleapis.com``, ``http://localhost:11434``; azure_openai:
+    ``https://NAME.openai.azure.com`` (default from ``AZURE_OPENAI_ENDPOINT``). The provider's
+    path (``/chat/completions``, ``/messages``, ``/api/chat``, ...) is appended."""
+    deployment: str | None = None
+    """azure_openai: the deployment name in the URL (default: ``model``)."""
     api_key_env: str | None = None
-    """Name of the environment variable holding the API key (default ``OPENAI_API_KEY`` /
-    ``ANTHROPIC_API_KEY``; none for ollama). The key is read from the environment when the endpoint
+    """Name of the environment variable holding the API key (default ``OPENAI_API_KEY``,
+    ``AZURE_OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GOOGLE_API_KEY`` or else ``GEMINI_API_KEY``;
+    none for ollama). The key is read from the environment when the endpoint
     opens, never logged and redacted from error messages. When this field is set explicitly and the
     variable is missing, opening the endpoint fails; a missing default variable means no key."""
     api_key_header: str | None = None
-    """Header carrying the key. Default: ``Authorization: Bearer KEY`` (openai, ollama) or
-    ``x-api-key: KEY`` (anthropic). Any other name (Azure: ``api-key``) sends the bare key."""
+    """Header carrying the key. Default: ``Authorization: Bearer KEY`` (openai, ollama),
+    ``x-api-key: KEY`` (anthropic), ``api-key: KEY`` (azure_openai), ``x-goog-api-key: KEY``
+    (google_genai). Any name but ``Authorization`` sends the bare key."""
     api_version: str | None = None
-    """openai: sent as the ``api-version`` query parameter (Azure). anthropic: the
-    ``anthropic-version`` header (default ``2023-06-01``). Ignored by ollama."""
+    """openai, azure_openai: the ``api-version`` query parameter (azure_openai default
+    ``2024-10-21``). anthropic: the ``anthropic-version`` header (default ``2023-06-01``).
+    google_genai: the API version in the path (default ``v1beta``). Ignored by ollama."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature; 0 by default so verdicts are as repeatable as the model allows."""
     seed: int | None = None
@@ -111,6 +104,27 @@ class JudgeConfig(BaseModel):
     strict_schema: bool = True
     """openai: send ``strict: true`` with the JSON schema (structured outputs). Turn off for servers
     that reject strict schemas."""
+    mode: Literal["realtime", "batch"] = "realtime"
+    """``batch``: answer through the provider's batch API at its batch price (openai, azure_openai,
+    anthropic):
+    ``assay run`` submits and exits 75 until every answer is in, see docs/judges.md "Batch mode"."""
+    batch: BatchConfig = Field(default_factory=BatchConfig)
+    """Settings of ``mode: batch`` (packing, polling, attempts, fallback, discount)."""
+
+    @model_validator(mode="after")
+    def _batch_provider(self) -> JudgeConfig:
+        if self.mode == "batch" and self.provider not in BATCH_PROVIDERS:
+            raise ValueError(f"mode: batch needs provider {', '.join(BATCH_PROVIDERS)}, not {self.provider}")
+        return self
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, v: str) -> str:
+        from assay.judges.providers import provider_names
+
+        if v not in provider_names():
+            raise ValueError(f"unknown provider {v!r}; available: {', '.join(provider_names())}")
+        return v
 
     @field_validator("shared_limit")
     @classmethod
@@ -126,15 +140,21 @@ class JudgeConfig(BaseModel):
     @classmethod
     def _no_auth_in_headers(cls, v: dict[str, str]) -> dict[str, str]:
         for name in v:
-            if name.lower() in {"authorization", "x-api-key", "api-key"}:
+            if name.lower() in {"authorization", "x-api-key", "api-key", "x-goog-api-key"}:
                 raise ValueError(f"put the key in an environment variable named by api_key_env, not {name!r}")
         return v
 
     def resolved_base_url(self) -> str:
-        return self.base_url or DEFAULT_BASE_URLS[self.provider]
+        """``base_url``, else the provider's default API root."""
+        from assay.judges.providers import get_provider_class
+
+        return get_provider_class(self.provider).base_url_for(self)
 
     def resolved_key_env(self) -> str | None:
-        return self.api_key_env if self.api_key_env is not None else DEFAULT_KEY_ENVS[self.provider]
+        """The environment variable the key is read from (None: no key)."""
+        from assay.judges.providers import get_provider_class
+
+        return get_provider_class(self.provider).key_env_for(self)
 
     def requests_per_second(self) -> float | None:
         return None if self.rpm is None else self.rpm / 60.0

@@ -39,6 +39,7 @@ import os
 import sqlite3
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -58,16 +59,10 @@ from assay.judges.cache import JudgeCache, cache_key
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.guard import CircuitBreaker, Secrets
 from assay.judges.limits import Limits
-from assay.judges.retry import announced_rpm, is_retryable_status, retry_delay, wait_for
-from assay.judges.wire import (
-    WireReply,
-    build_body,
-    endpoint_url,
-    error_message,
-    estimate_input_tokens,
-    parse_reply,
-    request_headers,
-)
+from assay.judges.providers import get_provider_class
+from assay.judges.retry import wait_for
+from assay.judges.verdict import usable_answer
+from assay.judges.wire import WireReply, estimate_input_tokens
 from assay.resources import AsyncResource
 
 if TYPE_CHECKING:
@@ -96,6 +91,8 @@ class EndpointStats:
     ok: int = 0
     errors: int = 0
     """Calls that failed for good (retries exhausted, or a 4xx)."""
+    abandoned: int = 0
+    """Calls cancelled unanswered because the run stopped (redone when it resumes)."""
     http_429: int = 0
     http_5xx: int = 0
     http_4xx: int = 0
@@ -121,6 +118,7 @@ class EndpointStats:
             "requests": self.requests,
             "ok": self.ok,
             "errors": self.errors,
+            "abandoned": self.abandoned,
             "http_429": self.http_429,
             "http_5xx": self.http_5xx,
             "http_4xx": self.http_4xx,
@@ -157,6 +155,8 @@ class JudgeEndpoint(AsyncResource):
         self.secrets = secrets if secrets is not None else Secrets()
         """Every secret to redact (a pool shares one set between its endpoints)."""
         cfg = self.config
+        self.provider = get_provider_class(cfg.provider)(cfg)
+        """The provider's wire format, auth and retry policy (see assay/judges/providers/)."""
         self.limits = Limits(
             max_concurrency=cfg.max_concurrency,
             rps=cfg.requests_per_second(),
@@ -171,7 +171,7 @@ class JudgeEndpoint(AsyncResource):
             self.limits.shared = SharedRate(cfg.shared_limit, name, rpm=cfg.rpm, tpm=cfg.tpm, scope=scope)
         self.breaker = CircuitBreaker(name, budget=cfg.max_retries + 1)
         self._auth_error: JudgeAuthError | None = None
-        self._url = endpoint_url(cfg)
+        self._url = self.provider.url()
         self._api_key: str | None = None
         self._key_read = False
         self._headers: dict[str, str] = {}
@@ -212,7 +212,7 @@ class JudgeEndpoint(AsyncResource):
             raise ConfigError(f"judges.{self.name}.api_key_env: environment variable {env} is not set (or empty)")
         self._api_key = value or None
         self.secrets.add(self._api_key)
-        self._headers = request_headers(self.config, self._api_key)
+        self._headers = self.provider.headers(self._api_key)
         self._key_read = True
 
     def redact(self, text: str) -> str:
@@ -249,6 +249,21 @@ class JudgeEndpoint(AsyncResource):
 
     # --- the Judge protocol --------------------------------------------------------------------
 
+    @property
+    def capacity(self) -> int:
+        """Calls in flight this endpoint can use at most (the ceiling of its in-flight cap): the
+        engine keeps about twice as many traces in flight so the endpoint never idles."""
+        return int(self.limits.cap.ceiling)
+
+    def body_and_key(self, request: JudgeRequest) -> tuple[dict[str, Any], str]:
+        """The body sent for ``request`` and its judge-cache key (a batch line's ``custom_id``)."""
+        cfg = self.config
+        body = self.provider.build_body(request)
+        key = cache_key(
+            cfg.provider, cfg.model, body, temperature=cfg.temperature, seed=cfg.seed, sample=request.sample
+        )
+        return body, key
+
     def estimate(self, request: JudgeRequest) -> JudgeUsage:
         """Estimated tokens and cost of one request, without calling (``--dry-run``)."""
         input_tokens = estimate_input_tokens(request)
@@ -276,15 +291,15 @@ class JudgeEndpoint(AsyncResource):
         self._read_key()
         cfg = self.config
         try:
-            body = build_body(cfg, request)
+            body, cache_id = self.body_and_key(request)
         except JudgeRequestError as exc:
             self.stats.errors += 1
             raise JudgeRequestError(f"judge {self.name!r}: {exc}") from exc
         key = None
         if self.cache is not None:
-            key = cache_key(cfg.provider, cfg.model, body, temperature=cfg.temperature, seed=cfg.seed)
+            key = cache_id
             hit = await self._cache_get(key)
-            if hit is not None:
+            if hit is not None and usable_answer(str(hit.get("text", "")), hit.get("data"), request.schema):
                 self.stats.cached += 1
                 self.stats.usage.cached_calls += 1
                 return JudgeResponse(
@@ -300,7 +315,7 @@ class JudgeEndpoint(AsyncResource):
         if self.budget is not None:
             try:
                 est = self.estimate(request)
-                reserved = self.budget.reserve(self.name, est.cost_usd)
+                reserved = await self.budget.acquire(self.name, est.cost_usd)
             except Exception:
                 self.stats.budget_refusals += 1
                 raise
@@ -308,10 +323,13 @@ class JudgeEndpoint(AsyncResource):
         started = time.monotonic()
         try:
             reply, latency = await self._send_with_retries(body, estimated)
-        except BaseException:
+        except BaseException as exc:
             if self.budget is not None:
                 self.budget.release(reserved)
-            self.stats.errors += 1
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                self.stats.abandoned += 1  # the run stopped (a signal's grace ran out): no failure
+            else:
+                self.stats.errors += 1
             raise
         usage = JudgeUsage(
             input_tokens=reply.input_tokens,
@@ -332,6 +350,57 @@ class JudgeEndpoint(AsyncResource):
             cached=False,
             latency_s=latency if latency else time.monotonic() - started,
         )
+
+    async def embed(self, texts: list[str], *, batch_size: int = 256) -> list[list[float]]:
+        """Embed ``texts`` with the provider's embeddings API (``embedding_similarity`` with a
+        hosted model): cached per text like judge answers, sent ``batch_size`` texts a request
+        under the same rate limits, retries, budget and statistics as judge calls."""
+        self._read_key()
+        cfg, provider = self.config, self.provider
+        url = provider.embeddings_url()
+        vectors: dict[str, list[float]] = {}
+        keys = {
+            t: cache_key(cfg.provider, cfg.model, {"embeddings": t}, temperature=0.0, seed=None)
+            for t in dict.fromkeys(texts)
+        }
+        if self.cache is not None:
+            for text, key in keys.items():
+                hit = await self._cache_get(key)
+                if hit is not None and isinstance(hit.get("data"), dict):
+                    vectors[text] = hit["data"]["embedding"]
+                    self.stats.cached += 1
+                    self.stats.usage.cached_calls += 1
+        missing = [t for t in keys if t not in vectors]
+        for start in range(0, len(missing), batch_size):
+            chunk = missing[start : start + batch_size]
+            self._fail_fast()
+            estimated = sum(len(t) for t in chunk) // 4 + len(chunk)
+            reserved = await self.budget.acquire(self.name, cfg.cost(estimated, 0)) if self.budget is not None else 0.0
+            self.stats.calls += 1
+            try:
+                reply, _ = await self._send_with_retries(
+                    provider.embeddings_body(chunk), estimated, url, provider.parse_embeddings_response
+                )
+            except BaseException as exc:
+                if self.budget is not None:
+                    self.budget.release(reserved)
+                if isinstance(exc, anyio.get_cancelled_exc_class()):
+                    self.stats.abandoned += 1
+                else:
+                    self.stats.errors += 1
+                raise
+            got = (reply.data or {}).get("embeddings") or []
+            if len(got) != len(chunk):
+                raise JudgeError(f"judge {self.name!r}: {len(got)} embeddings for {len(chunk)} texts")
+            usage = JudgeUsage(input_tokens=reply.input_tokens, cost_usd=cfg.cost(reply.input_tokens, 0), calls=1)
+            self.stats.usage.add(usage)
+            if self.budget is not None:
+                self.budget.charge(usage.cost_usd, reserved)
+            for text, vector in zip(chunk, got, strict=True):
+                vectors[text] = vector
+                if self.cache is not None:
+                    await self._cache_put(keys[text], WireReply("", {"embedding": vector}, 0, 0, reply.model))
+        return [vectors[t] for t in texts]
 
     async def _cache_get(self, key: str) -> dict[str, Any] | None:
         assert self.cache is not None
@@ -357,7 +426,13 @@ class JudgeEndpoint(AsyncResource):
 
     # --- transport -----------------------------------------------------------------------------
 
-    async def _send_with_retries(self, body: dict[str, Any], estimated: int) -> tuple[WireReply, float]:
+    async def _send_with_retries(
+        self,
+        body: dict[str, Any],
+        estimated: int,
+        url: str | None = None,
+        parse: Callable[[Any], WireReply] | None = None,
+    ) -> tuple[WireReply, float]:
         from tenacity import AsyncRetrying, retry_if_exception_type
 
         payload = orjson.dumps(body)
@@ -387,7 +462,7 @@ class JudgeEndpoint(AsyncResource):
         try:
             async for attempt in retrying:
                 with attempt:
-                    result = await self._attempt(payload, estimated)
+                    result = await self._attempt(payload, estimated, url, parse)
         except JudgeRetryableError as exc:
             self.breaker.check()  # an outage: one error for the run, not one per trace
             tries = f"{retrying.statistics.get('attempt_number', attempts)} attempt(s)"
@@ -406,7 +481,13 @@ class JudgeEndpoint(AsyncResource):
             raise self._auth_error
         self.breaker.check()
 
-    async def _attempt(self, payload: bytes, estimated: int) -> tuple[WireReply, float]:
+    async def _attempt(
+        self,
+        payload: bytes,
+        estimated: int,
+        url: str | None = None,
+        parse: Callable[[Any], WireReply] | None = None,
+    ) -> tuple[WireReply, float]:
         import aiohttp
 
         self._fail_fast()
@@ -416,7 +497,7 @@ class JudgeEndpoint(AsyncResource):
                 self._fail_fast()  # the breaker may have opened while this call waited its turn
                 self.stats.requests += 1
                 try:
-                    async with session.post(self._url, data=payload, headers=self._headers) as resp:
+                    async with session.post(url or self._url, data=payload, headers=self._headers) as resp:
                         status = resp.status
                         headers = resp.headers
                         raw, too_large = await self._read_capped(resp)
@@ -431,16 +512,17 @@ class JudgeEndpoint(AsyncResource):
                     self.breaker.failure(reason)
                     raise JudgeRetryableError(reason) from exc
                 latency = time.monotonic() - sent_at
-                if self.limits.limit_share and (rpm := announced_rpm(headers)) is not None:
+                provider = self.provider
+                if self.limits.limit_share and (rpm := provider.announced_rpm(headers)) is not None:
                     self.limits.announce(rpm)
-                # OpenAI's 429 for an account out of credit is no rate limit: no wait makes it pass
-                out_of_quota = status == 429 and b"insufficient_quota" in raw
+                out_of_quota = provider.is_out_of_quota(status, raw)
                 if status == 429:
                     self.stats.http_429 += 1
-                if status == 429 and not out_of_quota:
+                if provider.is_rate_limited(status, raw):
                     self.breaker.success()
-                    wait = self.limits.on_rate_limited(sent_at=sent_at, delay=retry_delay(headers))
-                    raise JudgeRetryableError(self._failure_text(status, raw), status=status, retry_after=wait)
+                    hint = provider.retry_after(headers, raw)
+                    wait = self.limits.on_rate_limited(sent_at=sent_at, delay=hint)
+                    raise JudgeRetryableError(self._failure_text(status, raw), status=429, retry_after=wait)
                 self.limits.on_answer(latency, sent_at)
         finally:
             await self._release_session(session)
@@ -449,7 +531,8 @@ class JudgeEndpoint(AsyncResource):
             self.breaker.failure(self._failure_text(status, raw), answered=True)
         else:
             self.breaker.success()
-        if status in (401, 403) or out_of_quota:  # the key or the account: every later call fails too
+        auth_failure = provider.is_auth_failure(status, raw)
+        if auth_failure or out_of_quota:  # the key or the account: every later call fails too
             if not out_of_quota:
                 self.stats.http_4xx += 1
             if self._auth_error is None:
@@ -458,7 +541,7 @@ class JudgeEndpoint(AsyncResource):
                 self._auth_error = JudgeAuthError(f"{self._failure_text(status, raw)} ({why}); the run stops")
             raise self._auth_error
         if status >= 400:
-            if is_retryable_status(status):
+            if provider.should_retry(status, raw):
                 raise JudgeRetryableError(self._failure_text(status, raw), status=status)
             self.stats.http_4xx += 1
             raise JudgeRequestError(self._failure_text(status, raw))
@@ -468,7 +551,7 @@ class JudgeEndpoint(AsyncResource):
                 f"({self.config.max_response_bytes} bytes); not read further"
             )
         try:
-            reply = parse_reply(self.config.provider, orjson.loads(raw))
+            reply = (parse or provider.parse_response)(orjson.loads(raw))
         except orjson.JSONDecodeError as exc:
             raise JudgeRetryableError(
                 self.redact(f"judge {self.name!r}: HTTP {status} with a body that is not JSON: {raw[:200]!r}")
@@ -503,7 +586,8 @@ class JudgeEndpoint(AsyncResource):
             payload: Any = orjson.loads(raw)
         except orjson.JSONDecodeError:
             payload = None
-        return self.redact(f"judge {self.name!r}: HTTP {status}: {error_message(payload, text)[:2000]}")
+        message = self.provider.error_message(payload, text)[:2000]
+        return self.redact(f"judge {self.name!r}: HTTP {status}: {message}")
 
     def snapshot(self) -> dict[str, Any]:
         """Counters, usage, latency percentiles and the current adaptive rate."""
@@ -517,12 +601,6 @@ class JudgeEndpoint(AsyncResource):
 
 
 def _has_verdict(reply: WireReply, request: JudgeRequest) -> bool:
-    """Whether an answer is worth caching: a verdict object when a schema was asked for (an
-    unparseable reply is asked again next time, never replayed), any text otherwise."""
-    if request.schema is None:
-        return bool(reply.text.strip())
-    if isinstance(reply.data, dict):
-        return True
-    from assay.judges.verdict import extract_json_object
-
-    return extract_json_object(reply.text) is not None
+    """Whether an answer is worth caching: an object that fits the schema asked for (one without
+    its score is asked again next time, never replayed), any text otherwise."""
+    return usable_answer(reply.text, reply.data, request.schema)

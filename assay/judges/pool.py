@@ -80,7 +80,7 @@ class JudgePool(AsyncResource):
         """Build the pool of a run file's ``judges:`` section (validated; ConfigError names the judge)."""
         configs = {name: parse_judge_config(name, raw) for name, raw in judges.items()}
         cache = JudgeCache(Path(state_dir) / DEFAULT_FILENAME, ttl_s=cache_ttl_s) if use_cache else None
-        endpoints = {name: JudgeEndpoint(name, cfg) for name, cfg in configs.items()}
+        endpoints = {name: make_judge(name, cfg) for name, cfg in configs.items()}
         return cls(endpoints, cache=cache, budget=Budget(budget_usd))
 
     def __repr__(self) -> str:
@@ -127,6 +127,16 @@ class JudgePool(AsyncResource):
         """Per judge: requests, ok, errors, 429s, 5xx, timeouts, retries, cached hits, tokens,
         cost, p50/p99 latency and the current adaptive rate."""
         return {name: endpoint.snapshot() for name, endpoint in sorted(self.endpoints.items())}
+
+
+def make_judge(name: str, config: JudgeConfig) -> JudgeEndpoint:
+    """The pool member for one ``judges:`` entry: an HTTP endpoint speaking its provider's wire
+    format (the provider class is looked up by ``config.provider``)."""
+    if config.mode == "batch":
+        from assay.judges.batch.endpoint import BatchEndpoint
+
+        return BatchEndpoint(name, config)
+    return JudgeEndpoint(name, config)
 
 
 _current_pool: ContextVar[JudgePool | None] = ContextVar("assay_judge_pool", default=None)

@@ -22,7 +22,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
@@ -88,11 +88,17 @@ def _parse_rfc3339(value: str, now: float) -> float | None:
     return max(when.timestamp() - now, 0.0)
 
 
-def retry_delay(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+def retry_delay(
+    headers: Mapping[str, str],
+    *,
+    now: float | None = None,
+    resets: tuple[ResetHint, ...] | None = None,
+) -> float | None:
     """Seconds the server asked us to wait, from the first header that says so (see module doc).
 
-    ``headers`` must look names up case-insensitively (aiohttp's ``CIMultiDict`` does) or be
-    given in lower case.
+    ``retry-after-ms`` and ``Retry-After`` are read for every provider; ``resets`` are the
+    provider's own reset-header readers (default: OpenAI's and Anthropic's). ``headers`` must look
+    names up case-insensitively (aiohttp's ``CIMultiDict`` does) or be given in lower case.
     """
     wall = time.time() if now is None else now
     hint: float | None = None
@@ -104,7 +110,7 @@ def retry_delay(headers: Mapping[str, str], *, now: float | None = None) -> floa
     if hint is None and (ra := headers.get("retry-after")) is not None:
         hint = parse_retry_after(ra, now=wall)
     if hint is None:
-        hint = _reset_hint(headers, wall)
+        hint = _reset_hint(headers, wall, DEFAULT_RESETS if resets is None else resets)
     return None if hint is None else min(hint, MAX_HINT_S)
 
 
@@ -113,7 +119,7 @@ def retry_delay(headers: Mapping[str, str], *, now: float | None = None) -> floa
 ANNOUNCED_RPM_HEADERS = ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit")
 
 
-def announced_rpm(headers: Mapping[str, str]) -> float | None:
+def announced_rpm(headers: Mapping[str, str], names: Sequence[str] = ANNOUNCED_RPM_HEADERS) -> float | None:
     """The provider's request limit per minute, as its answer announces it (None: not announced).
 
     >>> announced_rpm({"x-ratelimit-limit-requests": "1800"})
@@ -121,7 +127,7 @@ def announced_rpm(headers: Mapping[str, str]) -> float | None:
     >>> announced_rpm({"x-ratelimit-limit-requests": "n/a"}) is None
     True
     """
-    for name in ANNOUNCED_RPM_HEADERS:
+    for name in names:
         raw = headers.get(name)
         if raw:
             try:
@@ -133,27 +139,42 @@ def announced_rpm(headers: Mapping[str, str]) -> float | None:
     return None
 
 
-def _reset_hint(headers: Mapping[str, str], wall: float) -> float | None:
-    """The reset of the limit that ran out (remaining == 0), else the soonest reset given."""
-    exhausted: list[float] = []
-    every: list[float] = []
+#: A reader of one provider's reset headers: (headers, now) -> [(seconds, exhausted), ...].
+ResetHint = Callable[[Mapping[str, str], float], list[tuple[float, bool]]]
+
+
+def openai_resets(headers: Mapping[str, str], wall: float) -> list[tuple[float, bool]]:
+    """OpenAI's ``x-ratelimit-reset-requests`` / ``-tokens`` durations (also vLLM, LiteLLM, Azure)."""
+    out = []
     for kind in ("requests", "tokens"):
         raw = headers.get(f"x-ratelimit-reset-{kind}")
         delay = parse_duration(raw) if raw else None
         if delay is not None:
-            every.append(delay)
-            if headers.get(f"x-ratelimit-remaining-{kind}", "").strip() == "0":
-                exhausted.append(delay)
+            out.append((delay, headers.get(f"x-ratelimit-remaining-{kind}", "").strip() == "0"))
+    return out
+
+
+def anthropic_resets(headers: Mapping[str, str], wall: float) -> list[tuple[float, bool]]:
+    """Anthropic's ``anthropic-ratelimit-*-reset`` RFC 3339 timestamps."""
+    out = []
     for kind in _ANTHROPIC_KINDS:
         raw = headers.get(f"anthropic-ratelimit-{kind}-reset")
         delay = _parse_rfc3339(raw, wall) if raw else None
         if delay is not None:
-            every.append(delay)
-            if headers.get(f"anthropic-ratelimit-{kind}-remaining", "").strip() == "0":
-                exhausted.append(delay)
+            out.append((delay, headers.get(f"anthropic-ratelimit-{kind}-remaining", "").strip() == "0"))
+    return out
+
+
+DEFAULT_RESETS: tuple[ResetHint, ...] = (openai_resets, anthropic_resets)
+
+
+def _reset_hint(headers: Mapping[str, str], wall: float, resets: tuple[ResetHint, ...]) -> float | None:
+    """The reset of the limit that ran out (remaining == 0), else the soonest reset given."""
+    every = [hint for read in resets for hint in read(headers, wall)]
+    exhausted = [delay for delay, out in every if out]
     if exhausted:
         return max(exhausted)
-    return min(every) if every else None
+    return min(delay for delay, _ in every) if every else None
 
 
 def full_jitter(attempt: int, *, base: float = BACKOFF_BASE_S, cap: float = BACKOFF_CAP_S) -> float:

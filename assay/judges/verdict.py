@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -202,6 +202,64 @@ def response_object(response: JudgeResponse) -> tuple[dict[str, Any], bool]:
     if obj is None:
         raise VerdictParseError("the judge's answer contains no JSON object", raw=_raw(response.text or ""))
     return obj, True
+
+
+# --------------------------------------------------------------------------- usable answers
+
+# booleans and numbers as leniently as the verdict parser reads them ("true", "0.5")
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: coerce_bool(v) is not None,
+    "integer": lambda v: (n := coerce_number(v)) is not None and n.is_integer(),
+    "number": lambda v: coerce_number(v) is not None,
+    "null": lambda v: v is None,
+}
+
+
+def conforms(value: Any, schema: Any) -> bool:
+    """Whether ``value`` fits the parts of a JSON schema that say what an answer must hold:
+    ``type`` (booleans and numbers read as the verdict parser reads them), ``enum`` (labels
+    compared ignoring case), ``required`` (present and not null), ``properties`` and ``items``.
+    Keywords beyond those are not checked.
+
+    >>> schema = {"type": "object", "required": ["reasoning", "score"],
+    ...           "properties": {"reasoning": {"type": "string"}, "score": {"type": "boolean"}}}
+    >>> conforms({"reasoning": "ok", "score": True}, schema), conforms({"reasoning": "ok"}, schema)
+    (True, False)
+    >>> conforms({"reasoning": "ok", "score": None}, schema), conforms({"reasoning": "ok", "score": "maybe"}, schema)
+    (False, False)
+    """
+    if not isinstance(schema, dict):
+        return True
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    if kinds and not any(_JSON_TYPES.get(k, lambda _v: True)(value) for k in kinds):
+        return False
+    enum = schema.get("enum")
+    if isinstance(enum, list) and match_choice(value, enum) is None and value not in enum:
+        return False
+    if isinstance(value, dict):
+        required = schema.get("required")
+        if isinstance(required, list) and any(value.get(k) is None for k in required):
+            return False
+        props = schema.get("properties")
+        if isinstance(props, dict) and not all(conforms(value[k], props[k]) for k in props if k in value):
+            return False
+    items = schema.get("items")
+    return not (isinstance(value, list) and isinstance(items, dict) and not all(conforms(v, items) for v in value))
+
+
+def usable_answer(text: str, data: Any, schema: dict[str, Any] | None) -> bool:
+    """Whether a judge's answer is worth caching (and a cached one worth replaying): any text when
+    no schema was asked for, else an object — the structured data or the one in the text — that
+    :func:`conforms` to the schema. An answer without its score is asked again next time, never
+    replayed as the same error."""
+    if schema is None:
+        return bool(text.strip())
+    obj = data if isinstance(data, dict) else extract_json_object(strip_thinking(text or ""))
+    return obj is not None and conforms(obj, schema)
 
 
 # --------------------------------------------------------------------------- value checks

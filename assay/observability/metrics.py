@@ -213,6 +213,14 @@ class RunMetrics:
         )
         mean = GaugeMetricFamily(self._n("evaluator_mean"), "Mean score per result key.", labels=["key"])
         rate = GaugeMetricFamily(self._n("evaluator_pass_rate"), "Pass rate per result key.", labels=["key"])
+        ci = GaugeMetricFamily(
+            self._n("evaluator_pass_rate_ci"),
+            "Ends of the pass rate's confidence interval (Wilson, level ci_level) per result key.",
+            labels=["key", "bound"],
+        )
+        kappa = GaugeMetricFamily(
+            self._n("evaluator_kappa"), "Cohen's kappa against the human labels per result key.", labels=["key"]
+        )
         for key, ks in sorted(evaluators.items()):
             results.add_metric([key], int(ks.get("count", 0) or 0))
             errors.add_metric([key], int(ks.get("errors", 0) or 0))
@@ -220,7 +228,13 @@ class RunMetrics:
                 mean.add_metric([key], float(ks["mean"]))
             if ks.get("pass_rate") is not None:
                 rate.add_metric([key], float(ks["pass_rate"]))
-        yield from (results, errors, mean, rate)
+            interval = ks.get("pass_rate_ci")
+            if isinstance(interval, list | tuple) and len(interval) == 2:
+                ci.add_metric([key, "lower"], float(interval[0]))
+                ci.add_metric([key, "upper"], float(interval[1]))
+            if isinstance(ks.get("kappa"), int | float):
+                kappa.add_metric([key], float(ks["kappa"]))
+        yield from (results, errors, mean, rate, ci, kappa)
 
     def _collect_judges(
         self, judges: Mapping[str, Mapping[str, Any]], latencies: Mapping[str, list[float]]

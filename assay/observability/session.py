@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,7 +44,9 @@ class RunSession:
     def start(self, config: RunConfig, **fields: Any) -> RunConfig:
         """Fix the run id (so logs, metrics and rows agree), set up logging and metrics, log
         ``run_started``; returns the config carrying the run id."""
-        self.run_id = config.run_id or uuid.uuid4().hex[:12]
+        from assay.config import stable_run_id
+
+        self.run_id = config.run_id or stable_run_id(config)
         config = config.model_copy(update={"run_id": self.run_id})
         setup_logging(self.log_format, self.run_id, self.secrets)
         if self.wants_metrics:
@@ -90,6 +91,7 @@ class RunSession:
             counts=summary.get("counts"),
             totals=summary.get("totals"),
             wall_time_s=summary.get("wall_time_s"),
+            error=(summary.get("error") or {}).get("message"),  # JSON logs: the only place it is said
         )
         if self.metrics is None:
             return

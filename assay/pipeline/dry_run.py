@@ -1,14 +1,23 @@
 """``--dry-run``: read and normalize every record, build the judge requests each judge evaluator
-would send, and estimate calls, tokens and cost. Nothing is sent and nothing is written."""
+would send, and estimate calls, tokens and cost. Nothing is sent and nothing is written.
+
+For a ``mode: batch`` judge the row also has ``mode: batch``, its cost at the batch price
+(``cost_usd``, with the real-time price beside it in ``realtime_cost_usd``) and the number of
+batches the requests pack into (``max_requests`` and ``max_bytes``)."""
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from assay.config import RunConfig
 from assay.connectors.registry import SourceContext, build_source
-from assay.pipeline.run import build_evaluators
+from assay.pipeline.assembly import build_evaluators
+from assay.sampling import prepare_sampling, samplers_of
 from assay.stages.normalize import parse_envelope
 from assay.traces.model import Trace
 
@@ -20,6 +29,8 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
 
         pool = JudgePool.from_config(config.judges, state_dir=Path(config.state_dir), use_cache=False)
     evaluators = build_evaluators(config, origin)
+    samplers = samplers_of(evaluators)
+    await prepare_sampling(config, samplers)
     judged = [ev for ev in evaluators if hasattr(ev, "build_requests")]
     rows: dict[str, dict[str, Any]] = {
         ev.key: {
@@ -33,6 +44,7 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
         for ev in judged
     }
     records = dead = 0
+    no_call: dict[str, Counter[str]] = {ev.key: Counter() for ev in judged}
     options = config.normalize
     # one place builds connectors; nothing is acknowledged, so a dry run commits nothing
     source = build_source(config.source, SourceContext(batch_size=config.limits.batch_size, options=config.s3))
@@ -45,14 +57,25 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
                     continue
                 records += 1
                 for ev in judged:
+                    if ev.key in samplers and samplers[ev.key].weight(t) is None:
+                        continue  # not in this evaluator's sample: no call
                     row = rows[ev.key]
-                    for req in ev.build_requests(t):
+                    requests = ev.build_requests(t)
+                    if not requests:
+                        no_call[ev.key][getattr(ev, "no_call_reason", None) or "nothing to judge in this trace"] += 1
+                    for req in requests:
                         row["calls"] += 1
                         if pool is not None and row["judge"] is not None:
-                            est = pool.get(row["judge"]).estimate(req)
+                            endpoint = pool.get(row["judge"])
+                            est = endpoint.estimate(req)
                             row["input_tokens"] += est.input_tokens
                             row["output_tokens"] += est.output_tokens
                             row["cost_usd"] += est.cost_usd
+                            if endpoint.config.mode == "batch":
+                                row["bytes"] = row.get("bytes", 0) + len(orjson.dumps(endpoint.body_and_key(req)[0]))
+    if pool is not None:
+        _batch_estimates(rows, pool)
+    notes = _notes(config, evaluators, judged, rows, no_call, records, dead, pool)
     return {
         "records": records,
         "dead_letters": dead,
@@ -61,7 +84,70 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
         "input_tokens": sum(r["input_tokens"] for r in rows.values()),
         "output_tokens": sum(r["output_tokens"] for r in rows.values()),
         "cost_usd": sum(r["cost_usd"] for r in rows.values()),
+        "realtime_cost_usd": sum(r.get("realtime_cost_usd", r["cost_usd"]) for r in rows.values()),
+        "batches": sum(r.get("batches", 0) for r in rows.values()),
+        "notes": notes,
     }
+
+
+def _notes(
+    config: RunConfig,
+    evaluators: list[Any],
+    judged: list[Any],
+    rows: dict[str, dict[str, Any]],
+    no_call: dict[str, Counter[str]],
+    records: int,
+    dead: int,
+    pool: Any,
+) -> list[str]:
+    """Why the estimate shows no calls or no cost, where it does (an estimate of 0 calls or $0
+    never goes without a reason)."""
+    notes: list[str] = []
+    if not judged:
+        names = ", ".join(ev.key for ev in evaluators)
+        notes.append(f"no evaluator calls a judge ({names}): a dry run estimates judge calls only")
+    if records == 0:
+        notes.append(f"no record was read from the source ({dead} dead letters)")
+    for key, row in rows.items():
+        skipped = no_call[key]
+        if skipped:
+            reason = skipped.most_common(1)[0][0]
+            more = f" (and {len(skipped) - 1} other reasons)" if len(skipped) > 1 else ""
+            notes.append(f"{key}: no call for {sum(skipped.values())} of {records} records: {reason}{more}")
+        if row["calls"] and not row["cost_usd"]:
+            name = row["judge"]
+            if name is None or pool is None or name not in pool.endpoints:
+                notes.append(
+                    f"{key}: tokens and cost are not estimated for a judge given inline (declare it under judges:)"
+                )
+            else:
+                cfg = pool.get(name).config
+                if not cfg.input_price_per_mtok and not cfg.output_price_per_mtok:
+                    notes.append(
+                        f"{key}: $0 because judge {name!r} has no prices "
+                        "(set input_price_per_mtok and output_price_per_mtok)"
+                    )
+    return notes
+
+
+#: Bytes a batch line adds around its body (custom_id, method, url).
+LINE_OVERHEAD = 150
+
+
+def _batch_estimates(rows: dict[str, dict[str, Any]], pool: Any) -> None:
+    """Rows of batch judges: cost at the batch price, the real-time price beside it, batches."""
+    for row in rows.values():
+        if row["judge"] is None or row["judge"] not in pool.endpoints:
+            continue
+        cfg = pool.get(row["judge"]).config
+        if cfg.mode != "batch":
+            continue
+        max_requests, max_bytes = cfg.batch.limits(cfg.provider)
+        size = row.pop("bytes", 0) + LINE_OVERHEAD * row["calls"]
+        row["mode"] = "batch"
+        row["realtime_cost_usd"] = row["cost_usd"]
+        row["cost_usd"] = row["cost_usd"] * cfg.batch.discount
+        row["batches"] = max(math.ceil(row["calls"] / max_requests), math.ceil(size / max_bytes)) if row["calls"] else 0
 
 
 def _judge_name(ev: Any, config: RunConfig) -> str | None:

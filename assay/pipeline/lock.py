@@ -39,9 +39,6 @@ import orjson
 
 from assay.exceptions import RunLockedError
 
-#: Exit code of ``assay run`` when the same run is already running (and ``--wait-lock`` ran out).
-EXIT_LOCKED = 6
-
 _POLL_S = 0.2
 
 

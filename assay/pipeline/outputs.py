@@ -15,90 +15,27 @@ the finished output holds exactly one row per trace:
 from __future__ import annotations
 
 import datetime as dt
-import os
+import functools
 import platform
-import shutil
 import socket
+import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from assay.config import DeadLetterConfig, RunConfig
-from assay.connectors.file_sink import is_directory_target, write_json_atomic
+from assay.config import RunConfig
+from assay.connectors import registry
+from assay.connectors.file_sink import write_json_atomic
 from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, build_sink
-from assay.pipeline.checkpoint import CheckpointStore, merge_ledgers
-from assay.pipeline.summary import RunStats
-from assay.pipeline.writer import WriterResult, merge_judge_stats
-from assay.processes import pid_alive
+from assay.pipeline.checkpoint import CheckpointStore, fingerprint, fingerprint_change
+from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
+from assay.pipeline.targets import dead_letter_of, local_summary_path, member_key, scales_by_group, sink_url
+from assay.pipeline.writer import WriterResult
+from assay.processes import INVOCATION_ID
 
 PUBLISHER = 99_999
 """The writer number of the sink object that publishes (never one that writes parts)."""
-
-
-def dead_letter_of(config: RunConfig) -> Any:
-    """The dead-letter section, or its default beside the results."""
-    if config.dead_letter is not None:
-        return config.dead_letter
-    sink = config.sink
-    path = getattr(sink, "path", None)
-    if isinstance(path, str) and (path.startswith("s3://") or is_directory_target(path)):
-        return DeadLetterConfig(type=sink.type, path=path.rstrip("/") + "/_dead_letter/")
-    if isinstance(path, str):
-        p = Path(path)
-        stem = p.name.split(".")[0]
-        return DeadLetterConfig(path=str(p.with_name(f"{stem}.dead_letter.jsonl")))
-    key = CheckpointStore.key_for(sink_url(config))
-    return DeadLetterConfig(path=str(Path(config.state_dir) / "dead_letter" / key) + "/")
-
-
-def scales_by_group(config: RunConfig) -> bool:
-    """Whether processes running this run file side by side share nothing but a consumer group: a
-    Kafka source that joins its group, writing only to Kafka topics (append-only). Such processes
-    take no run lock and each keeps its own checkpoint (the group's committed offsets are where a
-    rerun resumes); any other run writes outputs that one process at a time may own."""
-    return (
-        config.source.type == "kafka"
-        and getattr(config.source, "assignment", "group") == "group"
-        and config.sink.type == "kafka"
-        and getattr(dead_letter_of(config), "type", None) == "kafka"
-    )
-
-
-def member_key(state_dir: str | Path, key: str) -> str:
-    """This process's own checkpoint key under the run's ``key`` (``<key>/members/<host>-<pid>``);
-    the checkpoints of members of this host that died (kill -9) are removed on the way."""
-    host = socket.gethostname()
-    members = Path(state_dir) / "checkpoints" / key / "members"
-    if members.is_dir():
-        for d in members.iterdir():
-            name, _, pid = d.name.rpartition("-")
-            if name == host and pid.isdigit() and not pid_alive(int(pid)):
-                shutil.rmtree(d, ignore_errors=True)
-    return f"{key}/members/{host}-{os.getpid()}"
-
-
-def local_summary_path(config: RunConfig) -> Path:
-    """Where a run's ``_SUMMARY.json`` is on local disk: beside a directory's parts, named after a
-    file sink (``out.jsonl._SUMMARY.json``), or under the state dir for a sink without a directory
-    of its own (Kafka; ``summary_path`` overrides). For ``s3://`` sinks the summary is an object."""
-    path = getattr(config.sink, "path", None)
-    if isinstance(path, str) and not path.startswith("s3://"):
-        if is_directory_target(path):
-            return Path(path) / "_SUMMARY.json"
-        return Path(f"{path}._SUMMARY.json")
-    if config.summary_path:
-        return Path(config.summary_path)
-    return Path(config.state_dir) / "summaries" / CheckpointStore.key_for(sink_url(config)) / "_SUMMARY.json"
-
-
-def sink_url(config: RunConfig) -> str:
-    sink = config.sink
-    path = getattr(sink, "path", None)
-    if isinstance(path, str):
-        return path
-    return f"{sink.type}://{getattr(sink, 'bootstrap_servers', '')}/{getattr(sink, 'topic', '')}"
 
 
 @dataclass
@@ -108,9 +45,13 @@ class RunPlan:
     config: RunConfig
     shard: tuple[int, int] | None = None
     store: CheckpointStore = field(init=False)
+    staged: bool = field(init=False, default=False)
+    """This run started over while a whole output was published: its sinks write into their
+    staging areas and ``publish`` swaps them in only when the new output is whole."""
 
     def __post_init__(self) -> None:
         scope = f"#shard-{self.shard[0]}-of-{self.shard[1]}" if self.shard else ""
+        scope = registry.checkpoint_scope(self.config.sink) + scope  # a Delta sink: per day
         key = CheckpointStore.key_for(sink_url(self.config), scope)
         if self.shard is None and scales_by_group(self.config):
             key = member_key(self.config.state_dir, key)
@@ -125,75 +66,122 @@ class RunPlan:
         cfg = self.config.sink if role == "results" else dead_letter_of(self.config)
         return build_sink(
             cfg,
-            SinkContext(role, writer, state, self.config.s3, reset_only_shard=self.shard is not None),
+            SinkContext(
+                role, writer, state, self.config.s3, reset_only_shard=self.shard is not None, staged=self.staged
+            ),
         )
 
     async def prepare(self, n: int, *, fresh: bool) -> dict[int, dict[str, Any]]:
         """The checkpoint state each of ``n`` writers starts from (after a reset or a consolidation)."""
+        current = fingerprint(self.config)
+        meta = self.store.meta()
+        self.staged = bool(meta.get("staged"))
+        if self.staged and await self._settle():  # a swap a stop cut short is finished: parts in place
+            self.staged = False
+            self.store.save_meta({**meta, "staged": False})
+        if meta.get("publishing") and await self._sink("results", PUBLISHER, None).whole():
+            self.store.clear()  # the last run completed and published; it was stopped before forgetting this
         if fresh:
             self.store.clear()
-        prior = self.store.load()
-        if not prior:
+        elif self.store.exists():
+            changed = fingerprint_change(meta.get("fingerprint"), current)
+            if changed:  # a resume would mix rows scored two ways: start over, and say why
+                print(
+                    "assay: starting over: the run file changed since the interrupted run"
+                    f" ({', '.join(changed)}); the rows it wrote are replaced",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                self.store.clear()
+        if not self.store.exists():
+            # a whole output stays in place until this run's output is whole (not for one shard:
+            # `assay merge` publishes the shards' output)
+            self.staged = self.shard is None and await self._sink("results", PUBLISHER, None).whole()
             await self.reset()
             self.store.clear()
-            return {}
-        carried = self.store.carried()
-        source_state = merge_ledgers(p.get("source") for p in prior.values())
-        if carried.get("source") is not None:
-            source_state = merge_ledgers([source_state, carried["source"]])
-        states: dict[int, dict[str, Any]] = {}
-        for w, st in sorted(prior.items()):
-            if w < n:
-                states[w] = {**st, "source": source_state}
-                continue
-            await self._finish_orphan(st)  # its finished rows stay in the output; its counts are carried
-            carried = _carry(carried, st)
-            self.store.remove_writer(w)
-        if carried:
-            carried["source"] = source_state
-            self.store.save_carried(carried)
-        for w in range(n):
-            states.setdefault(w, {"source": source_state})
-        return states
+            self.store.save_meta({"fingerprint": current, "staged": self.staged, "writers": n})
+            return {w: {"staged": self.staged} for w in range(n)}
+        merge = functools.partial(registry.merge_resume_states, self.config.source)
+        before = int(self.store.meta().get("writers", 0))  # writers earlier attempts started
+        self.store.save_meta({**self.store.meta(), "writers": max(before, n)})
+        states = await self.store.consolidate(n, self._finish_orphan, _carry, merge, before)
+        return {w: {**st, "staged": self.staged} for w, st in states.items()}
 
     async def reset(self) -> None:
-        """Start over: every sink removes what earlier attempts wrote (``_SUCCESS`` first)."""
+        """Start over: every sink removes what earlier attempts wrote (``_SUCCESS`` first; a
+        staged run: only their staging areas)."""
         writer = self.shard[0] if self.shard else 0
         for role in ("results", "dead_letter"):
             sink = self._sink(role, writer, None)
             async with sink:
                 pass
 
-    async def _finish_orphan(self, state: dict[str, Any]) -> None:
-        sinks = state.get("sinks") or {}
+    async def _settle(self) -> bool:
+        settled = False
         for role in ("results", "dead_letter"):
-            st = sinks.get(role)
+            async with self._sink(role, PUBLISHER, EMPTY_SINK_STATE) as sink:
+                settled = await sink.settle() or settled
+        return settled
+
+    async def keep_if_nothing_new(
+        self, summary: dict[str, Any], stats: RunStats, *, status: str, error: Any
+    ) -> str | None:
+        """A run that started over beside a whole output and read nothing (the same Kafka command
+        again, a night with no new messages) leaves that output as it was: its staging area and
+        checkpoint are dropped, the summary says so (not written: the output's own stays). Returns
+        the message, or None when this run has something to publish."""
+        if not self.staged or status != "ok" or error is not None or stats.counts["read"]:
+            return None
+        for role in ("results", "dead_letter"):
+            async with self._sink(role, PUBLISHER, EMPTY_SINK_STATE) as sink:
+                await sink.discard()
+        self.store.clear()
+        where = sink_url(self.config)
+        message = f"nothing new to read: the whole output at {where} stays as it was"
+        summary.update(status="nothing_new", exit_code=0, messages=[message], summary_path=None)
+        return message
+
+    async def _finish_orphan(self, writer: int, state: dict[str, Any]) -> dict[str, Any]:
+        """Restore an absorbed writer's sinks to its commit and close them (its current part is
+        finished); their states after close."""
+        out: dict[str, Any] = {}
+        for role, st in (state.get("sinks") or {}).items():
             if st is not None:
-                async with self._sink(role, int(state.get("writer", 0)), st):
-                    pass  # restored to its commit and closed: its current part is finished
+                sink = self._sink(role, writer, st)
+                async with sink:
+                    pass
+                out[role] = sink.snapshot()
+        return out
 
     def totals(self, results: list[WriterResult]) -> tuple[RunStats, dict[str, Any]]:
-        """Stats and judge counts of the whole output: carried writers plus this attempt's."""
+        """Stats and judge counts of the whole output: writers of earlier attempts that are no
+        more (carried), then this attempt's writers, which ran side by side (each result is
+        cumulative over that writer's own attempts)."""
         carried = self.store.carried()
         stats = RunStats()
-        judges: dict[str, Any] = {}
-        parts = [carried] if carried else []
-        parts += [{"stats": r.stats, "judges": r.judges} for r in results]
-        for part in parts:
-            if isinstance(part.get("stats"), dict):
-                stats.merge(RunStats.from_dict(part["stats"]))
-            judges = merge_judge_stats(judges, part.get("judges") or {})
+        for part in [carried.get("stats"), *(r.stats for r in results)]:
+            if isinstance(part, dict):
+                stats.merge(RunStats.from_dict(part))
+        for r in results:  # thresholds: this attempt's evaluators say
+            for key, ks in (r.stats.get("evaluators") or {}).items():
+                if key in stats.keys:
+                    stats.keys[key].threshold = ks.get("threshold", 0.5)
+        now = merge_judge_stats([r.judges for r in results], side_by_side=True)
+        judges = merge_judge_stats([carried.get("judges") or {}, now], side_by_side=False)
         return stats, judges
 
     async def publish(self, summary: dict[str, Any], *, success: bool, completed: bool) -> str:
         """Finalize the rows, write the summary, then ``_SUCCESS``; forget the checkpoint once the
         run completed (a rerun then starts over; the judge cache makes that cheap)."""
         success = success and self.shard is None
-        dead = self._sink("dead_letter", PUBLISHER, EMPTY_SINK_STATE)
-        async with dead:
-            await dead.publish(summary, success=completed)
+        if completed:  # a stop from here on leaves a checkpoint whose parts may be published already
+            self.store.save_meta({**self.store.meta(), "publishing": True})
         results = self._sink("results", PUBLISHER, EMPTY_SINK_STATE)
-        async with results:
+        dead = self._sink("dead_letter", PUBLISHER, EMPTY_SINK_STATE)
+        async with results, dead:
+            if self.staged and success:  # the marker goes first: both sinks swap, then it comes back
+                await results.withdraw()
+            await dead.publish(summary, success=success if self.staged else completed)
             where: str | None = await results.publish(summary, success=success, summary_name=self.summary_name)
         if where is None:  # a sink without a directory of its own (Kafka)
             target = local_summary_path(self.config)
@@ -213,46 +201,48 @@ def _carry(carried: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
             stats.merge(RunStats.from_dict(part))
     return {
         "stats": stats.to_dict(),
-        "judges": merge_judge_stats(carried.get("judges") or {}, state.get("judges") or {}),
+        "judges": merge_judge_stats([carried.get("judges") or {}, state.get("judges") or {}], side_by_side=False),
     }
+
+
+def _sampling(config: RunConfig, stats: RunStats) -> dict[str, Any]:
+    """``sampling``: per sampled key its spec and the traces it scored (absent without sampling)."""
+    if not any(spec.sample for spec in config.evaluators):
+        return {}
+    from assay.sampling import sampling_summary
+
+    return {"sampling": sampling_summary(config, {k: v.count for k, v in stats.keys.items()})}
 
 
 def build_summary(
     config: RunConfig,
     stats: RunStats,
-    status: str,
     wall_s: float,
     run_id: str,
     started_at: dt.datetime,
     judge_stats: dict[str, Any],
+    *,
+    read_now: int | None = None,
 ) -> dict[str, Any]:
+    """A run's summary without its verdict (:meth:`assay.pipeline.verdict.Verdict.record` adds it).
+
+    ``records_per_s`` is this invocation's: the records it read (``read_now``; an earlier
+    attempt's, on a resume, are not) over its wall time, as the live progress line counts."""
     data = stats.to_dict()
     counts = data["counts"]
-    js = judge_stats.values()
-    judges_total = {
-        "requests": sum(int(j.get("requests", 0)) for j in js),
-        "rate_limited_429": sum(int(j.get("http_429", 0)) for j in js),
-        "server_errors_5xx": sum(int(j.get("http_5xx", 0)) for j in js),
-        "timeouts": sum(int(j.get("timeouts", 0)) for j in js),
-        "cached": sum(int(j.get("cached", 0)) for j in js),
-        "retries": sum(int(j.get("retries", 0)) for j in js),
-        "errors": sum(int(j.get("errors", 0)) for j in js),
-        "input_tokens": sum(int(j.get("input_tokens", 0)) for j in js),
-        "output_tokens": sum(int(j.get("output_tokens", 0)) for j in js),
-        "cost_usd": round(sum(float(j.get("cost_usd", 0.0)) for j in js), 8),
-    }
     dead = dead_letter_of(config)
     return {
         "run_id": run_id,
-        "status": status,
+        "invocation_id": INVOCATION_ID,
         "started_at": started_at.isoformat(),
         "finished_at": dt.datetime.now(dt.UTC).isoformat(),
         "wall_time_s": round(wall_s, 3),
-        "records_per_s": round(counts["read"] / wall_s, 1) if wall_s > 0 else None,
+        "records_per_s": round((counts["read"] if read_now is None else read_now) / wall_s, 1) if wall_s > 0 else None,
         "counts": counts,
         "evaluators": data["evaluators"],
         "judges": judge_stats,
-        "totals": judges_total,
+        "totals": judge_totals(judge_stats),
+        **_sampling(config, stats),
         "outputs": {"results": sink_url(config), "dead_letter": getattr(dead, "path", None)},
         "source": getattr(config.source, "paths", None) or orjson.loads(config.source.model_dump_json()),
         "host": {"hostname": socket.gethostname(), "python": platform.python_version()},

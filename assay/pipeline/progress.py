@@ -4,7 +4,7 @@ otherwise (cron, Airflow), and what a stopping run is still doing.
 Two feeds reach a :class:`Progress`::
 
     sink stage ──update(RunStats)──▶ Progress ◀──tick(Gauges)── sampler (about once a second)
-                 records read, scored, failed     input read vs its size, judges, queue depths
+                 records read, scored, dead letters     input read vs its size, judges, queue depths
 
 :func:`sample_gauges` is the sampler: it reads the source's ``size_hint``/``size_done``, the
 bounded streams' buffers and the judge pool's statistics, and hands a :class:`Gauges` to every
@@ -13,7 +13,7 @@ is what is left of the input divided by its current read rate.
 
 A non-terminal line looks like::
 
-    2026-11-25T06:40:00Z assay: read 12,345  scored 12,300  failed 3  | 812 rec/s | 41% of 1.2 GB, \
+    2026-11-25T06:40:00Z assay: read 12,345  scored 12,300  dead letters 3  | 812 rec/s | 41% of 1.2 GB, \
 ETA 2m13s | judge gpt: 14 in flight, 96 req/min (limit 100) | queued evaluate 3/4, sink 0/4
 """
 
@@ -167,7 +167,7 @@ def format_size(n: int, unit: str) -> str:
 
 
 class Progress:
-    """Shows records read, scored, failed, records/s, the ETA, the judges and the queues.
+    """Shows records read, scored, dead letters, records/s, the ETA, the judges and the queues.
 
     On a terminal a live line (rich) is refreshed a few times a second; otherwise a timestamped
     line goes to ``stream`` every ``interval_s`` seconds. ``clock`` (monotonic seconds) and
@@ -194,6 +194,7 @@ class Progress:
         self.stats = RunStats()
         self.gauges = Gauges()
         self._records = WindowRate()
+        self._read0: int | None = None  # records an earlier attempt had read (a resume)
         self._input = WindowRate()
         self._requests: dict[str, WindowRate] = {}
         self._last_line = self.started
@@ -247,6 +248,10 @@ class Progress:
         if not self._ticked or self._live is not None:
             self._show(now)
 
+    def resumed_from(self, read: int) -> None:
+        """Records an earlier attempt had read (restored from the checkpoint): not this one's rate."""
+        self._read0 = (self._read0 or 0) + read
+
     def tick(self, gauges: Gauges) -> None:
         """The latest gauges (the sampler, about once a second)."""
         self.gauges = gauges
@@ -263,11 +268,10 @@ class Progress:
     # -- what is shown ---------------------------------------------------------------------------
 
     def records_per_s(self) -> float:
-        """Records read per second over the last minute (since the start until then)."""
-        rate = self._records.per_s()
-        if rate is not None:
-            return rate
-        return self.stats.counts["read"] / max(self.clock() - self.started, 1e-9)
+        """Records this invocation read per second since it started: the summary's
+        ``records_per_s`` (an earlier attempt's records, on a resume, are not this one's)."""
+        read = self.stats.counts["read"] - (self._read0 or 0)
+        return read / max(self.clock() - self.started, 1e-9)
 
     def _finished_part(self, g: Gauges) -> float | None:
         """How much of the input is finished: what was read, less the records still in flight
@@ -305,7 +309,7 @@ class Progress:
         c = (stats or self.stats).counts
         g = self.gauges
         parts = [
-            f"read {c['read']:,}  scored {c['scored']:,}  failed {c['dead_letters']:,}",
+            f"read {c['read']:,}  scored {c['scored']:,}  dead letters {c['dead_letters']:,}",
             f"{self.records_per_s():,.0f} rec/s",
         ]
         frac = self.fraction()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +24,14 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from assay.connectors.base import Sink, Source
+from assay.evaluators.identity import evaluator_identity
 from assay.exceptions import AssayError
 from assay.pipeline.commit import Committer
 from assay.pipeline.summary import RunStats
 from assay.records import Envelope, Failure, Position, Result
 from assay.stages.evaluate import EvaluateStage, PartialBatch
 from assay.stages.normalize import RecordParser, trace_warnings, warning_failure
+from assay.stats.clusters import cluster_of
 from assay.traces.model import Trace
 from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions
 
@@ -54,6 +56,8 @@ class RunOptions:
     """Concurrent evaluate workers (batches in flight); default 1 without async evaluators, else 8."""
     normalize: NormalizeOptions = DEFAULT_OPTIONS
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    cluster_by: str | None = None
+    """A trace path (``metadata.session_id``) whose values cluster the summary's intervals."""
 
 
 @dataclass(slots=True)
@@ -66,6 +70,8 @@ class Processed:
     abandoned: int = 0
     warnings: int = 0
     keys: list[str | None] | None = None
+    clusters: list[str] | None = None
+    """The cluster of each kept trace's results (``RunOptions.cluster_by``), else None."""
 
 
 @dataclass
@@ -106,6 +112,11 @@ class Pipeline:
         self.stop_deadline: float | None = None
         """``time.monotonic()`` when in-flight work is abandoned, once a signal stops the run."""
         self._queues: dict[str, MemoryObjectReceiveStream[Any]] = {}
+        self._reading: anyio.CancelScope | None = None
+        """Around the source's reading, once it runs (:meth:`stop_reading_now`)."""
+        self._reading_stopped = False
+        self._identity: dict[str, str] | None = None
+        """Result key -> what produced it (:func:`evaluator_identity`), written in every row."""
         self.parse = RecordParser(self.options.normalize, projected=not evaluate.reads_scenario)
 
     def stop(self, status: str) -> None:
@@ -150,13 +161,23 @@ class Pipeline:
         read before the fault is still scored, written and acknowledged; then the run fails."""
         async with send:
             try:
-                async for batch in self.source.batches():
-                    self.emitted += len(batch)
-                    await send.send(batch)
-                    if self.status != "ok":
-                        break
+                with anyio.CancelScope() as self._reading:
+                    if self._reading_stopped:
+                        self._reading.cancel()
+                    async for batch in self.source.batches():
+                        self.emitted += len(batch)
+                        await send.send(batch)
+                        if self.status != "ok":
+                            break
             except AssayError as exc:
                 self.source_error = exc
+
+    def stop_reading_now(self) -> None:
+        """Stop waiting for the source (a stopping run with nothing in flight: stdin, or a topic
+        with no new messages, may not answer for a long time); the stages then drain and end."""
+        self._reading_stopped = True
+        if self._reading is not None:
+            self._reading.cancel()
 
     async def _worker(self, recv: ObjectReceiveStream[list[Envelope]], send: ObjectSendStream[Processed]) -> None:
         async with recv, send:
@@ -167,11 +188,15 @@ class Pipeline:
 
     def _row(self, trace: Trace, env: Envelope, res: dict[str, Result], failures: list[Failure]) -> tuple[bytes, bool]:
         """The encoded result row of one trace (and a warning Failure for defects it was scored with)."""
+        identity = self._identity
+        if identity is None:  # first row: judges resolve inside the run's pool
+            identity = self._identity = {ev.key: evaluator_identity(ev) for ev in self.evaluate.evaluators}
         row: dict[str, Any] = {
             "trace_id": trace.id,
             "run_id": self.options.run_id,
             "position": env.position.to_dict(),
             "results": res,
+            "identity": identity,
         }
         warn = trace_warnings(trace)
         if warn:
@@ -191,6 +216,8 @@ class Pipeline:
         positions: list[Position] = []
         keys: list[str | None] = []
         warnings = 0
+        cluster_by = self.options.cluster_by or ""
+        clusters: list[str] | None = [] if cluster_by else None
         for env in batch:
             t = parse(env)
             if type(t) is Trace:
@@ -200,10 +227,12 @@ class Pipeline:
                 keys.append(t.id)
                 kept.append(res)
                 warnings += warned
+                if clusters is not None:
+                    clusters.append(cluster_of(t, cluster_by))
             else:
                 failures.append(t)  # type: ignore[arg-type]
             positions.append(env.position)
-        return Processed(rows, failures, kept, positions, len(batch), 0, warnings, keys)
+        return Processed(rows, failures, kept, positions, len(batch), 0, warnings, keys, clusters)
 
     async def _process(self, batch: list[Envelope]) -> Processed:
         if self.evaluate.streaming:
@@ -230,6 +259,8 @@ class Pipeline:
         abandoned = 0
         warnings = 0
         keys: list[str | None] = []
+        cluster_by = self.options.cluster_by or ""
+        clusters: list[str] | None = [] if cluster_by else None
         for trace, env, res, ok in zip(traces, envs, results, done, strict=True):
             if not ok:
                 abandoned += 1
@@ -239,8 +270,10 @@ class Pipeline:
             rows.append(row)
             keys.append(trace.id)
             kept.append(res)
+            if clusters is not None:
+                clusters.append(cluster_of(trace, cluster_by))
             positions.append(env.position)
-        return Processed(rows, failures, kept, positions, len(batch), abandoned, warnings, keys)
+        return Processed(rows, failures, kept, positions, len(batch), abandoned, warnings, keys, clusters)
 
     async def _sink_loop(self, recv: ObjectReceiveStream[Processed]) -> None:
         stats = self.stats
@@ -263,8 +296,15 @@ class Pipeline:
                             counts["parse_errors"] += 1
                         elif f.stage == "normalize":
                             counts["normalize_errors"] += 1
-                for res in p.results:
-                    stats.add_results(res)
+                if p.clusters is None and stats.labels is None:
+                    for res in p.results:
+                        stats.add_results(res)
+                else:
+                    nothing: list[None] = [None] * len(p.results)
+                    clusters: Sequence[str | None] = nothing if p.clusters is None else p.clusters
+                    ids: Sequence[str | None] = nothing if p.keys is None else p.keys
+                    for res, cluster, trace_id in zip(p.results, clusters, ids, strict=True):
+                        stats.add_results(res, cluster, trace_id)
                 await self._read_errors()
                 if commit is not None:
                     commit.add(p.positions, len(p.rows))

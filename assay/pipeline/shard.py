@@ -32,13 +32,15 @@ from typing import Any
 
 import anyio
 
-from assay.config import RunConfig
+from assay.config import RunConfig, stable_run_id
 from assay.exceptions import AssayError, ConnectorError
+from assay.pipeline.assembly import sweep_leftovers
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.outputs import RunPlan
 from assay.pipeline.progress import Gauges, Progress
-from assay.pipeline.run import RunReport, conclude, sweep_leftovers
+from assay.pipeline.run import conclude
 from assay.pipeline.summary import RunStats
+from assay.pipeline.verdict import RunReport
 from assay.pipeline.writer import WriterResult, run_writer
 
 
@@ -115,13 +117,18 @@ class _Job:
 
 def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters: Any) -> None:
     """A worker process: writer i of the run; its result (or its error) goes back through ``conn``.
-    SIGTERM/SIGINT (from the parent, which repeats them until the worker is gone, or on the parent's
-    death) set a flag for the whole life of the process, and the writer stops gracefully."""
+    SIGTERM/SIGINT (from the parent, which repeats SIGTERM until the worker is gone, from the
+    terminal's Ctrl-C, or on the parent's death) set a flag for the whole life of the process, and
+    the writer stops gracefully; a SIGINT once stopping (a second Ctrl-C, or the parent's second
+    signal) abandons in-flight work at once."""
     stop: list[bool | float] = [False]
+    abandon = [False]
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
+        if stop[0] and signum == signal.SIGINT:
+            abandon[0] = True
         # orphaned (the parent died): stop now; its restart may already be running beside us
-        stop[0] = ORPHAN_GRACE_S if os.getppid() != job.parent else True
+        stop[0] = ORPHAN_GRACE_S if os.getppid() != job.parent else (stop[0] or True)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, request_stop)
@@ -138,6 +145,7 @@ def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters
                 use_cache=job.use_cache,
                 progress=_SharedCounts(counters, i),
                 stop_requested=lambda: stop[0],
+                abandon_requested=lambda: abandon[0],
             )
         )
         message: tuple[str, Any] = ("ok", result)
@@ -170,7 +178,8 @@ class _Signals:
     """SIGTERM/SIGINT to the parent of a sharded run, from its start to the end of the merge: the
     workers are told to stop gracefully (each drains, writes what it scored and reports
     ``interrupted``), again every half second until they are gone (a worker forked just before
-    its handler was installed may have missed the first), instead of being left orphaned."""
+    its handler was installed may have missed the first), instead of being left orphaned. A
+    second signal is passed on as SIGINT: the workers abandon their in-flight work at once."""
 
     RESEND_S = 0.5
 
@@ -180,14 +189,17 @@ class _Signals:
         self._sent = 0.0
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.stopping:
+            self.forward(signal.SIGINT)
+            return
         self.stopping = True
         self.forward()
 
-    def forward(self) -> None:
+    def forward(self, sig: int = signal.SIGTERM) -> None:
         self._sent = time.monotonic()
         for pid in self.pids:
             with suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, sig)
 
     def resend_due(self) -> bool:
         return self.stopping and time.monotonic() - self._sent >= self.RESEND_S
@@ -294,11 +306,23 @@ def execute_sharded(
     fresh: bool = False,
     use_cache: bool = True,
     progress: Progress | None = None,
+    wait: bool = False,
 ) -> RunReport:
-    """Run ``workers`` processes as the writers of one run and publish its whole output."""
+    """Run ``workers`` processes as the writers of one run and publish its whole output (batch
+    judges: their batches are submitted and collected first, in this process)."""
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
-    config = config.model_copy(update={"run_id": config.run_id or os.urandom(6).hex()})
+    config = config.model_copy(update={"run_id": config.run_id or stable_run_id(config)})
+    from assay.judges.batch.phase import batch_phase, has_batch_judges
+
+    if has_batch_judges(config):
+        phase = anyio.run(
+            lambda: batch_phase(config, origin=origin, use_cache=use_cache, wait=wait, handle_signals=True)
+        )
+        if phase.report is not None:
+            return phase.report  # type: ignore[no-any-return]
+        assert phase.config is not None
+        config = phase.config
     plan = RunPlan(config, None)
     sweep_leftovers(config)
     states = anyio.run(lambda: plan.prepare(workers, fresh=fresh))

@@ -1,13 +1,18 @@
-"""Run statistics: counts, per-result-key mean and pass rate, written as ``_SUMMARY.json``."""
+"""Run statistics: counts, per-result-key mean and pass rate with their confidence intervals,
+written as ``_SUMMARY.json``. The intervals come from :class:`assay.stats.Moments`, whose sums merge
+across writers, attempts and shards like the counts do. Per-judge statistics of several parts
+(attempts, writers, shards) combine in one way: :func:`merge_judge_stats`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from assay.records import Result
+from assay.stats import CalibrationPairs, Moments, sample_weight
+from assay.stats.labels import Labels
 
 
 @dataclass(slots=True)
@@ -26,25 +31,58 @@ class KeyStats:
     cost_usd: float = 0.0
     judge_calls: int = 0
     cached_calls: int = 0
+    level: float = 0.95
+    moments: Moments = field(default_factory=Moments)
+    swap_checked: int = 0
+    """Pairwise verdicts asked in both orders (``swap: true``) ..."""
+    swap_consistent: int = 0
+    """... and those whose two orders agreed."""
+    calibration: CalibrationPairs | None = None
+    """The human labels of this key's labelled traces with the judge's results (``calibration.labels``)."""
 
-    def add(self, r: Result) -> None:
+    def add(self, r: Result, cluster: str | None = None) -> None:
+        """One result (``cluster``: its trace's cluster id when the run clusters, see ``stats.cluster_by``)."""
         self.count += 1
         if r.error is not None:
             self.errors += 1
         elif r.score is None:
             self.unscored += 1
         else:
+            score = r.score
             self.scored += 1
-            self.total += r.score
-            if r.score >= self.threshold:
+            self.total += score
+            passed = score >= self.threshold
+            if passed:
                 self.passed += 1
-        usage = r.metadata.get("usage") if r.metadata else None
+            md = r.metadata
+            self.moments.add(score, passed, sample_weight(md) if md and "sample_weight" in md else 1.0, cluster)
+        md = r.metadata
+        if not md:
+            return
+        swap = md.get("swap")
+        if isinstance(swap, dict):
+            self._add_swap(swap)
+        usage = md.get("usage")
         if isinstance(usage, dict):
             self.input_tokens += int(usage.get("input_tokens", 0) or 0)
             self.output_tokens += int(usage.get("output_tokens", 0) or 0)
             self.cost_usd += float(usage.get("cost_usd", 0.0) or 0.0)
             self.judge_calls += int(usage.get("calls", 0) or 0)
             self.cached_calls += int(usage.get("cached_calls", 0) or 0)
+
+    def _add_swap(self, swap: Mapping[str, Any]) -> None:
+        consistent = swap.get("consistent")
+        if isinstance(consistent, bool):
+            self.swap_checked += 1
+            self.swap_consistent += consistent
+        elif isinstance(consistent, int) and isinstance(swap.get("checked"), int):  # a jury's verdicts
+            self.swap_checked += int(swap["checked"])
+            self.swap_consistent += consistent
+
+    @property
+    def position_consistency(self) -> float | None:
+        """The share of pairwise verdicts whose two orders agreed (None without ``swap``)."""
+        return self.swap_consistent / self.swap_checked if self.swap_checked else None
 
     def merge(self, other: KeyStats) -> None:
         for name in (
@@ -59,16 +97,50 @@ class KeyStats:
             "cost_usd",
             "judge_calls",
             "cached_calls",
+            "swap_checked",
+            "swap_consistent",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.moments.merge(other.moments)
+        if other.calibration is not None:
+            if self.calibration is None:
+                self.calibration = CalibrationPairs(other.calibration.key, other.calibration.threshold)
+            self.calibration.extend(other.calibration)
+
+    def add_label(self, key: str, label: Any, r: Result) -> None:
+        """A labelled trace: its human label beside this result (for ``kappa``)."""
+        if self.calibration is None:
+            self.calibration = CalibrationPairs(key, self.threshold)
+        self.calibration.add(label, r.to_dict())
+
+    @property
+    def kappa(self) -> float | None:
+        """Cohen's kappa of this key's results against the human labels (None without labels)."""
+        return None if self.calibration is None else self.calibration.kappa
 
     @property
     def mean(self) -> float | None:
+        """The mean score (weighted by ``sample_weight`` when results carry one)."""
+        if self.moments.n:
+            return self.moments.mean
         return self.total / self.scored if self.scored else None
 
     @property
     def pass_rate(self) -> float | None:
+        """The share of passing scored results (weighted like :attr:`mean`)."""
+        if self.moments.n:
+            return self.moments.pass_rate
         return self.passed / self.scored if self.scored else None
+
+    @property
+    def mean_ci(self) -> tuple[float, float] | None:
+        """The confidence interval of :attr:`mean` at :attr:`level` (None below two results)."""
+        return self.moments.mean_interval(self.level)
+
+    @property
+    def pass_rate_ci(self) -> tuple[float, float] | None:
+        """Wilson's interval of :attr:`pass_rate` at :attr:`level`."""
+        return self.moments.pass_rate_interval(self.level)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -81,7 +153,32 @@ class KeyStats:
             "threshold": self.threshold,
             "sum": self.total,
             "passed": self.passed,
+            "n": self.moments.n,
+            "mean_ci": _rounded(self.mean_ci),
+            "pass_rate_ci": _rounded(self.pass_rate_ci),
+            "ci_level": self.level,
         }
+        m = self.moments
+        if m.weighted or m.clusters:
+            n_eff = m.effective_n()
+            d["n_effective"] = None if n_eff is None else round(n_eff, 3)
+            d["weighted"] = m.weighted
+            if m.clusters:
+                d["clusters"] = len(m.clusters)
+        d["moments"] = m.to_dict()
+        if self.swap_checked:
+            d.update(
+                position_consistency=round(self.swap_consistent / self.swap_checked, 6),
+                swap_checked=self.swap_checked,
+                swap_consistent=self.swap_consistent,
+            )
+        if self.calibration is not None:
+            cal = self.calibration.report()
+            d["kappa"] = cal["kappa"]
+            d["calibration"] = {
+                **{k: cal[k] for k in ("n", "agreement", "base_rate", "judge_rate", "judge_errors")},
+                "pairs": self.calibration.to_dict(),
+            }
         if self.judge_calls or self.input_tokens:
             d.update(
                 input_tokens=self.input_tokens,
@@ -107,7 +204,23 @@ class KeyStats:
             cost_usd=d.get("cost_usd", 0.0),
             judge_calls=d.get("judge_calls", 0),
             cached_calls=d.get("cached_calls", 0),
+            level=float(d.get("ci_level", 0.95)),
+            moments=Moments.from_dict(d.get("moments") or {}),
+            calibration=_calibration_from(d),
+            swap_checked=int(d.get("swap_checked", 0)),
+            swap_consistent=int(d.get("swap_consistent", 0)),
         )
+
+
+def _calibration_from(d: Mapping[str, Any]) -> CalibrationPairs | None:
+    cal = d.get("calibration")
+    if not isinstance(cal, Mapping) or not isinstance(cal.get("pairs"), Mapping):
+        return None
+    return CalibrationPairs.from_dict(str(d.get("key", "")), cal["pairs"])
+
+
+def _rounded(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
 
 
 COUNT_NAMES = (
@@ -130,6 +243,10 @@ class RunStats:
     thresholds: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_NAMES, 0))
     keys: dict[str, KeyStats] = field(default_factory=dict)
+    level: float = 0.95
+    """Confidence level of the intervals (``stats.ci_level``)."""
+    labels: Labels | None = None
+    """Human labels by trace id and key (``calibration.labels``): labelled traces feed ``kappa``."""
 
     def threshold_for(self, key: str) -> float:
         t = self.thresholds.get(key)
@@ -138,13 +255,18 @@ class RunStats:
             t = self.thresholds.get(base, 0.5)
         return t
 
-    def add_results(self, results: dict[str, Result]) -> None:
+    def add_results(self, results: dict[str, Result], cluster: str | None = None, trace_id: str | None = None) -> None:
+        """The results of one trace (``cluster``: its cluster id, when the run clusters;
+        ``trace_id``: to find its human labels, when the run has some)."""
         keys = self.keys
+        labelled = self.labels.get(trace_id) if self.labels and trace_id is not None else None
         for key, r in results.items():
             ks = keys.get(key)
             if ks is None:
-                ks = keys[key] = KeyStats(threshold=self.threshold_for(key))
-            ks.add(r)
+                ks = keys[key] = KeyStats(threshold=self.threshold_for(key), level=self.level)
+            ks.add(r, cluster)
+            if labelled is not None and key in labelled:
+                ks.add_label(key, labelled[key], r)
 
     def merge(self, other: RunStats) -> None:
         for k, v in other.counts.items():
@@ -171,6 +293,79 @@ class RunStats:
         stats.counts.update(d.get("counts", {}))
         stats.keys = {k: KeyStats.from_dict(v) for k, v in d.get("evaluators", {}).items()}
         return stats
+
+
+JUDGE_GAUGES = frozenset({"rate_rpm", "configured_rpm", "in_flight", "max_in_flight", "paused_s"})
+"""Per-judge values of one moment, not counts: processes running side by side add up (each had its
+share of the run's limit); a later attempt replaces an earlier one (its limit is the one in force)."""
+
+JUDGE_PERCENTILES = frozenset({"latency_p50_s", "latency_p99_s"})
+"""Cannot be combined from parts: the largest part's value is kept (an upper bound)."""
+
+
+def merge_judge_stats(
+    parts: Iterable[Mapping[str, Mapping[str, Any]]], *, side_by_side: bool
+) -> dict[str, dict[str, Any]]:
+    """Per-judge statistics of several parts combined: every count (requests, errors, tokens,
+    cost, …, and any count a judge adds later) is summed; gauges (:data:`JUDGE_GAUGES`) are summed
+    over parts that ran ``side_by_side`` (the writers of one attempt, the shards of one run) and
+    taken from the last part otherwise (successive attempts, in order); latency percentiles keep
+    the largest value; text (provider, model) the first.
+
+    >>> a = {"gpt": {"requests": 10, "errors": 1, "configured_rpm": 500.0, "latency_p99_s": 0.4}}
+    >>> b = {"gpt": {"requests": 5, "errors": 0, "configured_rpm": 500.0, "latency_p99_s": 0.2}}
+    >>> merge_judge_stats([a, b], side_by_side=False)["gpt"]
+    {'requests': 15, 'errors': 1, 'configured_rpm': 500.0, 'latency_p99_s': 0.4}
+    >>> merge_judge_stats([a, b], side_by_side=True)["gpt"]["configured_rpm"]
+    1000.0
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for judges in parts:
+        for name, part in judges.items():
+            acc = out.get(name)
+            if acc is None:
+                out[name] = dict(part)
+                continue
+            for k, v in part.items():
+                cur = acc.get(k)
+                if k in JUDGE_PERCENTILES:
+                    acc[k] = v if cur is None else cur if v is None else max(cur, v)
+                elif k in JUDGE_GAUGES:
+                    if not side_by_side:
+                        acc[k] = v
+                    elif isinstance(v, int | float) and isinstance(cur, int | float):
+                        acc[k] = cur + v
+                    elif cur is None:
+                        acc[k] = v
+                elif isinstance(v, bool) or not isinstance(v, int | float):
+                    acc.setdefault(k, v)
+                else:
+                    acc[k] = (cur if isinstance(cur, int | float) and not isinstance(cur, bool) else 0) + v
+            if isinstance(acc.get("cost_usd"), float):
+                acc["cost_usd"] = round(acc["cost_usd"], 8)
+    return out
+
+
+def judge_totals(judges: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``totals`` block of a summary: every judge's counts added up."""
+    js = list(judges.values())
+
+    def total(key: str) -> int:
+        return sum(int(j.get(key) or 0) for j in js)
+
+    return {
+        "requests": total("requests"),
+        "rate_limited_429": total("http_429"),
+        "server_errors_5xx": total("http_5xx"),
+        "timeouts": total("timeouts"),
+        "cached": total("cached"),
+        "retries": total("retries"),
+        "errors": total("errors"),
+        "abandoned": total("abandoned"),
+        "input_tokens": total("input_tokens"),
+        "output_tokens": total("output_tokens"),
+        "cost_usd": round(sum(float(j.get("cost_usd") or 0.0) for j in js), 8),
+    }
 
 
 def fmt_num(x: float | None, digits: int = 3) -> str:

@@ -16,14 +16,19 @@ from typing import Any
 import anyio
 
 from assay.config import RunConfig
-from assay.connectors.registry import SinkContext, SourceContext, build_sink, build_source
+from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, SourceContext, build_sink, build_source
 from assay.exceptions import AssayError, ConnectorError
+from assay.pipeline.assembly import build_evaluators, judge_pool
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.commit import Committer
 from assay.pipeline.progress import ProgressSink, sample_gauges
 from assay.pipeline.runner import Pipeline, RunOptions
-from assay.pipeline.summary import RunStats
+from assay.pipeline.stopping import watch_flag, watch_signals
+from assay.pipeline.summary import RunStats, merge_judge_stats
+from assay.pipeline.targets import dead_letter_of
+from assay.sampling import prepare_sampling, samplers_of
 from assay.stages.evaluate import EvaluateStage
+from assay.stats.labels import load_labels
 
 
 @dataclass
@@ -37,22 +42,6 @@ class WriterResult:
     error: AssayError | None = None
     commits: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def merge_judge_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Per-judge counters summed (latency figures: the later run's)."""
-    out = {name: dict(v) for name, v in a.items()}
-    for name, stats in b.items():
-        cur = out.setdefault(name, {})
-        for k, v in stats.items():
-            if isinstance(v, int | float) and not isinstance(v, bool) and isinstance(cur.get(k), int | float):
-                if "latency" in k or k.startswith(("rate", "concurrency", "p50", "p90", "p99")):
-                    cur[k] = v
-                else:
-                    cur[k] = cur[k] + v
-            else:
-                cur[k] = v
-    return out
 
 
 def unwrap(exc: BaseException) -> BaseException:
@@ -79,23 +68,30 @@ async def run_writer(
     progress: ProgressSink | None = None,
     handle_signals: bool = False,
     stop_requested: Callable[[], bool | float] | None = None,
+    abandon_requested: Callable[[], bool] = lambda: False,
     shard: tuple[int, int] | None = None,
 ) -> WriterResult:
     """Run writer ``writer`` of ``n`` (``state``: its checkpoint; sinks must not be None-reset here:
     the orchestrator resets outputs before any writer starts)."""
-    from assay.connectors.registry import EMPTY_SINK_STATE
-    from assay.pipeline.outputs import dead_letter_of
-    from assay.pipeline.run import _judge_pool, _watch_flag, _watch_signals, build_evaluators
-
     started = time.perf_counter()
     state = state or {}
     sink_states = state.get("sinks") or {}
+    staged = bool(state.get("staged"))  # write into the sinks' staging areas (see RunPlan.prepare)
     prior_judges: dict[str, Any] = state.get("judges") or {}
-    async with _judge_pool(config, use_cache=use_cache) as pool:
+    async with judge_pool(config, use_cache=use_cache) as pool:
         evaluators = build_evaluators(config, origin)
-        stats = RunStats(thresholds={ev.key: ev.threshold for ev in evaluators})
+        await prepare_sampling(config, samplers_of(evaluators))  # the counting pass, when strata need one
+        stats = RunStats(
+            thresholds={ev.key: ev.threshold for ev in evaluators},
+            level=config.stats.ci_level,
+            labels=load_labels(config.calibration.labels) if config.calibration else None,
+        )
         if isinstance(state.get("stats"), dict):
             stats.merge(RunStats.from_dict(state["stats"]))
+        read_before = stats.counts["read"]  # an earlier attempt's: not this invocation's rate
+        resumed = getattr(progress, "resumed_from", None)  # a shard worker's counters have none
+        if resumed is not None:
+            resumed(read_before)
         if pool is not None:
             spent = sum(float(j.get("cost_usd", 0.0) or 0.0) for j in prior_judges.values())
             pool.budget.spent_usd += spent  # one budget for the whole run, not per attempt
@@ -106,21 +102,26 @@ async def run_writer(
                 shard=shard if shard is not None else ((writer, n) if n > 1 else None),
                 resume_state=state.get("source"),
                 options=config.s3,
+                reads_text=any(ev.reads_text for ev in evaluators),
             ),
         )
         sinks = {
             "results": build_sink(
                 config.sink,
-                SinkContext("results", writer, sink_states.get("results", EMPTY_SINK_STATE), config.s3),
+                SinkContext("results", writer, sink_states.get("results", EMPTY_SINK_STATE), config.s3, staged=staged),
             ),
             "dead_letter": build_sink(
                 dead_letter_of(config),
-                SinkContext("dead_letter", writer, sink_states.get("dead_letter", EMPTY_SINK_STATE), config.s3),
+                SinkContext(
+                    "dead_letter", writer, sink_states.get("dead_letter", EMPTY_SINK_STATE), config.s3, staged=staged
+                ),
             ),
         }
 
         def checkpoint_state() -> dict[str, Any]:
-            judges = merge_judge_stats(prior_judges, pool.stats()) if pool is not None else prior_judges
+            judges = prior_judges
+            if pool is not None:  # this writer's earlier attempts, then this one
+                judges = merge_judge_stats([prior_judges, pool.stats()], side_by_side=False)
             return {"stats": stats.to_dict(), "judges": judges, "writer": writer, "n": n}
 
         committer = Committer(
@@ -139,6 +140,7 @@ async def run_writer(
             workers=config.limits.workers,
             normalize=config.normalize,
             run_id=config.run_id or RunOptions().run_id,
+            cluster_by=config.stats.cluster_by,
         )
         pipeline = Pipeline(
             source,
@@ -157,9 +159,10 @@ async def run_writer(
                     async with anyio.create_task_group() as tg:
                         grace = config.limits.grace_period_s
                         if stop_requested is not None:
-                            tg.start_soon(_watch_flag, stop_requested, pipeline, grace, tg.cancel_scope)
+                            scope = tg.cancel_scope
+                            tg.start_soon(watch_flag, stop_requested, pipeline, grace, scope, abandon_requested)
                         elif handle_signals:
-                            tg.start_soon(_watch_signals, pipeline, grace, tg.cancel_scope)
+                            tg.start_soon(watch_signals, pipeline, grace, tg.cancel_scope)
                         if hasattr(progress, "tick"):  # ETA, judges, queue depths: sampled about once a second
                             tg.start_soon(sample_gauges, pipeline, progress, pool)
                         await pipeline.run()
@@ -184,6 +187,13 @@ async def run_writer(
             committer.save()  # the sinks' state after close (the current parts finished)
         status = "failed" if error is not None else pipeline.status
         final = checkpoint_state()
+    read_now = int(final["stats"]["counts"]["read"]) - read_before
     return WriterResult(
-        status, final["stats"], final["judges"], time.perf_counter() - started, error, committer.commits
+        status,
+        final["stats"],
+        final["judges"],
+        time.perf_counter() - started,
+        error,
+        committer.commits,
+        extra={"read_now": read_now},
     )

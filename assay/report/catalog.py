@@ -14,7 +14,7 @@ import yaml
 from rich.table import Table
 
 from assay.evaluators.base import BaseEvaluator
-from assay.report.terminal import console
+from assay.report.terminal import console, safe
 
 
 def print_evaluator_list(items: list[dict[str, str]]) -> None:
@@ -90,12 +90,18 @@ def print_evaluator(name: str, cls: type[BaseEvaluator[Any]]) -> None:
 
 
 def iter_normalized(
-    path: str, *, format: str = "auto", limit: int = 20, read_mode: str = "records"
+    path: str, *, format: str = "auto", limit: int = 20, read_mode: str = "records", input_format: str = "auto"
 ) -> Iterator[dict[str, Any]]:
-    """Each record of a file as assay reads it: position, detected format and canonical trace, or the error."""
+    """Each record of a file as assay reads it: position, detected format and canonical trace, or the
+    error; ``reading`` says how the file was cut into records (JSON lines, an array read as one
+    trace, export rows grouped by trace id) when the source reported it."""
     import anyio
+    from pydantic import ValidationError
 
-    from assay.connectors.file import FileSource
+    from assay.config import SourceConfig
+    from assay.connectors.builtin import FILE
+    from assay.connectors.registry import SourceContext
+    from assay.exceptions import ConfigError
     from assay.stages.normalize import parse_envelope
     from assay.traces.model import Trace
     from assay.traces.normalize import NormalizeOptions
@@ -104,14 +110,33 @@ def iter_normalized(
 
     async def collect() -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        async with FileSource([path], batch_size=64, read_mode=read_mode) as src:
+        # as a run reads it: Parquet, export rows assembled into traces, sessions
+        try:
+            config = SourceConfig.model_validate({"path": path, "input_format": input_format, "read_mode": read_mode})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ConfigError(f"--{'-'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}") from None
+        src = FILE.build_source(config, SourceContext(batch_size=64))
+        readings: list[dict[str, str]] = []  # the wrappers' first (export rows grouped), then the files'
+        layer: Any = src
+        while layer is not None:
+            if isinstance(getattr(layer, "readings", None), dict):
+                readings.append(layer.readings)
+            layer = getattr(layer, "inner", None)
+
+        def reading(name: str) -> dict[str, str]:
+            text = next((r[name] for r in readings if name in r), None)
+            return {"reading": text} if text else {}
+
+        async with src:
             async for batch in src.batches():
                 for env in batch:
                     t = parse_envelope(env, options)
+                    where = {"position": str(env.position), **reading(env.position.source)}
                     if isinstance(t, Trace):
-                        out.append({"position": str(env.position), "format": t.format, "trace": t.to_dict()})
+                        out.append({**where, "format": t.format, "trace": t.to_dict()})
                     else:
-                        out.append({"position": str(env.position), "error": t.message, "stage": t.stage})
+                        out.append({**where, "error": t.message, "stage": t.stage})
                     if limit and len(out) >= limit:
                         return out
             for pos, msg in src.read_errors:
@@ -122,11 +147,14 @@ def iter_normalized(
 
 
 def print_normalized(item: dict[str, Any]) -> None:
+    """One normalized record as ``assay normalize`` shows it; everything that comes from the file
+    is :func:`~assay.report.terminal.safe` (no terminal escape sequence gets through) and never
+    read as markup."""
     if "error" in item:
-        console.print(f"[red]{item['position']}[/red]  cannot normalize ({item['stage']}): {item['error']}")
+        console.print(f"{item['position']}  cannot normalize ({item['stage']}): {safe(item['error'])}", markup=False)
         return
     t = item["trace"]
-    console.print(f"[bold]{item['position']}[/bold]  format={item['format']}  id={t.get('id')}")
+    console.print(f"{safe(item['position'])}  format={safe(item['format'])}  id={safe(t.get('id'))}", markup=False)
     for i, m in enumerate(t["messages"]):
         content = m.get("content")
         text = content if isinstance(content, str) else orjson.dumps(content, default=str).decode()
@@ -136,11 +164,11 @@ def print_normalized(item: dict[str, Any]) -> None:
         line = f"  {i:>3} {m['role']:<9} {text}"
         if m.get("tool_call_id"):
             line += f"  (result of {m['tool_call_id']})"
-        console.print(line, markup=False)
+        console.print(safe(line), markup=False)
         for tc in m.get("tool_calls") or []:
             args = orjson.dumps(tc["args"], default=str).decode()
             flag = f"  ! {tc['args_error']}" if tc.get("args_error") else ""
-            console.print(f"        → {tc['name']}({args}){flag}", markup=False)
+            console.print(safe(f"        → {tc['name']}({args}){flag}"), markup=False)
     if t.get("reference"):
         ref_calls = [tc["name"] for m in t["reference"]["messages"] for tc in (m.get("tool_calls") or [])]
         console.print(f"  reference tool calls: {ref_calls}", markup=False)

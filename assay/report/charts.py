@@ -178,26 +178,69 @@ def compare_chart(cmp: Comparison) -> go.Figure:
     return _layout(fig, height=90 + 46 * len(deltas), barmode="group", reversed_legend=True)
 
 
+def _shade_failed_nights(fig: go.Figure, trend: Trend) -> None:
+    """A band behind each night that did not end ok: red for a failed or unfinished run, amber
+    for a whole output whose gates (or dead-letter limits) failed."""
+    for i, status in enumerate(trend.statuses):
+        if status in ("ok", "no summary"):
+            continue
+        color = "rgba(240,173,78,0.18)" if status in ("gate_failed", "dead_letters") else "rgba(217,83,79,0.16)"
+        fig.add_shape(
+            type="rect",
+            xref="x",
+            yref="paper",
+            x0=i - 0.5,
+            x1=i + 0.5,
+            y0=0,
+            y1=1,
+            fillcolor=color,
+            line_width=0,
+            layer="below",
+        )
+
+
+def _category_x(fig: go.Figure, trend: Trend) -> list[str]:
+    from assay.report.trend import short_labels
+
+    labels = short_labels(trend.labels)
+    fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 8 else 0, automargin=True, nticks=16)
+    return labels
+
+
 def trend_chart(trend: Trend, metric: str, title: str) -> go.Figure:
-    """One line per result key of ``metric`` over the runs."""
+    """One line per result key of ``metric`` over the runs; failed nights shaded (and gaps)."""
     go = _go()
     fig = go.Figure()
+    labels = _category_x(fig, trend)
     for key in trend.keys:
-        fig.add_scatter(x=trend.labels, y=trend.series(key, metric), mode="lines+markers", name=key)
-    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
-    fig.update_xaxes(type="category")
+        fig.add_scatter(x=labels, y=trend.series(key, metric), mode="lines+markers", name=key)
+    _shade_failed_nights(fig, trend)
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", fixedrange=True)
     return _layout(fig, height=340, title=title)
 
 
 def trend_counts_chart(trend: Trend) -> go.Figure:
-    """Records read and dead letters per run (bars), judge cost (line, right axis)."""
+    """Records read and dead letters per run (bars), judge cost (line, right axis); both axes start
+    at zero, so a 10 % change looks like one."""
     go = _go()
     fig = go.Figure()
-    fig.add_bar(x=trend.labels, y=trend.count_series("read"), name="read", marker_color=BEFORE)
-    fig.add_bar(x=trend.labels, y=trend.count_series("dead_letters"), name="dead letters", marker_color=FAIL)
+    labels = _category_x(fig, trend)
+    read = trend.count_series("read")
+    fig.add_bar(x=labels, y=read, name="read", marker_color=BEFORE)
+    fig.add_bar(x=labels, y=trend.count_series("dead_letters"), name="dead letters", marker_color=FAIL)
+    fig.update_yaxes(rangemode="tozero", range=[0, max(1, *read) * 1.08], title_text="records")
     cost = trend.cost_series()
     if any(cost):
-        fig.add_scatter(x=trend.labels, y=cost, name="judge cost $", yaxis="y2", mode="lines+markers")
-        fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "title": {"text": "USD"}, "showgrid": False})
-    fig.update_xaxes(type="category")
-    return _layout(fig, height=300, title="volume and cost", barmode="group")
+        fig.add_scatter(x=labels, y=cost, name="judge cost $", yaxis="y2", mode="lines+markers")
+        fig.update_layout(
+            yaxis2={
+                "overlaying": "y",
+                "side": "right",
+                "title": {"text": "USD"},
+                "showgrid": False,
+                "rangemode": "tozero",
+                "range": [0, max(cost) * 1.1],
+            }
+        )
+    _shade_failed_nights(fig, trend)
+    return _layout(fig, height=300, title="volume and cost (axes from zero)", barmode="group")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from assay.report.build import RunReport
     from assay.report.compare import Comparison
+    from assay.report.slices import Slices
     from assay.report.trend import Trend
 
 __all__ = ["Page", "esc", "render_html", "write_html"]
@@ -42,7 +43,11 @@ h3 { margin:14px 0 6px; font-size:14px; }
 .kpi { background:#fff; border:1px solid var(--line); border-radius:8px; padding:10px 16px; min-width:130px; }
 .kpi .v { font-size:21px; font-weight:600; } .kpi .l { color:var(--muted); font-size:12px; }
 .kpi.bad .v { color:var(--fail); } .kpi.good .v { color:var(--pass); }
+.alert { border:1px solid var(--fail); background:#fdf0ef; color:#7a1f1c; }
+.alert h2 { color:var(--fail); } .alert li { margin:2px 0; }
+.scroll { overflow-x:auto; max-width:100%; }
 table { border-collapse:collapse; width:100%; font-size:13px; }
+tr.failed td { background:#fdf0ef; }
 th, td { text-align:left; padding:5px 9px; border-bottom:1px solid var(--line); vertical-align:top; }
 th { background:#f8f9fb; font-weight:600; white-space:nowrap; }
 td.n, th.n { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
@@ -50,6 +55,7 @@ td.n, th.n { text-align:right; font-variant-numeric:tabular-nums; white-space:no
 .muted { color:var(--muted); }
 .badge { display:inline-block; padding:0 7px; border-radius:10px; font-size:12px; font-weight:600; color:#fff; }
 .badge.pass { background:var(--pass); } .badge.fail { background:var(--fail); }
+.badge.warn { background:var(--warn); }
 .badge.error { background:#8e44ad; } .badge.unscored { background:#9aa5b1; }
 .grid { display:grid; grid-template-columns:repeat(auto-fill,minmax(420px,1fr)); gap:14px; }
 .card { border:1px solid var(--line); border-radius:6px; padding:8px 10px; }
@@ -136,6 +142,8 @@ def render_html(
     comparison: Comparison | None = None,
     trend: Trend | None = None,
     title: str | None = None,
+    notices: list[str] | None = None,
+    slices: Slices | None = None,
 ) -> str:
     """The whole page as a string (see :func:`write_html`)."""
     from assay.report import sections
@@ -143,11 +151,16 @@ def render_html(
 
     page = Page()
     nav = [("evaluators", "Evaluators")]
-    body = [sections.kpis(report)]
+    body = [sections.notices(notices or []), sections.kpis(report), sections.gates(report)]
+    if report.summary.get("gates") or report.summary.get("status") not in (None, "ok"):
+        nav.insert(0, ("gates", "Gates"))
     if comparison is not None:
         body.append(sections.comparison(page, comparison))
         nav.insert(0, ("compare", "Compare"))
     body.append(sections.evaluators(page, report))
+    if slices is not None:
+        body.append(sections.slices(slices))
+        nav.append(("slices", f"By {slices.by}"))
     if trend is not None and len(trend.points) > 1:
         body.append(sections.trend(page, trend))
         nav.append(("trend", "Trend"))
@@ -190,12 +203,15 @@ def write_html(
     comparison: Comparison | None = None,
     trend: Trend | None = None,
     title: str | None = None,
+    notices: list[str] | None = None,
+    slices: Slices | None = None,
 ) -> Path:
     """Write the HTML report of ``report`` (optionally with a comparison and a trend) to ``path``.
 
-    When ``comparison`` is given, ``report`` should be ``comparison.current``."""
+    When ``comparison`` is given, ``report`` should be ``comparison.current``; ``notices`` (nights
+    that failed after this one, say) lead the page in a red box."""
     out = Path(path)
-    text = render_html(report, comparison=comparison, trend=trend, title=title)
+    text = render_html(report, comparison=comparison, trend=trend, title=title, notices=notices, slices=slices)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(out)

@@ -22,9 +22,9 @@ from assay.report.store import ResultStore, open_decompressed, open_store
 
 __all__ = ["RunInfo", "iter_dead_letters", "iter_rows", "read_run_info"]
 
-ROW_PATTERNS = ("part-*.jsonl", "part-*.jsonl.gz", "part-*.jsonl.zst")
+ROW_PATTERNS = ("part-*.jsonl", "part-*.jsonl.gz", "part-*.jsonl.zst", "part-*.parquet")
 DEAD_PATTERNS = ("_dead_letter/dead-*.jsonl", "_dead_letter/dead-*.jsonl.gz", "_dead_letter/dead-*.jsonl.zst")
-_DT = re.compile(r"(?:^|/)dt=([^/]+)/*$")
+_DT = re.compile(r"(?:^|/)(?:dt|ds)=([^/]+)/*$")
 
 
 @dataclass
@@ -39,7 +39,7 @@ class RunInfo:
 
     @property
     def partition(self) -> str | None:
-        """The ``dt=`` partition named by the location, if any."""
+        """The ``dt=`` (or Delta ``ds=``) partition named by the location, if any."""
         m = _DT.search(self.location.rstrip("/") + "/")
         return m.group(1) if m else None
 
@@ -96,6 +96,12 @@ def read_run_info(location: str | ResultStore) -> RunInfo:
 def _iter_json_lines(store: ResultStore, patterns: tuple[str, ...]) -> Iterator[tuple[str, int, Any]]:
     names = sorted({n for p in patterns for n in store.list(p)})
     for name in names:
+        if name.endswith(".parquet"):  # a Parquet part (extra assay[lake]): rows in the JSON shape
+            from assay.report.lake import iter_parquet_part
+
+            with store.open(name) as raw:
+                yield from ((name, i, row) for i, row in enumerate(iter_parquet_part(raw), 1))
+            continue
         with contextlib.ExitStack() as stack:
             raw = stack.enter_context(store.open(name))
             f = stack.enter_context(open_decompressed(raw, name))
@@ -109,7 +115,12 @@ def _iter_json_lines(store: ResultStore, patterns: tuple[str, ...]) -> Iterator[
 
 
 def iter_rows(store: ResultStore) -> Iterator[dict[str, Any]]:
-    """The result rows of a location, one at a time, part by part in name order."""
+    """The result rows of a location, one at a time, part by part in name order (JSON lines or
+    Parquet parts; a store with rows of its own, a Delta day, gives them itself)."""
+    own = getattr(store, "iter_rows", None)
+    if own is not None:
+        yield from own()
+        return
     for _, _, row in _iter_json_lines(store, ROW_PATTERNS):
         if isinstance(row, dict):
             yield row

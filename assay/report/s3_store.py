@@ -128,17 +128,25 @@ async def _serve(ready: Future[BlockingPortal]) -> None:
 
 
 class _Body(io.RawIOBase):
-    """A sync view of an async response body, read through the reader's portal."""
+    """A sync view of an async response body, read through the reader's portal.
+
+    Once the body said end of stream, further reads answer 0 without touching it: aiohttp logs a
+    warning with a stack trace ("Multiple access to StreamReader in eof state") when a body at
+    its end is read again, which buffered readers do (every ``read()``/``readline()`` at the end)."""
 
     def __init__(self, reader: S3Reader, body: Any, url: str) -> None:
         self.reader = reader
         self.body = body
         self.url = url
+        self.eof = False
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b: Any) -> int:
+        if self.eof or len(b) == 0:
+            return 0
+
         async def read(n: int) -> bytes:
             try:
                 return bytes(await self.body.read(n))
@@ -146,6 +154,9 @@ class _Body(io.RawIOBase):
                 raise ConnectorError(f"error reading {self.url}: {type(exc).__name__}: {exc}") from exc
 
         data = self.reader.call(read, len(b))
+        if not data:
+            self.eof = True
+            return 0
         memoryview(b).cast("B")[: len(data)] = data
         return len(data)
 

@@ -12,12 +12,14 @@ if TYPE_CHECKING:
     from assay.report.aggregate import WorstTrace
     from assay.report.build import RunReport
     from assay.report.compare import Comparison, Flip
+    from assay.report.slices import Slices
     from assay.report.trend import Trend
+    from assay.stats import PairedDelta
 
 SHOWN_FLIPS = 10
 """Flipped verdicts shown before the "more" fold."""
 
-__all__ = ["comparison", "dead_letters", "evaluators", "judges", "kpis", "trend", "worst"]
+__all__ = ["comparison", "dead_letters", "evaluators", "judges", "kpis", "paired", "trend", "worst"]
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -39,6 +41,12 @@ def _delta(x: float | None, digits: int = 3) -> str:
     return f'<span class="{cls}">{x:+.{digits}f}</span>'
 
 
+def _status_badge(status: str) -> str:
+    """A night's status: green when ok, amber for a whole output that failed a gate, red else."""
+    cls = "pass" if status == "ok" else "warn" if status in ("gate_failed", "dead_letters") else "fail"
+    return f'<span class="badge {cls}">{esc(status)}</span>'
+
+
 def _badge(verdict: str) -> str:
     return f'<span class="badge {esc(verdict)}">{esc(verdict)}</span>'
 
@@ -51,7 +59,72 @@ def _table(head: list[str], rows: list[list[str]], numeric: set[int] | frozenset
         + "</tr>"
         for r in rows
     )
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def slices(sl: Slices) -> str:
+    """Pass rate and mean of every result key per value of the slicing field."""
+    head = [esc(sl.by), "rows", *(esc(k) for k in sl.keys)]
+    rows = []
+    for value in sl.ordered():
+        group = sl.groups[value]
+        cells = []
+        for key in sl.keys:
+            agg = group.get(key)
+            cells.append("-" if agg is None else f"{_pct(agg.pass_rate)} <span class='muted'>({_num(agg.mean)})</span>")
+        rows.append([f"<b>{esc(value)}</b>", _int(sl.rows.get(value, 0)), *cells])
+    return "".join(
+        [
+            f'<section id="slices"><h2>By {esc(sl.by)}</h2>',
+            "<p class='note'>Pass rate (mean score) per value, read back from the source records.</p>",
+            _table(head, rows, set(range(1, len(head)))),
+            "</section>",
+        ]
+    )
+
+
+def notices(items: list[str]) -> str:
+    """Nights that failed after the one reported (or why no night is whole), first on the page."""
+    if not items:
+        return ""
+    lis = "".join(f"<li>{esc(n)}</li>" for n in items)
+    return f'<section class="alert" id="notices"><h2>Attention</h2><ul>{lis}</ul></section>'
+
+
+def gates(report: RunReport) -> str:
+    """The run's verdict and its gates: which failed, with threshold and value."""
+    s = report.summary
+    records = [g for g in s.get("gates") or [] if isinstance(g, dict)]
+    status = s.get("status")
+    messages = [m for m in s.get("messages") or [] if isinstance(m, str)]
+    if not records and not messages and status in (None, "ok"):
+        return ""
+    applied = s.get("gates_applied", True)
+    rows, failed_rows = [], 0
+    for g in sorted(records, key=lambda g: (bool(g.get("passed")), str(g.get("key")))):
+        ok = bool(g.get("passed"))
+        failed_rows += not ok
+        rows.append(
+            [
+                f"<b>{esc(g.get('key'))}</b>",
+                esc(g.get("check")),
+                esc(g.get("on", "point")),
+                _num(g.get("threshold")),
+                _num(g.get("actual")),
+                _badge("pass" if ok else "fail"),
+            ]
+        )
+    verdict = f"status <b>{esc(status)}</b> · exit {esc(s.get('exit_code'))}"
+    if not applied:
+        verdict += " · gates recorded by this shard, applied by <code>assay merge</code>"
+    head = f'<section id="gates" class="{"alert" if failed_rows or status not in (None, "ok") else ""}">'
+    parts = [head, f"<h2>Verdict and gates</h2><p>{verdict}</p>"]
+    if rows:
+        parts.append(_table(["result key", "check", "on", "threshold", "value", "result"], rows, {3, 4}))
+    if messages:
+        parts.append("<ul>" + "".join(f"<li>{esc(m)}</li>" for m in messages) + "</ul>")
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def kpis(report: RunReport) -> str:
@@ -69,6 +142,14 @@ def kpis(report: RunReport) -> str:
             ("judge requests", _int(totals.get("requests")), ""),
             ("429s", _int(totals.get("rate_limited_429")), "bad" if totals.get("rate_limited_429") else ""),
             ("judge cost", f"${float(totals.get('cost_usd') or 0):.4f}", ""),
+        ]
+    batch = totals.get("batch")
+    if isinstance(batch, dict):  # batch judges: the split of the judge cost
+        if not totals.get("requests"):
+            items.append(("judge cost", f"${float(totals.get('cost_usd') or 0):.4f}", ""))
+        items += [
+            ("of it batch", f"${float(batch.get('cost_usd') or 0):.4f}", ""),
+            ("batch lines", _int(batch.get("lines")), ""),
         ]
     if report.summary.get("wall_time_s") is not None:
         items.append(("wall time", f"{report.summary['wall_time_s']:,} s", ""))
@@ -132,6 +213,52 @@ def _flip_rows(flips: list[Flip]) -> list[list[str]]:
     ]
 
 
+def _ci(d: PairedDelta | None) -> str:
+    if d is None:
+        return '<span class="muted">-</span>'
+    if d.interval is None:
+        return _delta(d.delta)
+    return f"{_delta(d.delta)} <span class='muted'>[{d.interval[0]:+.3f}, {d.interval[1]:+.3f}]</span>"
+
+
+def _p(p: float | None) -> str:
+    return "-" if p is None else f"{p:.3g}"
+
+
+def paired(cmp: Comparison) -> str:
+    """Whether each delta is more than noise: paired intervals, McNemar and Wilcoxon p-values
+    (Holm-corrected), and the keys the two runs did not score the same way."""
+    if not cmp.paired:
+        return ""
+    rows = []
+    for k in cmp.paired:
+        if k.worse:
+            verdict = '<span class="neg">significantly worse</span>'
+        elif k.significant:
+            verdict = '<span class="pos">significantly better</span>'
+        else:
+            verdict = '<span class="muted">within noise</span>'
+        if k.changes:
+            verdict += f"<br><span class='neg'>not comparable: {esc('; '.join(k.changes))}</span>"
+        rows.append(
+            [
+                f"<b>{esc(k.key)}</b>",
+                _int(k.n),
+                _ci(k.pass_rate_delta),
+                _p(k.p_value_holm),
+                _ci(k.mean_delta),
+                _p(k.mean_p_value_holm),
+                verdict,
+            ]
+        )
+    head = ["result key", "pairs", "Δ pass [CI]", "McNemar p (Holm)", "Δ mean [CI]", "Wilcoxon p (Holm)", ""]
+    note = (
+        f"<p class='note'>paired on trace id; {cmp.level:.0%} intervals; significant at α = {cmp.alpha:g} "
+        "after Holm's correction over every test of the comparison (docs/statistics.md)</p>"
+    )
+    return f"<h3>More than noise?</h3>{note}{_table(head, rows, {1, 2, 3, 4, 5})}"
+
+
 def comparison(page: Page, cmp: Comparison) -> str:
     """Deltas per key (regressions first) and the flipped verdicts."""
     rows = []
@@ -174,6 +301,7 @@ def comparison(page: Page, cmp: Comparison) -> str:
         '<section id="compare"><h2>Compared with the previous run</h2>',
         intro,
         _table(head, rows, set(range(1, 9))),
+        paired(cmp),
         f"<h3>Pass rate before and now</h3>{page.chart(charts.compare_chart(cmp))}",
     ]
     for title, flips in (
@@ -192,17 +320,31 @@ def comparison(page: Page, cmp: Comparison) -> str:
 
 
 def trend(page: Page, tr: Trend) -> str:
-    """Pass rate and mean of each key over the runs, and the runs' volume."""
-    head = ["result key", *(esc(label) for label in tr.labels[-12:])]
+    """Pass rate and mean of each key over the runs (failed nights shaded, never drawn as zeros),
+    the runs' volume and cost, and a table of the last 12 nights with their status."""
+    from assay.report.trend import short_labels
+
     offset = max(0, len(tr.points) - 12)
-    rows = [[f"<b>{esc(k)}</b>", *(_pct(v) for v in tr.series(k, "pass_rate")[offset:])] for k in tr.keys]
+    labels = short_labels(tr.labels)[offset:]
+    head = ["", *(esc(label) for label in labels)]
+    statuses = tr.statuses[offset:]
+    rows = [["status", *(_status_badge(st) for st in statuses)]]
+    rows += [[f"<b>{esc(k)}</b>", *(_pct(v) for v in tr.series(k, "pass_rate")[offset:])] for k in tr.keys]
+    bad = [f"{p.label} ({p.status})" for p in tr.points if p.status != "ok"]
+    note = (
+        f"<p class='note'>Shaded: nights that did not end ok ({esc(', '.join(bad))}); a night without a "
+        "whole output has no scores (a gap, not a zero).</p>"
+        if bad
+        else ""
+    )
     return "".join(
         [
             f'<section id="trend"><h2>Trend over {len(tr.points)} runs</h2>',
+            note,
             page.chart(charts.trend_chart(tr, "pass_rate", "pass rate per evaluator")),
             page.chart(charts.trend_chart(tr, "mean", "mean score per evaluator")),
             page.chart(charts.trend_counts_chart(tr)),
-            "<h3>Pass rate (last 12 runs)</h3>",
+            f"<h3>Pass rate (last {len(labels)} runs)</h3>",
             _table(head, rows, set(range(1, len(head)))),
             "</section>",
         ]

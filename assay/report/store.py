@@ -142,9 +142,22 @@ def open_store(location: str) -> ResultStore:
     scheme, sep, _ = location.partition("://")
     if sep:
         return _scheme(scheme).factory(location)
+    lake = _lake_store(location)
+    if lake is not None:
+        return lake
     if not os.path.isdir(location):
         raise ConfigError(f"report: {location!r} is not a results directory")
     return LocalStore(location)
+
+
+def _lake_store(location: str) -> ResultStore | None:
+    """A Parquet output file or one day of a Delta table (:mod:`assay.report.lake`), else None."""
+    if not (location.endswith(".parquet") or "ds=" in location):
+        return None
+    from assay.report.lake import open_lake_store
+
+    store: ResultStore | None = open_lake_store(location)
+    return store
 
 
 def _scheme(scheme: str) -> _Scheme:
@@ -170,6 +183,10 @@ def expand_locations(locations: list[str]) -> list[str]:
         if sep:
             expand = _scheme(scheme).expand
             out.extend(expand(loc) if expand is not None else [loc])
+        elif os.path.isdir(os.path.join(loc, "_delta_log")):  # a Delta table: one run per day
+            from assay.report.lake import expand_lake
+
+            out.extend(expand_lake(loc) or [loc])
         elif glob.has_magic(loc):
             found = sorted(p for p in glob.glob(loc) if os.path.isdir(p))
             if not found:

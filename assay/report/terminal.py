@@ -2,28 +2,57 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from assay.pipeline.summary import fmt_num
 
 if TYPE_CHECKING:
     from assay.report.build import RunReport
     from assay.report.compare import Comparison
+    from assay.report.slices import Slices
     from assay.report.trend import Trend
 
 console = Console(highlight=False, soft_wrap=True)
 if not console.is_terminal:
     console.width = max(console.width, 150)
 
+# What a terminal would act on: C0 controls but newline and tab (ESC starts the sequences that
+# retitle the window or clear the screen; CR and BS overwrite what was printed), DEL, C1
+# controls, and the bidirectional overrides that reorder what is shown.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: Any) -> str:
+    """Text from traces or results, safe to print: every character a terminal would act on is
+    written as an escape (``\\x1b``, ``\\u202e``); newlines and tabs are kept.
+
+    >>> safe("ok\\x1b]0;title\\x07 \\x1b[2J")
+    'ok\\\\x1b]0;title\\\\x07 \\\\x1b[2J'
+    """
+    return _UNSAFE.sub(_escape, text if isinstance(text, str) else str(text))
+
+
+def plain(text: Any) -> Text:
+    """A table cell or line of untrusted text: :func:`safe`, and never read as rich markup (a
+    trace id such as ``[/bold]`` is shown as it is)."""
+    return Text(safe(text))
+
 
 def print_summary(summary: dict[str, Any]) -> None:
     c = summary.get("counts", {})
     console.print(
         f"[bold]assay run {summary.get('run_id')}[/bold]  status={summary.get('status')}  "
-        f"wall={summary.get('wall_time_s')}s  rate={summary.get('records_per_s')} rec/s"
+        f"wall={summary.get('wall_time_s')}s  {summary.get('records_per_s')} rec/s"
     )
     console.print(
         f"read {c.get('read', 0):,}  scored {c.get('scored', 0):,}  dead letters {c.get('dead_letters', 0):,}  "
@@ -33,16 +62,20 @@ def print_summary(summary: dict[str, Any]) -> None:
     table = Table(show_lines=False)
     keys = summary.get("evaluators", {})
     judged = any(ks.get("input_tokens") or ks.get("judge_calls") for ks in keys.values())
-    cols = ["result key", "scored", "errors", "mean", "pass rate", "threshold"]
+    levels = {ks.get("ci_level") for ks in keys.values() if ks.get("pass_rate_ci")}
+    ci_col = f"{levels.pop():.0%} CI" if len(levels) == 1 else ("CI" if levels else None)
+    cols = ["result key", "scored", "errors", "mean", "pass rate", *([ci_col] if ci_col else []), "threshold"]
     for col in [*cols, "tokens", "cost $"] if judged else cols:
         table.add_column(col, justify="left" if col == "result key" else "right", no_wrap=col == "result key")
     for key, ks in keys.items():
+        ci = ks.get("pass_rate_ci")
         row = [
             key,
             f"{ks['scored']:,}",
             f"{ks['errors']:,}",
             fmt_num(ks.get("mean")),
             fmt_num(ks.get("pass_rate")),
+            *([f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "-"] if ci_col else []),
             fmt_num(ks.get("threshold"), 2),
         ]
         if judged:
@@ -50,6 +83,12 @@ def print_summary(summary: dict[str, Any]) -> None:
             row += [f"{tokens:,}" if tokens else "-", fmt_num(ks.get("cost_usd"), 4) if ks.get("cost_usd") else "-"]
         table.add_row(*row)
     console.print(table)
+    kappas = [f"{k} {fmt_num(ks.get('kappa'))}" for k, ks in keys.items() if "calibration" in ks]
+    if kappas:
+        console.print(safe("judge vs human labels (Cohen's kappa): " + ", ".join(kappas)), markup=False)
+    swaps = [f"{k} {fmt_num(ks['position_consistency'])}" for k, ks in keys.items() if "position_consistency" in ks]
+    if swaps:
+        console.print(safe("position consistency (swap): " + ", ".join(swaps)), markup=False)
     totals = summary.get("totals") or {}
     if totals.get("requests"):
         console.print(
@@ -57,28 +96,44 @@ def print_summary(summary: dict[str, Any]) -> None:
             f"{totals['retries']:,} retries, {totals['errors']:,} errors, "
             f"{totals['input_tokens'] + totals['output_tokens']:,} tokens, ${totals['cost_usd']:.4f}"
         )
+    split = cost_split(totals)
+    if split:
+        console.print(split)
     outputs = summary.get("outputs", {})
     console.print(f"results: {outputs.get('results')}  dead letters: {outputs.get('dead_letter')}")
 
 
 def print_dry_run(report: dict[str, Any]) -> None:
     table = Table(title="dry run: estimated judge usage (nothing was spent)")
-    for col in ("evaluator", "judge", "calls", "input tokens", "output tokens", "cost $"):
+    rows = report.get("evaluators", [])
+    batch = any(row.get("mode") == "batch" for row in rows)
+    cols = ["evaluator", "judge", "calls", "input tokens", "output tokens", "cost $"]
+    for col in [*cols, "real-time $", "batches"] if batch else cols:
         table.add_column(col, justify="left" if col in ("evaluator", "judge") else "right")
-    for row in report.get("evaluators", []):
-        table.add_row(
+    for row in rows:
+        cells = [
             row["evaluator"],
             row.get("judge") or "-",
             f"{row['calls']:,}",
             f"{row['input_tokens']:,}",
             f"{row['output_tokens']:,}",
             f"{row['cost_usd']:.4f}",
-        )
+        ]
+        if batch:
+            cells += [f"{row.get('realtime_cost_usd', row['cost_usd']):.4f}", f"{row.get('batches', '-')}"]
+        table.add_row(*cells)
     console.print(table)
-    console.print(
+    line = (
         f"records: {report.get('records', 0):,} (dead letters: {report.get('dead_letters', 0):,})  "
         f"total calls {report.get('calls', 0):,}  estimated cost ${report.get('cost_usd', 0.0):.4f}"
     )
+    for note in report.get("notes") or []:
+        console.print(f"why: {safe(note)}", markup=False)
+    if batch:
+        line += (
+            f" (batch price; real time ${report.get('realtime_cost_usd', 0.0):.4f}) in {report['batches']:,} batches"
+        )
+    console.print(line)
 
 
 def _delta(x: float | None, digits: int = 3) -> str:
@@ -96,13 +151,29 @@ def _evaluator_table(report: RunReport) -> Table:
     for col in [*cols, "tokens", "cost $"] if judged else cols:
         table.add_column(col, justify="left" if col == "result key" else "right", no_wrap=col == "result key")
     for k in keys:
-        row = [k.key, f"{k.count:,}", f"{k.scored:,}", f"[red]{k.errors:,}[/red]" if k.errors else "0"]
+        row: list[str | Text] = [plain(k.key), f"{k.count:,}", f"{k.scored:,}"]
+        row.append(f"[red]{k.errors:,}[/red]" if k.errors else "0")
         row += [f"{k.unscored:,}", fmt_num(k.mean), fmt_num(k.pass_rate), fmt_num(k.threshold, 2)]
         if judged:
             tokens = k.input_tokens + k.output_tokens
             row += [f"{tokens:,}" if tokens else "-", f"{k.cost_usd:.4f}" if k.cost_usd else "-"]
         table.add_row(*row)
     return table
+
+
+def cost_split(totals: dict[str, Any]) -> str | None:
+    """Batch judges: the judge cost split into batch lines and real-time calls (None without)."""
+    batch = totals.get("batch")
+    if not isinstance(batch, dict):
+        return None
+    rt = totals.get("realtime") or {}
+    batch_tokens = int(batch.get("input_tokens", 0)) + int(batch.get("output_tokens", 0))
+    rt_tokens = int(rt.get("input_tokens", 0)) + int(rt.get("output_tokens", 0))
+    return (
+        f"judge cost ${float(totals.get('cost_usd', 0)):.4f}: batch ${float(batch.get('cost_usd', 0)):.4f}"
+        f" ({int(batch.get('lines', 0)):,} lines, {batch_tokens:,} tokens),"
+        f" real time ${float(rt.get('cost_usd', 0)):.4f} ({rt_tokens:,} tokens)"
+    )
 
 
 def judge_rows(report: RunReport) -> list[dict[str, Any]]:
@@ -171,7 +242,7 @@ def _dead_letter_table(report: RunReport) -> Table | None:
     for col in ("stage", "error type", "count", "first example"):
         table.add_column(col, justify="right" if col == "count" else "left", overflow="fold")
     for g in groups:
-        table.add_row(g.stage, g.error_type, f"{g.count:,}", f"{g.where}  {g.example}".strip())
+        table.add_row(plain(g.stage), plain(g.error_type), f"{g.count:,}", plain(f"{g.where}  {g.example}".strip()))
     return table
 
 
@@ -187,7 +258,53 @@ def _worst_table(report: RunReport, limit: int = 5) -> Table | None:
         bad = [k for k, r in t.results.items() if r["verdict"] in ("fail", "error")]
         first = t.results[bad[0]] if bad else None
         text = ", ".join(bad) + (f" — {bad[0]}: {first['error'] or first['comment']}" if first else "")
-        table.add_row(t.trace_id, str(t.failed), fmt_num(t.mean, 2), text[:200])
+        table.add_row(plain(t.trace_id), str(t.failed), fmt_num(t.mean, 2), plain(text[:200]))
+    return table
+
+
+def print_slices(slices: Slices, metric: str = "pass_rate") -> None:
+    """Every result key's pass rate and mean per value of the slicing field."""
+    table = Table(title=f"by {slices.by}: pass rate (mean)", title_justify="left")
+    table.add_column(slices.by, no_wrap=True, overflow="ellipsis", max_width=40)
+    table.add_column("rows", justify="right")
+    for key in slices.keys:
+        table.add_column(key, justify="right")
+    for value in slices.ordered():
+        group = slices.groups[value]
+        cells = []
+        for key in slices.keys:
+            agg = group.get(key)
+            cells.append("-" if agg is None else f"{fmt_num(agg.pass_rate)} ({fmt_num(agg.mean)})")
+        table.add_row(plain(value), f"{slices.rows.get(value, 0):,}", *cells)
+    console.print(table)
+
+
+def print_notices(notices: list[str]) -> None:
+    """What the reader must see first: nights that failed after the one reported."""
+    for notice in notices:
+        console.print(Text("! " + safe(notice), style="bold red"))
+
+
+def gates_table(summary: dict[str, Any]) -> Table | None:
+    """The gates the run applied (or, for one shard, recorded): key, check, threshold, value."""
+    gates = [g for g in summary.get("gates") or [] if isinstance(g, dict)]
+    if not gates:
+        return None
+    applied = summary.get("gates_applied", True)
+    title = "gates" if applied else "gates (recorded by this shard; applied at merge)"
+    table = Table(title=title, title_justify="left")
+    for col in ("result key", "check", "on", "threshold", "value", "result"):
+        table.add_column(col, justify="right" if col in ("threshold", "value") else "left")
+    for g in sorted(gates, key=lambda g: (bool(g.get("passed")), str(g.get("key")))):
+        passed = bool(g.get("passed"))
+        table.add_row(
+            plain(g.get("key")),
+            plain(g.get("check")),
+            plain(g.get("on", "point")),
+            fmt_num(g.get("threshold")),
+            fmt_num(g.get("actual")),
+            Text("passed", style="green") if passed else Text("FAILED", style="bold red"),
+        )
     return table
 
 
@@ -205,11 +322,21 @@ def print_run_report(report: RunReport) -> None:
         f"read {c.get('read', 0):,}  scored {c.get('scored', 0):,}  dead letters {c.get('dead_letters', 0):,}  "
         f"rows {report.rows:,}  warnings {report.rows_with_warnings:,}"
     )
-    for table in (_evaluator_table(report), _judges_table(report), _dead_letter_table(report), _worst_table(report)):
+    tables = (
+        gates_table(s),
+        _evaluator_table(report),
+        _judges_table(report),
+        _dead_letter_table(report),
+        _worst_table(report),
+    )
+    for table in tables:
         if table is not None:
             console.print(table)
+    split = cost_split(s.get("totals") or {})
+    if split:
+        console.print(split)
     for message in s.get("messages") or []:
-        console.print(f"message: {message}", markup=False)
+        console.print(f"message: {safe(message)}", markup=False)
 
 
 def print_comparison(cmp: Comparison, flips: int = 15) -> None:
@@ -239,6 +366,17 @@ def print_comparison(cmp: Comparison, flips: int = 15) -> None:
             f"{d.improved:,}",
         )
     console.print(table)
+    if cmp.paired:
+        worse = ", ".join(k.key for k in cmp.significant_regressions) or "none"
+        changed = ", ".join(k.key for k in cmp.not_comparable)
+        console.print(
+            safe(
+                f"significantly worse (paired, Holm, alpha {cmp.alpha:g}): {worse}"
+                + (f"; not comparable (evaluator changed): {changed}" if changed else "")
+                + " — details: assay compare"
+            ),
+            markup=False,
+        )
     if cmp.flips:
         shown = cmp.flips[:flips]
         flip_table = Table(title=f"flipped verdicts (first {len(shown)})", title_justify="left")
@@ -247,19 +385,34 @@ def print_comparison(cmp: Comparison, flips: int = 15) -> None:
         for f in shown:
             arrow = f"{f.before} → {f.after}"
             flip_table.add_row(
-                f.trace_id, f.key, f"[red]{arrow}[/red]" if f.regression else arrow, f.comment_after[:160]
+                plain(f.trace_id),
+                plain(f.key),
+                f"[red]{arrow}[/red]" if f.regression else arrow,
+                plain(f.comment_after[:160]),
             )
         console.print(flip_table)
 
 
-def print_trend(trend: Trend, metric: str = "pass_rate", last: int = 10) -> None:
-    """``metric`` of every result key over the last ``last`` runs, plus reads, dead letters and cost."""
-    points = trend.points[-last:]
-    table = Table(title=f"trend: {metric.replace('_', ' ')} over {len(points)} runs", title_justify="left")
-    table.add_column("result key", no_wrap=True)
-    for p in points:
-        table.add_column(p.label, justify="right")
+def print_trend(trend: Trend, metric: str = "pass_rate", last: int | None = None) -> None:
+    """``metric`` of every result key over the last runs that fit the terminal (``last``: at most
+    that many), each night's status, reads, dead letters and cost. A night that did not produce a
+    whole output shows its status and no scores."""
+    from assay.report.trend import short_labels
+
+    fit = max(3, (console.width - 30) // 10)
+    count = min(fit, last) if last else fit
+    points = trend.points[-count:]
     offset = len(trend.points) - len(points)
+    labels = short_labels([p.label for p in points])
+    shown = f"the last {len(points)} of {len(trend.points)}" if len(points) < len(trend.points) else str(len(points))
+    title = f"trend: {metric.replace('_', ' ')} over {shown} runs"
+    table = Table(title=title, title_justify="left")
+    table.add_column("result key", no_wrap=True)
+    for label in labels:
+        table.add_column(label, justify="right", no_wrap=True)
+    statuses = [Text(st, style="green" if st == "ok" else "bold red") for st in trend.statuses[offset:]]
+    table.add_row("status", *statuses)
+    table.add_section()
     for key in trend.keys:
         table.add_row(key, *(fmt_num(v) for v in trend.series(key, metric)[offset:]))
     table.add_section()

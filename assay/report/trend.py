@@ -20,7 +20,7 @@ from assay.report.build import build_run_report
 from assay.report.load import RunInfo, read_run_info
 from assay.report.store import ResultStore
 
-__all__ = ["Trend", "TrendPoint", "build_trend"]
+__all__ = ["Trend", "TrendPoint", "build_trend", "night_status", "short_labels"]
 
 
 @dataclass
@@ -41,6 +41,38 @@ class TrendPoint:
         """Judge totals from the summary (requests, 429s, tokens, cost)."""
         return dict(self.info.summary.get("totals") or {})
 
+    @property
+    def status(self) -> str:
+        """The run's status: its summary's (``ok``, ``gate_failed``, ``failed`` …), ``incomplete``
+        for an output without ``_SUCCESS`` whose summary says nothing else."""
+        return night_status(self.info)
+
+    @property
+    def whole(self) -> bool:
+        """Whether the night's numbers stand: its output holds every row (``_SUCCESS``), or it has
+        no summary at all to say otherwise (an output of another tool: its rows are its numbers)."""
+        return self.info.complete or not self.info.summary
+
+
+def night_status(info: RunInfo) -> str:
+    """A results location's status for a person: the summary's, else whether it is complete."""
+    if not info.summary:
+        return "ok" if info.complete else "no summary"
+    status = info.summary.get("status")
+    if isinstance(status, str) and status:
+        return status if info.complete or status not in ("ok", "gate_failed", "dead_letters") else "incomplete"
+    return "ok" if info.complete else "incomplete"
+
+
+def short_labels(labels: Sequence[str]) -> list[str]:
+    """Labels as short as they can be and stay distinct: ``2026-11-21`` → ``11-21`` when every
+    label is a date of one year."""
+    import re
+
+    if labels and all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", x) for x in labels) and len({x[:4] for x in labels}) == 1:
+        return [x[5:] for x in labels]
+    return list(labels)
+
 
 @dataclass
 class Trend:
@@ -58,11 +90,17 @@ class Trend:
         """The runs' labels, in order."""
         return [p.label for p in self.points]
 
+    @property
+    def statuses(self) -> list[str]:
+        """Each run's status (see :func:`night_status`)."""
+        return [p.status for p in self.points]
+
     def series(self, key: str, metric: str) -> list[float | None]:
-        """``metric`` (``mean``, ``pass_rate``, ``error_rate``) of ``key`` per run (None where absent)."""
+        """``metric`` (``mean``, ``pass_rate``, ``error_rate``) of ``key`` per run (None where absent
+        or where the night's output is not whole: a failed night is a gap, never a zero)."""
         out: list[float | None] = []
         for p in self.points:
-            agg = p.keys.get(key)
+            agg = p.keys.get(key) if p.whole else None
             out.append(None if agg is None else getattr(agg, metric))
         return out
 

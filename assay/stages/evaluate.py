@@ -7,6 +7,9 @@ all its traces have, and a slow trace holds up only its own batch: the engine ke
 :meth:`EvaluateStage.wanted_batches_in_flight` batches in flight so the judges' in-flight caps
 stay busy while memory stays bounded (at most that many batches of traces).
 
+An evaluator with a ``sample:`` spec (:mod:`assay.sampling`) scores only the traces of its sample:
+the others get no result for its key, and each sampled result carries ``metadata.sample_weight``.
+
 Failures that say the run cannot go on propagate instead of becoming error results: a
 :class:`~assay.exceptions.ConfigError` (an unknown judge, a rejected key:
 :class:`~assay.exceptions.JudgeAuthError`) and a :class:`~assay.exceptions.ConnectorError` (a judge
@@ -16,15 +19,19 @@ that cannot be reached: :class:`~assay.exceptions.JudgeUnavailableError`) fail t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from assay.evaluators.base import BaseEvaluator
 from assay.exceptions import BudgetExceeded, ConfigError, ConnectorError
+from assay.judges.base import judge_capacity
 from assay.records import Result
 from assay.traces.model import Trace
+
+if TYPE_CHECKING:
+    from assay.sampling import Sampler
 
 #: In-flight calls assumed for an async evaluator that is not a judge (code checkers, custom ones).
 OTHER_ASYNC_IN_FLIGHT = 16
@@ -38,8 +45,13 @@ MAX_BATCHES_IN_FLIGHT = 64
 class EvaluateStage:
     """Runs a fixed set of evaluators; one instance is shared by every worker of a run."""
 
-    def __init__(self, evaluators: Sequence[BaseEvaluator[Any]]) -> None:
+    def __init__(self, evaluators: Sequence[BaseEvaluator[Any]], samplers: Mapping[str, Sampler] | None = None) -> None:
         self.evaluators = list(evaluators)
+        if samplers is None:
+            samplers = {ev.key: ev.sampler for ev in self.evaluators if ev.sampler is not None}
+        self.samplers = dict(samplers)
+        """Result key of an evaluator → its sampler (default: the evaluators' own ``sampler``)."""
+        self._counting: anyio.Lock | None = None
         self.batched = [e for e in evaluators if not e.is_async and hasattr(e, "score_traces")]
         self.inline = [e for e in evaluators if not e.is_async and e not in self.batched]
         self.async_ = [e for e in evaluators if e.is_async]
@@ -47,6 +59,11 @@ class EvaluateStage:
     @property
     def has_async(self) -> bool:
         return bool(self.async_)
+
+    @property
+    def reads_text(self) -> bool:
+        """Whether any evaluator reads message text (see ``BaseEvaluator.reads_text``)."""
+        return any(e.reads_text for e in self.evaluators)
 
     @property
     def reads_scenario(self) -> bool:
@@ -62,9 +79,9 @@ class EvaluateStage:
         """How many batches the engine should process at once so the judges stay busy.
 
         1 without async evaluators. Otherwise enough batches to hold TRACES_PER_SLOT × the sum of
-        the in-flight ceilings of the judges in use (plus one batch being filled), at least 2 and
-        at most MAX_BATCHES_IN_FLIGHT. Resolves the judges, so an unknown judge name raises
-        ConfigError here at the latest.
+        the capacities of the judges in use (:func:`~assay.judges.base.judge_capacity`), plus one
+        batch being filled; at least 2 and at most MAX_BATCHES_IN_FLIGHT. Resolves the judges, so
+        an unknown judge name raises ConfigError here at the latest.
 
         >>> EvaluateStage([]).wanted_batches_in_flight(256)
         1
@@ -82,37 +99,63 @@ class EvaluateStage:
             if id(judge) in seen:
                 continue
             seen.add(id(judge))
-            limits = getattr(judge, "limits", None)
-            cap = getattr(limits, "cap", None)
-            slots += int(getattr(cap, "ceiling", OTHER_ASYNC_IN_FLIGHT))
+            slots += judge_capacity(judge)
         wanted = math.ceil(TRACES_PER_SLOT * slots / max(batch_size, 1)) + 1
         return max(2, min(wanted, MAX_BATCHES_IN_FLIGHT))
 
-    def score_one(self, trace: Trace) -> dict[str, Result]:
-        """Run the inline evaluators on one trace."""
+    async def _count_late(self) -> None:
+        """The counting pass of strata minimums, once, when no one ran it before the source opened."""
+        from assay.sampling import prepare_late
+
+        if self._counting is None:
+            self._counting = anyio.Lock()
+        async with self._counting:  # concurrent workers wait for the one pass
+            await prepare_late(self.samplers.values())
+
+    def sample_weights(self, trace: Trace) -> dict[str, float | None]:
+        """Per sampled evaluator key: the trace's weight, or None when it is not in the sample."""
+        return {key: sampler.weight(trace) for key, sampler in self.samplers.items()}
+
+    def score_one(self, trace: Trace, weights: Mapping[str, float | None] | None = None) -> dict[str, Result]:
+        """Run the inline evaluators on one trace (those whose sample it is in)."""
+        if weights is None:
+            weights = self.sample_weights(trace) if self.samplers else {}
         results: dict[str, Result] = {}
         for ev in self.inline:
+            weight = weights.get(ev.key, 1.0)
+            if weight is None:
+                continue
             try:
-                for r in ev.score_trace(trace):
-                    results[r.key] = r
+                rs = ev.score_trace(trace)
             except Exception as exc:  # an evaluator bug must not stop the run: it's an error result
-                results[ev.key] = Result.from_error(ev.key, exc)
+                rs = [Result.from_error(ev.key, exc)]
+            for r in rs:
+                results[r.key] = _weighted(r, weight, ev.key in weights)
         return results
 
     async def process(self, traces: Sequence[Trace]) -> tuple[list[dict[str, Result]], list[bool]]:
         """Results per trace, and per trace whether it completed (False: abandoned for the budget)."""
-        results = [self.score_one(trace) for trace in traces]
+        if self.samplers and not all(s.ready for s in self.samplers.values()):
+            await self._count_late()
+        weights = [self.sample_weights(trace) for trace in traces] if self.samplers else [{} for _ in traces]
+        results = [self.score_one(trace, w) for trace, w in zip(traces, weights, strict=True)]
         for ev in self.batched:  # one call per batch (e.g. one encode), off the event loop when it can be
+            chosen = [i for i, w in enumerate(weights) if w.get(ev.key, 1.0) is not None]
+            if not chosen:
+                continue
+            subset = [traces[i] for i in chosen]
             try:
                 if hasattr(ev, "ascore_traces"):
-                    per_trace = await ev.ascore_traces(list(traces))
+                    per_trace = await ev.ascore_traces(subset)
                 else:
-                    per_trace = ev.score_traces(list(traces))
+                    per_trace = ev.score_traces(subset)
+            except (ConfigError, ConnectorError):
+                raise  # a wrong key or a dead endpoint (a hosted embedding model): the run stops
             except Exception as exc:
-                per_trace = [[Result.from_error(ev.key, exc)] for _ in traces]
-            for res, rs in zip(results, per_trace, strict=True):
+                per_trace = [[Result.from_error(ev.key, exc)] for _ in subset]
+            for i, rs in zip(chosen, per_trace, strict=True):
                 for r in rs:
-                    res[r.key] = r
+                    results[i][r.key] = _weighted(r, weights[i].get(ev.key), ev.key in weights[i])
         done = [True] * len(traces)
         if not self.async_ or not traces:
             return results, done
@@ -121,9 +164,13 @@ class EvaluateStage:
         async def one(i: int, trace: Trace) -> None:
             nonlocal budget_hit
             for ev in self.async_:
+                sampled = ev.key in weights[i]
+                weight = weights[i].get(ev.key, 1.0)
+                if weight is None:
+                    continue
                 try:
                     for r in await ev.ascore_trace(trace):
-                        results[i][r.key] = r
+                        results[i][r.key] = _weighted(r, weight, sampled)
                 except BudgetExceeded:
                     budget_hit = True
                     done[i] = False
@@ -131,7 +178,7 @@ class EvaluateStage:
                 except (ConfigError, ConnectorError):
                     raise  # a bad key, an unknown judge, an unreachable endpoint: the run stops
                 except Exception as exc:
-                    results[i][ev.key] = Result.from_error(ev.key, exc)
+                    results[i][ev.key] = _weighted(Result.from_error(ev.key, exc), weight, sampled)
 
         async with anyio.create_task_group() as tg:
             for i, trace in enumerate(traces):
@@ -139,6 +186,13 @@ class EvaluateStage:
         if budget_hit:
             raise _PartialBatch(results, done)
         return results, done
+
+
+def _weighted(result: Result, weight: float | None, sampled: bool) -> Result:
+    """``result`` with its sampling weight in ``metadata.sample_weight`` (sampled evaluators only)."""
+    if sampled and weight is not None:
+        result.metadata["sample_weight"] = weight
+    return result
 
 
 class _PartialBatch(Exception):

@@ -38,17 +38,20 @@ def parse_envelope(env: Envelope, options: NormalizeOptions) -> Trace | Failure:
 
     A UTF-8 byte-order mark before the record is ignored; invalid UTF-8 or JSON is a ``parse``
     Failure naming the position and the reason."""
-    try:
-        record = _loads(env.payload)
-    except orjson.JSONDecodeError as exc:
-        record, reason = _decode_error(env.payload, exc)
-        if reason is not None:
-            kind = "UnicodeDecodeError" if reason.startswith("invalid UTF-8") else "JSONDecodeError"
-            return Failure(env.payload, env.position, "parse", kind, f"{env.position}: {reason}")
+    if env.record is not None:  # decoded by the source (Parquet rows)
+        record = env.record.as_dict() if hasattr(env.record, "as_dict") else env.record
+    else:
+        try:
+            record = _loads(env.payload)
+        except orjson.JSONDecodeError as exc:
+            record, reason = _decode_error(env.payload, exc)
+            if reason is not None:
+                kind = "UnicodeDecodeError" if reason.startswith("invalid UTF-8") else "JSONDecodeError"
+                return Failure(env.payload, env.position, "parse", kind, f"{env.position}: {reason}")
     try:
         trace = normalize_record(record, options)
     except NormalizationError as exc:
-        return Failure(env.payload, env.position, "normalize", "NormalizationError", f"{env.position}: {exc}")
+        return Failure(env.raw(), env.position, "normalize", "NormalizationError", f"{env.position}: {exc}")
     except (
         TypeError,
         ValueError,
@@ -57,7 +60,7 @@ def parse_envelope(env: Envelope, options: NormalizeOptions) -> Trace | Failure:
         IndexError,
     ) as exc:  # a shape no normalizer foresaw
         return Failure(
-            env.payload,
+            env.raw(),
             env.position,
             "normalize",
             type(exc).__name__,
@@ -86,6 +89,14 @@ class RecordParser:
         self.misses = 0
 
     def __call__(self, env: Envelope) -> Trace | Failure:
+        if env.record is not None:
+            if self.fast and hasattr(env.record, "trace"):
+                trace: Trace | None = env.record.trace()  # a source's own fast path (Parquet columns)
+                if trace is not None:
+                    if trace.id is None:
+                        trace.id = str(env.position)
+                    return trace
+            return parse_envelope(env, self.options)
         if self.fast:
             trace = decode_openai_record(env.payload)
             if trace is not None:
@@ -137,5 +148,5 @@ def warning_failure(env: Envelope, trace: Trace, warnings: list[str]) -> Failure
     kind = "InvalidToolArguments" if only_args else "TraceWarning"
     note = " (record scored with the raw arguments)" if only_args else " (record scored as read)"
     return Failure(
-        env.payload, env.position, "normalize", kind, f"{env.position}: {'; '.join(warnings)}{note}", "warning"
+        env.raw(), env.position, "normalize", kind, f"{env.position}: {'; '.join(warnings)}{note}", "warning"
     )

@@ -25,41 +25,55 @@ source's resume state (a ledger of lines, committed offsets) stays exact.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import itertools
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Source
 from assay.records import Envelope, Position
 from assay.traces.claude_code import group_session_rows
+from assay.traces.exports import DEFAULT_SPILL_BYTES, RowGroups, export_row_kind, row_trace_id
 from assay.traces.span_groups import SpanGrouper, is_span_row
 
 _Key = tuple[str, int | None, int | None, int | None]
+
+#: Grouped export traces given out per batch.
+DRAIN_CHUNK = 256
 
 
 def _key(p: Position) -> _Key:
     return (p.source, p.line, p.partition, p.offset)
 
 
-class GroupSessions(Source):
-    """Group the rows of ``inner`` into sessions (see the module docs).
+class GroupingSource(Source):
+    """A Source wrapper that yields records made of several rows of ``inner``: it delegates
+    everything to ``inner``, and acknowledges a grouped record by acknowledging its rows.
 
-    ``shard=(i, n)`` keeps the sessions whose running index is ``i`` modulo ``n`` (give the inner
-    source no shard: a session must not be split between workers). A row that is not JSON is a
-    read error at its position.
-    """
+    Rows of LangSmith / Langfuse exports (:func:`assay.traces.exports.export_row_kind`) are grouped
+    by trace id within one input (:meth:`_add_export`, :meth:`_flush_exports`); a trace split
+    across inputs becomes one record per input.
 
-    def __init__(self, inner: Source, *, shard: tuple[int, int] | None = None) -> None:
+    ``shard=(i, n)`` keeps the grouped records whose running index is ``i`` modulo ``n``."""
+
+    def __init__(
+        self, inner: Source, *, shard: tuple[int, int] | None = None, spill_bytes: int = DEFAULT_SPILL_BYTES
+    ) -> None:
         super().__init__()
         self.inner = inner
         self.shard = shard
         self.size_unit = inner.size_unit
-        self._pending: list[tuple[Any, Position]] = []  # rows of the session not known complete
         self._members: dict[_Key, list[Position]] = {}  # grouped record → its rows, until acked
         self._index = 0
-        self._spans: SpanGrouper[Position] = SpanGrouper()  # span-per-record exports, by trace id
-        self._span_source: str | None = None
+        self._exports: RowGroups[Position] = RowGroups(spill_bytes=spill_bytes)
+        self._export_source: str | None = None
+        self._drains: deque[Iterator[Envelope]] = deque()  # inputs whose traces are being given out
+        #: Per input: how its rows were read (for ``assay normalize``).
+        self.readings: dict[str, str] = {}
 
     async def open(self) -> None:
         await self.inner.open()
@@ -68,7 +82,7 @@ class GroupSessions(Source):
         await self.inner.aclose()
 
     def describe(self) -> str:
-        return f"sessions of {self.inner.describe()}"
+        return f"traces of {self.inner.describe()}"
 
     def stop(self) -> None:
         self.inner.stop()
@@ -92,23 +106,105 @@ class GroupSessions(Source):
                 expanded.extend(members)
         await self.inner.ack(expanded)
 
+    def _take_errors(self) -> None:
+        errors = self.inner.read_errors
+        if errors:
+            self.read_errors.extend(errors)
+            errors.clear()
+
+    def _emit(self, positions: list[Position], payload: bytes, out: list[Envelope]) -> None:
+        """Append one grouped record (unless it is another shard's)."""
+        self._index += 1
+        if self.shard is not None and self._index % self.shard[1] != self.shard[0]:
+            return
+        if len(positions) > 1:
+            self._members[_key(positions[0])] = positions
+        out.append(Envelope(payload, positions[0]))
+
+    def _emit_all(self, groups: list[list[tuple[Any, Position]]]) -> list[Envelope]:
+        """One envelope per group (the JSON array of its rows), minus other shards' groups."""
+        out: list[Envelope] = []
+        for members in groups:
+            self._emit([pos for _, pos in members], orjson.dumps([row for row, _ in members]), out)
+        return out
+
+    def _add_export(self, row: dict[str, Any], env: Envelope) -> None:
+        """Hold one export row (its kind checked by the caller) until its input ends."""
+        source = env.position.source
+        if self._export_source is not None and self._export_source != source:
+            self._flush_exports()
+        self._export_source = source
+        self._exports.add(row_trace_id(row), env.payload, env.position)
+
+    def _flush_exports(self) -> None:
+        """The input of the held export rows ended: one record per trace id, given out by
+        :meth:`_drained` a chunk at a time (never all of an input's traces at once)."""
+        source = self._export_source
+        if source is None:
+            return
+        groups = self._exports
+        self._exports = RowGroups(spill_bytes=groups.spill_bytes)
+        self._export_source = None
+        spilled = " (rows held on disk)" if groups.spilled else ""
+        self.readings[source] = f"{groups.rows} export rows grouped by trace id into {len(groups)} traces{spilled}"
+        self._drains.append(self._drain(groups))
+
+    def _drain(self, groups: RowGroups[Position]) -> Iterator[Envelope]:
+        for positions, payloads in groups.drain():
+            out: list[Envelope] = []
+            self._emit(positions, b"[" + b",".join(payloads) + b"]", out)
+            yield from out
+
+    async def _drained(self) -> AsyncIterator[list[Envelope]]:
+        """The grouped traces of the inputs that ended, DRAIN_CHUNK at a time (read off the
+        event loop: the rows may be on disk)."""
+        while self._drains:
+            it = self._drains[0]
+            chunk = await anyio.to_thread.run_sync(_take, it)
+            if chunk:
+                yield chunk
+            else:
+                self._drains.popleft()
+
+
+def _take(it: Iterator[Envelope]) -> list[Envelope]:
+    return list(itertools.islice(it, DRAIN_CHUNK))
+
+
+class GroupSessions(GroupingSource):
+    """Group the rows of ``inner`` into sessions (see the module docs).
+
+    ``shard=(i, n)`` keeps the sessions whose running index is ``i`` modulo ``n`` (give the inner
+    source no shard: a session must not be split between workers). A row that is not JSON is a
+    read error at its position.
+    """
+
+    def __init__(self, inner: Source, *, shard: tuple[int, int] | None = None) -> None:
+        super().__init__(inner, shard=shard)
+        self._pending: list[tuple[Any, Position]] = []  # rows of the session not known complete
+        self._pending_trace: str | None = None  # the trace id the pending rows carry, if any
+        self._spans: SpanGrouper[Position] = SpanGrouper()  # span-per-record exports, by trace id
+        self._span_source: str | None = None
+
+    def describe(self) -> str:
+        return f"sessions of {self.inner.describe()}"
+
     async def batches(self) -> AsyncIterator[list[Envelope]]:
         async for batch in self.inner.batches():
             out = self._feed(batch)
             self._take_errors()
             if out:
                 yield out
+            async for chunk in self._drained():
+                yield chunk
         out = self._cut(final=True)  # the stream ended: the last session is complete
         out.extend(self._emit_all(self._spans.flush()))
+        self._flush_exports()
         self._take_errors()
         if out:
             yield out
-
-    def _take_errors(self) -> None:
-        errors = self.inner.read_errors
-        if errors:
-            self.read_errors.extend(errors)
-            errors.clear()
+        async for chunk in self._drained():
+            yield chunk
 
     def _feed(self, batch: list[Envelope]) -> list[Envelope]:
         out: list[Envelope] = []
@@ -125,10 +221,20 @@ class GroupSessions(Source):
             if self._span_source is not None and self._span_source != pos.source:
                 out.extend(self._emit_all(self._spans.flush()))  # nor does a trace
                 self._span_source = None
+            if self._export_source is not None and self._export_source != pos.source:
+                self._flush_exports()
+            if export_row_kind(row) is not None:
+                self._add_export(row, env)
+                continue
             if is_span_row(row):
                 self._span_source = pos.source
                 out.extend(self._emit_all(self._spans.add(row, pos)))
                 continue
+            trace = row_trace_id(row) if type(row) is dict else None
+            if trace is not None:
+                if self._pending and self._pending_trace not in (None, trace):
+                    out.extend(self._cut(final=True))  # rows of different traces are never one session
+                self._pending_trace = trace
             self._pending.append((row, pos))
         out.extend(self._cut(final=False))
         return out
@@ -148,6 +254,7 @@ class GroupSessions(Source):
             self._pending = pending[len(pending) - keep :]
         else:
             self._pending = []
+            self._pending_trace = None
         groups = []
         start = 0
         for size in sizes:
@@ -155,17 +262,5 @@ class GroupSessions(Source):
             start += size
         return self._emit_all(groups)
 
-    def _emit_all(self, groups: list[list[tuple[Any, Position]]]) -> list[Envelope]:
-        """One envelope per group (the JSON array of its rows), minus other shards' groups."""
-        out: list[Envelope] = []
-        for members in groups:
-            self._index += 1
-            if self.shard is not None and self._index % self.shard[1] != self.shard[0]:
-                continue
-            positions = [pos for _, pos in members]
-            self._members[_key(positions[0])] = positions
-            out.append(Envelope(orjson.dumps([row for row, _ in members]), positions[0]))
-        return out
 
-
-__all__ = ["GroupSessions"]
+__all__ = ["GroupSessions", "GroupingSource"]

@@ -1,6 +1,7 @@
-"""Test doubles users can reuse in their own tests: an in-memory source and sink, and (in
+"""Test doubles users can reuse in their own tests: an in-memory source and sink, (in
 ``assay.testing.judge_server``) a stand-in LLM judge server speaking the OpenAI, Anthropic and
-Ollama wire formats.
+Ollama wire formats, and (in ``assay.testing.batch_server``, also importable from here) a stand-in
+batch API: OpenAI files + batches and Anthropic message batches.
 
 >>> import anyio
 >>> async def demo():
@@ -115,4 +116,18 @@ class ListSink(Sink):
         return [orjson.loads(r) for r in self.rows]
 
 
-__all__ = ["ListSink", "ListSource"]
+def __getattr__(name: str) -> Any:
+    """``BatchServer``, ``BatchServerThread``, ``JudgeServer``, ``JudgeServerThread``: imported on
+    first use (they need aiohttp's server)."""
+    if name in ("BatchServer", "BatchServerThread"):
+        from assay.testing import batch_server
+
+        return getattr(batch_server, name)
+    if name in ("JudgeServer", "JudgeServerThread"):
+        from assay.testing import judge_server
+
+        return getattr(judge_server, name)
+    raise AttributeError(f"module 'assay.testing' has no attribute {name!r}")
+
+
+__all__ = ["BatchServer", "BatchServerThread", "JudgeServer", "JudgeServerThread", "ListSink", "ListSource"]

@@ -1,12 +1,18 @@
 """A stand-in LLM judge server: a real aiohttp server on loopback speaking the OpenAI
-(``/v1/chat/completions``), Anthropic (``/v1/messages``) and Ollama (``/api/chat``) wire formats.
+(``/v1/chat/completions``), Azure OpenAI (``/openai/deployments/{deployment}/chat/completions``,
+``api-version`` required, key in ``api-key``), Anthropic (``/v1/messages``), Gemini
+(``/v1beta/models/{model}:generateContent``, key in ``x-goog-api-key``; a wrong key is a 400
+``API_KEY_INVALID`` and a missing one a 403, as Google answers; a 429 carries its wait in the
+body's ``RetryInfo``; a ``responseSchema`` key Gemini does not know is a 400) and Ollama
+(``/api/chat``) wire formats; errors come in each provider's own body shape.
 
 Verdicts come from a user-supplied ``rule`` (``callable(request_json) -> dict | str | Reply``,
 sync or async), from ``responses`` (canned answers, cycled), or by default from the prompt itself:
 a deterministic verdict that fills the requested JSON schema (booleans and numbers derived from
 a hash of the prompt, ``reasoning`` a short sentence). Dicts come back in the requested
-structured shape (OpenAI and Ollama: JSON in ``message.content``; Anthropic: a ``tool_use`` block
-when a tool is forced); strings come back as plain text (to exercise verdict salvage).
+structured shape (OpenAI, Azure and Ollama: JSON in ``message.content``; Anthropic: a ``tool_use``
+block when a tool is forced; Gemini: JSON text in the candidate's parts); strings come back as
+plain text (to exercise verdict salvage).
 
 Misbehaviour on demand, deterministic for a given ``seed`` and arrival order: ``latency`` (seconds,
 fixed or a ``(low, high)`` range), ``rps`` (a token bucket of ``rps`` requests per second holding
@@ -50,7 +56,6 @@ import itertools
 import math
 import random
 import socket
-import threading
 import time
 import uuid
 from collections import Counter, deque
@@ -61,6 +66,8 @@ from typing import Any, Literal
 
 import orjson
 from aiohttp import web
+
+from assay.testing.threaded import ServerThread, parse_range
 
 Verdict = dict[str, Any] | str
 
@@ -274,13 +281,8 @@ class JudgeServer:
         await self.stop()
 
     async def start(self) -> None:
-        self._stopping = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        for path in ("/v1/chat/completions", "/chat/completions"):
-            app.router.add_post(path, self._openai)
-        for path in ("/v1/messages", "/messages"):
-            app.router.add_post(path, self._anthropic)
-        app.router.add_post("/api/chat", self._ollama)
+        self.add_routes(app)
         app.router.add_get("/stats", self._get_stats)
         app.router.add_delete("/stats", self._reset_stats)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
@@ -291,6 +293,29 @@ class JudgeServer:
         self.port = sock.getsockname()[1]
         await web.SockSite(runner, sock, backlog=1024).start()
         self._runner = runner
+
+    def add_routes(self, app: web.Application) -> None:
+        """Mount the chat endpoints on ``app`` (the stand-in batch server serves them too)."""
+        self._stopping = asyncio.Event()
+        for path in ("/v1/chat/completions", "/chat/completions", "/v1/embeddings", "/embeddings"):
+            app.router.add_post(path, self._openai)
+        for path in ("/v1/messages", "/messages"):
+            app.router.add_post(path, self._anthropic)
+        app.router.add_post("/api/chat", self._ollama)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._azure)
+        app.router.add_post(r"/{version:v1beta|v1}/models/{model:[^/:]+}:generateContent", self._gemini)
+
+    async def answer(self, provider: str, body: Any) -> tuple[int, dict[str, Any]]:
+        """What the server would answer ``body`` (status, JSON body), without HTTP, limits or
+        injected failures: the answer of one batch line (openai, azure_openai, anthropic)."""
+        problem = _body_problem(provider, body)
+        if problem is not None:
+            return 400, _error_body(provider, "invalid_request_error", problem)
+        verdict = await self._verdict(body, provider)
+        if isinstance(verdict, Reply):
+            payload = verdict.body if isinstance(verdict.body, dict) else {"error": {"message": verdict.body}}
+            return verdict.status, payload
+        return 200, self._format(provider, body, verdict)
 
     async def stop(self) -> None:
         if self._stopping is not None:
@@ -319,6 +344,12 @@ class JudgeServer:
 
     async def _ollama(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "ollama")
+
+    async def _azure(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "azure_openai")
+
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "google_genai")
 
     async def _handle(self, request: web.Request, provider: str) -> web.StreamResponse:
         arrived = time.monotonic()
@@ -352,6 +383,9 @@ class JudgeServer:
         problem = self._check(request, provider, body)
         if problem is not None:
             return problem
+        if request.path.endswith("/embeddings"):
+            self.stats.ok += 1
+            return web.json_response(embeddings_answer(body), dumps=_dumps, headers=self._limit_headers())
         verdict = await self._verdict(body, provider)
         if isinstance(verdict, Reply):
             if verdict.status >= 400:
@@ -363,7 +397,9 @@ class JudgeServer:
                 return web.Response(status=verdict.status, text=verdict.body, headers=verdict.headers)
             return web.json_response(verdict.body, status=verdict.status, headers=verdict.headers)
         self.stats.ok += 1
-        return web.json_response(self._format(provider, body, verdict), dumps=_dumps, headers=self._limit_headers())
+        model = request.match_info.get("model") or request.match_info.get("deployment")
+        answer = self._format(provider, body, verdict, model)
+        return web.json_response(answer, dumps=_dumps, headers=self._limit_headers())
 
     def _limit_headers(self) -> dict[str, str] | None:
         """With ``announce_limits``: the request limit per minute, in OpenAI's and Anthropic's
@@ -388,6 +424,8 @@ class JudgeServer:
     def _rate_limited(self, provider: str, wait: float) -> web.Response:
         # retry_after_ms=False is the coarse server many gateways are: an integer Retry-After only.
         # retry_hints=False: a bare 429, as nginx's limit_req sends it.
+        if provider == "google_genai":  # Gemini says how long to wait in the body only
+            return _google_error(429, "stand-in judge: quota exceeded", wait if self.retry_hints else None)
         headers = {"Retry-After": str(max(1, math.ceil(wait)))} if self.retry_hints else {}
         if self.retry_after_ms and self.retry_hints:
             headers["retry-after-ms"] = str(max(1, round(wait * 1000)))
@@ -401,6 +439,10 @@ class JudgeServer:
         return _error(provider, status, "invalid_request_error", message)
 
     def _check(self, request: web.Request, provider: str, body: Any) -> web.Response | None:
+        if provider == "azure_openai":
+            return self._check_azure(request, body)
+        if provider == "google_genai":
+            return self._check_gemini(request, body)
         if self.api_key is not None:
             given = request.headers.get("x-api-key") or request.headers.get("api-key") or ""
             auth = request.headers.get("Authorization", "")
@@ -410,6 +452,11 @@ class JudgeServer:
                 return self._client_error(provider, 401, f"Incorrect API key provided: {given}")
         if not isinstance(body, dict) or not body.get("model"):
             return self._client_error(provider, 400, "model: field required")
+        if request.path.endswith("/embeddings"):
+            texts = body.get("input")
+            if not (isinstance(texts, str) or (isinstance(texts, list) and all(isinstance(t, str) for t in texts))):
+                return self._client_error(provider, 400, "input: a string or a list of strings is required")
+            return None
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             return self._client_error(provider, 400, "messages: at least one message is required")
         if provider == "anthropic":
@@ -423,6 +470,56 @@ class JudgeServer:
             return self._client_error(provider, 400, "stand-in judge: only stream=false is supported")
         return None
 
+    def _check_azure(self, request: web.Request, body: Any) -> web.Response | None:
+        if not request.query.get("api-version"):
+            return self._client_error("azure_openai", 404, "Resource not found")
+        if self.api_key is not None:
+            given = request.headers.get("api-key") or ""
+            auth = request.headers.get("Authorization", "")
+            if not given and auth.startswith("Bearer "):
+                given = auth[len("Bearer ") :]
+            if given != self.api_key:
+                return self._client_error(
+                    "azure_openai",
+                    401,
+                    "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide "
+                    "a valid key for an active subscription and use a correct regional API endpoint for your resource.",
+                )
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+            return self._client_error("azure_openai", 400, "messages: at least one message is required")
+        return None
+
+    def _check_gemini(self, request: web.Request, body: Any) -> web.Response | None:
+        if self.api_key is not None:
+            given = request.headers.get("x-goog-api-key") or request.query.get("key")
+            if not given:
+                self.stats.client_errors += 1
+                return _google_error(
+                    403, "Method doesn't allow unregistered callers (callers without established identity)."
+                )
+            if given != self.api_key:
+                self.stats.client_errors += 1
+                return _google_error(400, "API key not valid. Please pass a valid API key.", reason="API_KEY_INVALID")
+        problem: str | None = None
+        if not isinstance(body, dict) or not isinstance(body.get("contents"), list) or not body["contents"]:
+            problem = "* GenerateContentRequest.contents: contents is not specified"
+        elif unknown := sorted(set(body) - _GEMINI_REQUEST_KEYS):
+            problem = f'Invalid JSON payload received. Unknown name "{unknown[0]}": Cannot find field.'
+        elif any(c.get("role") not in (None, "user", "model") for c in body["contents"] if isinstance(c, dict)):
+            problem = "Please use a valid role: user, model."
+        else:
+            schema = (body.get("generationConfig") or {}).get("responseSchema")
+            bad = _unknown_schema_key(schema) if isinstance(schema, dict) else None
+            if bad is not None:
+                problem = (
+                    f'Invalid JSON payload received. Unknown name "{bad}" at '
+                    "'generation_config.response_schema': Cannot find field."
+                )
+        if problem is not None:
+            self.stats.client_errors += 1
+            return _google_error(400, problem)
+        return None
+
     async def _verdict(self, body: dict[str, Any], provider: str) -> Verdict | Reply:
         if self.rule is not None:
             result = self.rule(body)
@@ -433,11 +530,30 @@ class JudgeServer:
             return next(self._responses)
         return default_verdict(prompt_text(body), requested_schema(body, provider))
 
-    def _format(self, provider: str, body: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+    def _format(
+        self, provider: str, body: dict[str, Any], verdict: Verdict, path_model: str | None = None
+    ) -> dict[str, Any]:
         text = verdict if isinstance(verdict, str) else orjson.dumps(verdict).decode()
-        prompt_tokens = len(orjson.dumps(body.get("messages"))) // 4 + 1
+        prompt_tokens = len(orjson.dumps(body.get("messages") or body.get("contents"))) // 4 + 1
         output_tokens = len(text) // 4 + 1
-        model = str(body.get("model") or self.model)
+        model = str(body.get("model") or path_model or self.model)
+        if provider == "google_genai":
+            return {
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": text}], "role": "model"},
+                        "finishReason": "STOP",
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": prompt_tokens,
+                    "candidatesTokenCount": output_tokens,
+                    "totalTokenCount": prompt_tokens + output_tokens,
+                },
+                "modelVersion": model,
+                "responseId": uuid.uuid4().hex[:22],
+            }
         if provider == "anthropic":
             tool = _forced_tool(body)
             if isinstance(verdict, dict) and tool is not None:
@@ -489,14 +605,169 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _error(provider: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+EMBEDDING_DIMENSIONS = 64
+
+
+def stand_in_embedding(text: str) -> list[float]:
+    """A deterministic unit vector for ``text``: a hashed bag of its lowercased words, so texts that
+    share words are similar (cosine > 0) and equal texts identical, as a real embedding model would."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in text.lower().split() or [""]:
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[digest[0] % EMBEDDING_DIMENSIONS] += 1.0 + digest[1] / 255.0
+    norm = sum(v * v for v in vector) ** 0.5
+    return [round(v / norm, 6) for v in vector]
+
+
+def embeddings_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's ``/v1/embeddings`` answer for ``body`` (``input``: a text or a list of texts)."""
+    texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
+    tokens = sum(max(1, len(t.split())) for t in texts)
+    return {
+        "object": "list",
+        "data": [{"object": "embedding", "index": i, "embedding": stand_in_embedding(t)} for i, t in enumerate(texts)],
+        "model": body.get("model"),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
+def _body_problem(provider: str, body: Any) -> str | None:
+    """What is wrong with a chat request body, as the provider would say it (None: nothing)."""
+    if not isinstance(body, dict) or (provider != "azure_openai" and not body.get("model")):
+        return "model: field required"
+    if not isinstance(body.get("messages"), list) or not body["messages"]:
+        return "messages: at least one message is required"
     if provider == "anthropic":
-        body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        if not isinstance(body.get("max_tokens"), int):
+            return "max_tokens: field required"
+        if any(m.get("role") == "system" for m in body["messages"]):
+            return "messages: system is a top-level field"
+    return None
+
+
+def _error_body(provider: str, kind: str, message: str) -> dict[str, Any]:
+    if provider == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+def _error(provider: str, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    if provider == "google_genai":
+        return _google_error(status, message, headers=headers)
+    if provider == "azure_openai" and status in (401, 403, 404, 429):  # Azure's gateway errors: a code, a message
+        body: dict[str, Any] = {"error": {"code": str(status), "message": message}}
+        return web.json_response(body, status=status, headers=headers, dumps=_dumps)
+    if provider == "anthropic":
+        body = {"type": "error", "error": {"type": kind, "message": message}}
     elif provider == "ollama":
         body = {"error": message}
     else:
         body = {"error": {"message": message, "type": kind, "code": None}}
     return web.json_response(body, status=status, headers=headers, dumps=_dumps)
+
+
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_GEMINI_REQUEST_KEYS = {
+    "contents",
+    "systemInstruction",
+    "generationConfig",
+    "safetySettings",
+    "tools",
+    "toolConfig",
+    "cachedContent",
+    "labels",
+}
+#: The keys of Gemini's ``responseSchema`` (an OpenAPI 3.0 subset); any other is a 400.
+_GEMINI_SCHEMA_KEYS = {
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "items",
+    "minimum",
+    "maximum",
+}
+
+
+def _google_error(
+    status: int,
+    message: str,
+    retry_delay: float | None = None,
+    *,
+    reason: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    """An error in Google's shape (``google.rpc.Status``), with ``RetryInfo`` / ``ErrorInfo`` details."""
+    details: list[dict[str, Any]] = []
+    if reason is not None:
+        details.append(
+            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "googleapis.com"}
+        )
+    if retry_delay is not None:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_delay:.3f}s"})
+    error: dict[str, Any] = {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}
+    if details:
+        error["details"] = details
+    return web.json_response({"error": error}, status=status, headers=headers, dumps=_dumps)
+
+
+def _unknown_schema_key(schema: dict[str, Any]) -> str | None:
+    """The first key of a ``responseSchema`` (at any depth) Gemini would refuse, else None."""
+    for key, value in schema.items():
+        if key not in _GEMINI_SCHEMA_KEYS:
+            return key
+        children: list[Any] = []
+        if key == "properties" and isinstance(value, dict):
+            children = list(value.values())
+        elif key == "items":
+            children = [value]
+        elif key == "anyOf" and isinstance(value, list):
+            children = value
+        for child in children:
+            if isinstance(child, dict) and (bad := _unknown_schema_key(child)) is not None:
+                return bad
+    return None
+
+
+def _from_gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini ``responseSchema`` as the JSON schema the default verdict fills (lower-case types)."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            out[key] = value.lower()
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {k: _from_gemini_schema(v) for k, v in value.items() if isinstance(v, dict)}
+        elif key == "items" and isinstance(value, dict):
+            out[key] = _from_gemini_schema(value)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [_from_gemini_schema(v) for v in value if isinstance(v, dict)]
+        else:
+            out[key] = value
+    return out
 
 
 def _forced_tool(body: dict[str, Any]) -> str | None:
@@ -520,6 +791,9 @@ def requested_schema(body: dict[str, Any], provider: str) -> dict[str, Any] | No
     if provider == "ollama":
         fmt = body.get("format")
         return fmt if isinstance(fmt, dict) else None
+    if provider == "google_genai":
+        schema = (body.get("generationConfig") or {}).get("responseSchema")
+        return _from_gemini_schema(schema) if isinstance(schema, dict) else None
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
         schema = (fmt.get("json_schema") or {}).get("schema")
@@ -532,6 +806,9 @@ def prompt_text(body: dict[str, Any]) -> str:
     parts: list[str] = []
     if isinstance(body.get("system"), str):
         parts.append(body["system"])
+    for content in [body.get("systemInstruction") or {}, *(body.get("contents") or [])]:  # Gemini
+        if isinstance(content, dict):
+            parts.extend(str(p.get("text", "")) for p in content.get("parts") or [] if isinstance(p, dict))
     for message in body.get("messages") or []:
         content = message.get("content")
         if isinstance(content, str):
@@ -584,7 +861,7 @@ def _fill(schema: dict[str, Any], name: str, rnd: Iterator[int], tag: str, depth
     return f"Stand-in {name} for prompt {tag}."
 
 
-class JudgeServerThread:
+class JudgeServerThread(ServerThread[JudgeServer]):
     """The same server on a background thread with its own loop (for sync tests and the CLI).
 
     >>> with JudgeServerThread() as server:
@@ -592,73 +869,12 @@ class JudgeServerThread:
     True
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        self._kwargs = kwargs
-        self._server: JudgeServer | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-
-    @property
-    def server(self) -> JudgeServer:
-        if self._server is None:
-            raise RuntimeError("the judge server is not running")
-        return self._server
-
-    @property
-    def url(self) -> str:
-        return self.server.url
+    server_class = JudgeServer
+    label = "judge"
 
     @property
     def stats(self) -> ServerStats:
         return self.server.stats
-
-    def __enter__(self) -> JudgeServerThread:
-        self.start()
-        return self
-
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._main, name="assay-judge-server", daemon=True)
-        self._thread.start()
-        self._ready.wait(timeout=30)
-        if self._error is not None:
-            raise self._error
-        if self._server is None:
-            raise RuntimeError("the judge server did not start within 30 s")
-
-    def _main(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as exc:  # reported to the starting thread
-            self._error = exc
-            self._ready.set()
-
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with JudgeServer(**self._kwargs) as server:
-            self._server = server
-            self._ready.set()
-            await self._stop.wait()
-
-    def stop(self) -> None:
-        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        self._thread = None
-
-
-def _parse_latency(text: str) -> float | tuple[float, float]:
-    if "-" in text.strip("-"):
-        low, high = text.split("-", 1)
-        return float(low), float(high)
-    return float(text)
 
 
 def _load_rule(spec: str) -> Rule:
@@ -676,7 +892,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--rule", help="module:function returning a verdict dict or text for a request")
-    parser.add_argument("--latency", type=_parse_latency, default=0.0, help="seconds, or a range LOW-HIGH")
+    parser.add_argument("--latency", type=parse_range, default=0.0, help="seconds, or a range LOW-HIGH")
     parser.add_argument("--rps", type=float, default=None, help="rate limit (requests per second)")
     parser.add_argument("--burst", type=float, default=None, help="token bucket size (default: rps)")
     parser.add_argument("--error-rate", type=float, default=0.0, help="fraction of requests answered 500")
@@ -692,7 +908,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--fail-status", type=int, default=500, help="status of --error-rate answers (e.g. 401)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--api-key", default=None, help="require this key (Bearer, x-api-key or api-key)")
+    parser.add_argument(
+        "--api-key", default=None, help="require this key (Bearer, x-api-key, api-key or x-goog-api-key)"
+    )
     parser.add_argument(
         "--coarse", action="store_true", help="a 429 carries only an integer Retry-After (no ms or reset headers)"
     )
@@ -725,6 +943,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         async with server:
             print(f"stand-in judge listening on {server.url}", flush=True)
             print(f"  openai: {server.url}/v1  anthropic: {server.url}/v1  ollama: {server.url}", flush=True)
+            print(f"  azure_openai: {server.url}  google_genai: {server.url}", flush=True)
             await asyncio.Event().wait()
 
     with contextlib.suppress(KeyboardInterrupt):

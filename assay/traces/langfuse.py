@@ -1,7 +1,13 @@
 """Langfuse traces → canonical trace.
 
 Reads a trace as the Langfuse API/SDK exports it (``{"id", "input", "output", "observations":
-[...]}``) or a bare list of observations. Observations are visited in ``startTime`` order:
+[...]}``) or a bare list of observations: also the rows of a blob-storage export
+(``observations_v2/`` enriched observations, legacy ``observations/``) with snake_case columns
+and JSON-text ``input`` / ``output``, grouped by trace id (:mod:`assay.traces.exports`); the
+trace's fields then come from the rows (``trace_name``, ``user_id``, ``session_id``) and its
+input and output from the root observation, or, with the legacy ``traces/`` row of the trace among
+the rows, from that row (name, user and session ids, tags, metadata, input, output).
+Observations are visited in ``startTime`` order, then by id:
 
 * ``GENERATION``: the first one's input messages open the trajectory, later ones add only new
   tool results and user turns; its output (an OpenAI/LangChain/Anthropic message or completion)
@@ -23,35 +29,105 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
+from assay.traces.exports import OBSERVATION_TYPES, decode_json_text, is_langfuse_trace_row
 from assay.traces.llm_io import input_messages, output_messages
 from assay.traces.model import Trace
 from assay.traces.timing import Timings, time_key
 
-OBSERVATION_TYPES = frozenset(
-    {
-        "GENERATION",
-        "SPAN",
-        "EVENT",
-        "TOOL",
-        "AGENT",
-        "CHAIN",
-        "RETRIEVER",
-        "EMBEDDING",
-        "EVALUATOR",
-        "GUARDRAIL",
-    }
-)
-
 
 def _is_observation(o: Any) -> bool:
-    return type(o) is dict and o.get("type") in OBSERVATION_TYPES and ("startTime" in o or "traceId" in o)
+    return (
+        type(o) is dict
+        and o.get("type") in OBSERVATION_TYPES
+        and any(k in o for k in ("startTime", "traceId", "start_time", "trace_id"))
+    )
+
+
+#: Export (snake_case) column → API (camelCase) field, for blob-storage export rows.
+_CAMEL = {
+    "trace_id": "traceId",
+    "parent_observation_id": "parentObservationId",
+    "start_time": "startTime",
+    "end_time": "endTime",
+    "status_message": "statusMessage",
+    "usage_details": "usageDetails",
+    "provided_usage_details": "providedUsageDetails",
+    "cost_details": "costDetails",
+    "total_cost": "totalCost",
+    "provided_model_name": "model",
+}
+#: Fields exports store as JSON text.
+_JSON_TEXT = ("input", "output", "metadata", "usageDetails", "providedUsageDetails", "usage", "costDetails")
+
+
+def _api_form(o: Any) -> Any:
+    """An observation as the API returns it: an export row's snake_case columns renamed and its
+    JSON-text columns decoded (a TOOL's output stays the text it is: the tool's result). A copy;
+    API-form observations are returned as they are."""
+    if type(o) is not dict or not any(k in o for k in _CAMEL):
+        return o
+    out = {_CAMEL.get(k, k): v for k, v in o.items() if k not in _CAMEL or _CAMEL[k] not in o}
+    for k in _JSON_TEXT:
+        if type(out.get(k)) is str and not (k == "output" and out.get("type") == "TOOL"):
+            out[k] = decode_json_text(out[k])
+    if not out.get("usageDetails") and out.get("providedUsageDetails"):
+        out["usageDetails"] = out["providedUsageDetails"]
+    return out
+
+
+def _trace_of_rows(observations: list[Any]) -> dict[str, Any]:
+    """The trace fields of a bare list of observations: the id, the enriched export's copied trace
+    fields (``trace_name``, ``user_id``, ``session_id``), and ``input`` / ``output`` from the
+    earliest root observation (no parent, or ``is_root_observation``)."""
+    first = next((o for o in observations if type(o) is dict), {})
+    trace: dict[str, Any] = {}
+    tid = first.get("traceId")
+    if tid is not None:
+        trace["id"] = tid
+    for key, cols in (
+        ("name", ("trace_name", "traceName")),
+        ("userId", ("user_id", "userId")),
+        ("sessionId", ("session_id", "sessionId", "trace_session_id")),
+    ):
+        for col in cols:
+            if isinstance(first.get(col), str) and first[col]:
+                trace[key] = first[col]
+                break
+    roots = [  # v2 rows mark app roots that keep a physical parent (is_root_observation)
+        o
+        for o in observations
+        if type(o) is dict and (o.get("is_root_observation") is True or not o.get("parentObservationId"))
+    ]
+    if roots:
+        root = _ordered(roots)[0]
+        trace["input"] = root.get("input")
+        trace["output"] = root.get("output")
+    return trace
 
 
 def detect(value: Any) -> bool:
     if type(value) is dict:
         obs = value.get("observations")
         return type(obs) is list and (not obs or _is_observation(obs[0]))
-    return type(value) is list and bool(value) and _is_observation(value[0])
+    return type(value) is list and bool(value) and (_is_observation(value[0]) or is_langfuse_trace_row(value[0]))
+
+
+def _trace_row_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """A legacy ``traces/`` export row as the API's trace fields (JSON text decoded)."""
+    out: dict[str, Any] = {"id": row.get("id")}
+    for key, col in (("name", "name"), ("userId", "user_id"), ("sessionId", "session_id")):
+        if isinstance(row.get(col), str) and row[col]:
+            out[key] = row[col]
+    for key in ("input", "output"):
+        if key in row:
+            out[key] = decode_json_text(row[key])
+    tags = decode_json_text(row.get("tags"))
+    if type(tags) is list and tags:
+        out["tags"] = [str(t) for t in tags]
+    meta = decode_json_text(row.get("metadata"))
+    if type(meta) is dict and meta:
+        out["metadata"] = meta
+    return out
 
 
 def _tool_args(value: Any) -> Any:
@@ -80,17 +156,26 @@ def _ordered(observations: list[Any]) -> list[dict[str, Any]]:
     for i, o in enumerate(observations):
         if type(o) is not dict or not isinstance(o.get("type"), str):
             raise NormalizationError(f"langfuse: observation {i} is not an object with a 'type'")
-    keyed = [(time_key(o.get("startTime")), i, o) for i, o in enumerate(observations)]
-    keyed.sort(key=lambda k: (k[0] is None, k[0] or 0.0, k[1]))
-    return [o for _, _, o in keyed]
+    keyed = [(time_key(o.get("startTime")), str(o.get("id", "")), i, o) for i, o in enumerate(observations)]
+    keyed.sort(key=lambda k: (k[0] is None, k[0] or 0.0, k[1], k[2]))
+    return [o for *_, o in keyed]
 
 
 def normalize(value: Any) -> Trace:
     if type(value) is dict:
-        trace_obj: dict[str, Any] = value
+        trace_obj: dict[str, Any] = {
+            k: decode_json_text(value[k]) if k in ("input", "output") else value[k] for k in value
+        }
         observations = value.get("observations")
+        if type(observations) is list:
+            observations = [_api_form(o) for o in observations]
     elif type(value) is list:
-        trace_obj, observations = {}, value
+        # the legacy traces/ + observations/ pair: the trace's row gives its fields
+        trace_rows = [o for o in value if is_langfuse_trace_row(o)]
+        observations = [_api_form(o) for o in value if not is_langfuse_trace_row(o)]
+        trace_obj = _trace_of_rows(observations)
+        if trace_rows:
+            trace_obj.update(_trace_row_fields(trace_rows[-1]))  # a re-exported trace: its last row
     else:
         raise NormalizationError(f"langfuse: expected a trace or a list of observations, got {type(value).__name__}")
     if type(observations) is not list:
@@ -131,6 +216,10 @@ def normalize(value: Any) -> Trace:
     for key in ("name", "sessionId", "userId"):
         if isinstance(trace_obj.get(key), str):
             metadata[key] = trace_obj[key]
+    if type(trace_obj.get("tags")) is list and trace_obj["tags"]:
+        metadata["tags"] = trace_obj["tags"]
+    if type(trace_obj.get("metadata")) is dict and trace_obj["metadata"]:
+        metadata["trace_metadata"] = trace_obj["metadata"]
     trace = builder.build(
         "langfuse",
         id=trace_obj.get("id"),

@@ -21,6 +21,7 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
+from assay.traces.exports import decode_json_text
 from assay.traces.langchain import as_message_dict, is_lc_message
 from assay.traces.llm_io import input_messages, output_messages, output_usage
 from assay.traces.model import Trace
@@ -54,7 +55,7 @@ class _Tree:
             self.roots = [runs]
             self._nest(runs, 0)
         elif type(runs) is list:
-            self.roots = self._link(runs)
+            self.roots = self._link([_decoded(run) for run in runs])
         else:
             raise NormalizationError(f"langsmith: expected a run or a list of runs, got {type(runs).__name__}")
         if not self.roots:
@@ -117,6 +118,17 @@ class _Tree:
         return out
 
 
+#: Run fields that exports (the bulk export's Parquet, ``list_runs`` dumps) store as JSON text.
+_JSON_TEXT_FIELDS = ("inputs", "outputs", "extra", "events")
+
+
+def _decoded(run: Any) -> Any:
+    """A run whose JSON-text fields are decoded (a copy; the run itself when there are none)."""
+    if type(run) is not dict or not any(type(run.get(k)) is str for k in _JSON_TEXT_FIELDS):
+        return run
+    return {**run, **{k: decode_json_text(run[k]) for k in _JSON_TEXT_FIELDS if type(run.get(k)) is str}}
+
+
 def _order(run: dict[str, Any]) -> tuple[Any, ...]:
     dotted = run.get("dotted_order")
     if isinstance(dotted, str):
@@ -153,10 +165,32 @@ def _add_llm(builder: TraceBuilder, run: dict[str, Any], where: str) -> dict[str
     return usage
 
 
+def _split_warnings(value: Any, tree: _Tree) -> list[str]:
+    """What says the input was cut into the wrong traces: a child run read alone (a run-per-line
+    dump read one line per trace), or runs of several traces read as one."""
+    notes = []
+    runs = _runs_of(value)
+    if type(runs) is dict and not runs.get("child_runs"):
+        tid, rid = runs.get("trace_id"), runs.get("id")
+        if tid is not None and rid is not None and str(tid) != str(rid):
+            notes.append(
+                f"a {runs.get('run_type')} run of trace {tid} was read alone, not with its trace: the input looks "
+                "like a run-per-line dump, and each of its runs is scored as a trace of its own; give the runs of "
+                "a trace together (a run tree, {'runs': [...]}, or rows with parent_run_id or dotted_order)"
+            )
+    traces = {str(r["trace_id"]) for r in tree.roots if r.get("trace_id") is not None}
+    if len(traces) > 1:
+        notes.append(
+            f"runs of {len(traces)} different traces ({', '.join(sorted(traces)[:3])}…) were read as one trace"
+        )
+    return notes
+
+
 def normalize(value: Any) -> Trace:
     tree = _Tree(value)
     root = tree.roots[0]
     builder = TraceBuilder()
+    builder.warnings.extend(_split_warnings(value, tree))
     task = task_of(root.get("inputs"))
     usage: dict[str, int] | None = None
     for run in tree.walk():
@@ -181,8 +215,9 @@ def normalize(value: Any) -> Trace:
     if not any(m.role == "assistant" and m.text for m in builder.messages):
         final = answer_of(root.get("outputs"))
     metadata: dict[str, Any] = {}
-    if isinstance(root.get("name"), str):
-        metadata["name"] = root["name"]
+    for key, field in (("name", "name"), ("session_name", "session_name"), ("session_id", "session_id")):
+        if isinstance(root.get(field), str):
+            metadata[key] = root[field]
     trace = builder.build(
         "langsmith",
         id=root.get("trace_id") or root.get("id"),

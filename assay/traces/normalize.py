@@ -144,6 +144,13 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
         raise NormalizationError(f"record has no value at outputs path {options.outputs!r}")
     elif options.outputs is None and _record_is_trace(record, outputs, options.format):
         outputs = record  # a run tree's own ``outputs`` (LangSmith), not the agent's outputs field
+    if options.format == "auto" and type(outputs) in (int, float, bool):
+        # no agent answers a bare number: a misplaced field, or a dump that is not traces
+        raise NormalizationError(
+            f"{out_key or 'outputs'} is a JSON {'boolean' if type(outputs) is bool else 'number'} ({outputs!r}), "
+            "expected text, a message, a list of messages or an object (set normalize.format: value to "
+            "score bare values)"
+        )
     if outputs is record and options.format == "auto" and (fast := try_plain(record)) is not None:
         trace = fast
     elif outputs is record and options.format == "auto":

@@ -29,7 +29,9 @@ _TEXT_BLOCKS = frozenset({"input_text", "output_text"})
 _ITEM_TYPES = frozenset({*_CALL_TYPES, *_OUTPUT_TYPES, "reasoning"})
 
 
-def _is_item(item: Any) -> bool:
+def is_item(item: Any) -> bool:
+    """One Responses input or output item (a function call, its output, reasoning, a message with
+    ``input_text`` / ``output_text`` blocks)."""
     if type(item) is not dict:
         return False
     kind = item.get("type")
@@ -47,7 +49,7 @@ def _is_item(item: Any) -> bool:
 
 
 def _has_items(items: list[Any]) -> bool:
-    return any(_is_item(item) for item in items)
+    return any(is_item(item) for item in items)
 
 
 def detect(value: Any) -> bool:

@@ -68,7 +68,7 @@ def _list_sink() -> SinkHarness:
     async def read() -> list[bytes]:
         return list(holder["sink"].rows)
 
-    return SinkHarness("list", make, read)
+    return SinkHarness("list", make, read, extra={"close_discards": False})
 
 
 def _list_source() -> SourceHarness:

@@ -130,10 +130,11 @@ def test_gate_failure_exits_3_and_dead_letter_threshold_exits_4(corpus: Path, tm
     assert proc.returncode == 4, proc.stderr
 
 
-def test_missing_input_is_a_usage_error(tmp_path: Path) -> None:
+def test_missing_input_exits_1_as_everywhere(tmp_path: Path) -> None:
+    """A missing input is one rule for every command and place: exit 1, retryable (not landed yet)."""
     out = str(tmp_path / "o.jsonl")
     proc = assay("score", str(tmp_path / "nope.jsonl"), "-e", "trajectory_match", "-o", out)
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert "no such file" in proc.stderr
 
 
@@ -157,6 +158,21 @@ def test_normalize_shows_how_records_are_read(corpus: Path) -> None:
     proc = assay("normalize", str(corpus), "--json", "-n", "1")
     item = json.loads(proc.stdout.splitlines()[0])
     assert item["trace"]["messages"][1]["tool_calls"][0]["args"] == {"q": "q0"}
+
+
+def test_normalize_says_how_a_json_array_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps(agent_messages(("search", {"q": "x"})), indent=2))
+    proc = assay("normalize", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    item = json.loads(line)
+    assert set(item) == {"position", "reading", "format", "trace"}
+    assert item["trace"]["messages"][1]["tool_calls"][0]["args"] == {"q": "x"}
+    assert "read as one trace" in item["reading"] and "read as one trace" in proc.stderr
+    proc = assay("normalize", str(path), "--json", "--input-format", "json")
+    assert len(proc.stdout.splitlines()) == len(agent_messages(("search", {"q": "x"})))
+    assert "one record per array element" in proc.stderr
 
 
 def test_session_transcripts_one_trace_per_session(tmp_path: Path) -> None:

@@ -107,6 +107,9 @@ def test_budget_stop_exits_5_and_resumes(tmp_path: Path, corpus: Path, server: J
     summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
     assert summary["status"] == "budget"
     assert not (tmp_path / "out" / "_SUCCESS").exists()
+    # spent up to the call that would cross the budget: never over it, never a call's worth short
+    spent, calls = summary["totals"]["cost_usd"], summary["totals"]["requests"]
+    assert 0.001 - 2 * spent / calls < spent <= 0.001
 
     proc = assay("run", str(f), "-q", "--set", "limits.budget_usd=100")
     assert proc.returncode == 0, proc.stderr
@@ -215,6 +218,35 @@ def test_parent_killed_mid_run_loses_nothing(tmp_path: Path, corpus: Path) -> No
     assert sorted(r["trace_id"] for r in final) == sorted(f"t{i}" for i in range(40))
     assert (tmp_path / ".assay" / "checkpoints").is_dir()
     assert not list((tmp_path / ".assay" / "checkpoints").glob("*.json"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers follow their parent's death through prctl (Linux)")
+def test_judge_stats_after_a_killed_workers_2_lineage(tmp_path: Path, corpus: Path) -> None:
+    """kill -9 to a ``--workers 2`` parent (the workers abandon their unanswered calls), then the
+    same command to the end: the summary counts each request once and no abandoned call as an
+    error, and the configured rate is the run's (each attempt's shares added up once), not the
+    sum over every attempt of every writer (it said 12,000 rpm and thousands of errors)."""
+    import signal
+    import time
+
+    with JudgeServerThread(latency=1.5, seed=5) as s:  # calls outlive a stopping worker's grace
+        f, cmd = sharded_run_file(tmp_path, s.url, "out/")
+        signal_after_requests(cmd, s, signal.SIGKILL, requests=12)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _workers_alive(str(f)):
+            time.sleep(0.1)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        answered = s.stats.requests
+    final = rows(tmp_path / "out")
+    assert sorted(r["trace_id"] for r in final) == sorted(f"t{i}" for i in range(40))
+    assert not any(r["results"]["correctness"].get("error") for r in final)
+    summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    judge = summary["judges"]["standin"]
+    assert judge["errors"] == 0 and summary["totals"]["errors"] == 0
+    assert judge["abandoned"] >= 1  # the killed attempt's unanswered calls, counted apart
+    assert judge["configured_rpm"] == 6000
+    assert judge["requests"] <= answered
 
 
 def signal_after_requests(

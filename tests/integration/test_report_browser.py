@@ -111,3 +111,58 @@ def test_trend_report_of_three_nights_renders_in_chromium(nights: Path, tmp_path
     marks = check_page(page, tmp_path, "trend")
     assert marks["js-errors"] == 0
     assert marks["charts-expected"] >= 10 and marks["charts-drawn"] == marks["charts-expected"]
+
+
+@pytest.fixture(scope="module")
+def month(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Thirty small nights: two partitions that never landed (failed, no rows), one the newest."""
+    from tests.unit.report.test_report_nights import failed_night, gate_failed
+
+    root = tmp_path_factory.mktemp("month") / "results"
+    for d in range(30):
+        day = f"2026-11-{d + 1:02d}"
+        if d in (6, 29):
+            failed_night(root / f"dt={day}", f"{day}T02:00:00+00:00")
+            continue
+        write_run(root / f"dt={day}", 40, salt=day, dead=d % 3, started_at=f"{day}T02:00:00+00:00")
+        if d == 17:
+            gate_failed(root / f"dt={day}")
+    return root
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+@pytest.mark.parametrize("nights", [1, 30])
+def test_a_month_of_nights_renders_at_desktop_and_narrow_widths(
+    month: Path, tmp_path: Path, nights: int, width: int
+) -> None:
+    page = tmp_path / f"month-{nights}.html"
+    target = str(month / "dt=*") if nights == 30 else str(month / "dt=2026-11-18")
+    proc = assay("report", target, "--html", str(page), "-q")
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    if nights == 30:  # led by the last whole night, the failed newest one called out first
+        assert "assay report — 2026-11-29" in text and 'id="notices"' in text and "2026-11-30: failed" in text
+        assert "Trend over 30 runs" in text
+    else:  # the gate-failed night on its own: which gate, its threshold and value
+        assert 'id="gates"' in text and "gate_failed" in text
+    dom = chromium(page, tmp_path / f"profile-{nights}-{width}", "--dump-dom", f"--window-size={width},900")
+    root = re.search(r"<html[^>]*>", dom.stdout)
+    assert root is not None
+    marks = {k: int(v) for k, v in re.findall(r'data-(charts-drawn|charts-expected|js-errors)="(\d+)"', root.group(0))}
+    assert marks["js-errors"] == 0 and marks["charts-drawn"] == marks["charts-expected"] > 0
+    shot = tmp_path / f"month-{nights}-{width}.png"
+    proc = chromium(
+        page, tmp_path / f"profile-{nights}-{width}-shot", f"--screenshot={shot}", f"--window-size={width},2400"
+    )
+    assert proc.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    keep = os.environ.get("ASSAY_REPORT_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / shot.name)
+
+
+def test_no_night_at_all_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    proc = assay("report", str(tmp_path / "results" / "dt=*"), "--html", str(tmp_path / "r.html"))
+    assert proc.returncode == 2 and "no results directory matches" in proc.stderr
+    assert not (tmp_path / "r.html").exists()

@@ -10,10 +10,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +60,11 @@ def run(f: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 
 def interrupt(f: Path, *extra: str, sig: int = signal.SIGTERM, after_rows: int = 150) -> int:
     """Start the run, send ``sig`` once some rows are durable (a checkpoint exists), wait."""
+    since = time.time()
     proc = subprocess.Popen(cmd(f, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=f.parent)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        if checkpointed_rows(f.parent) >= after_rows:
+        if checkpointed_rows(f.parent, since) >= after_rows:
             break
         time.sleep(0.02)
     proc.send_signal(sig)
@@ -106,16 +110,45 @@ def test_workers_two_then_one_over_the_same_output(job: Path) -> None:
     assert_exact(out)
 
 
-def test_complete_then_fresh_interrupted_leaves_no_stale_success(job: Path) -> None:
+def test_complete_then_fresh_interrupted_keeps_the_whole_output_in_place(job: Path) -> None:
+    """Issue 17: a run that starts over beside a whole output stages its parts (``_staging/``);
+    stopped, it leaves that output as it was; resumed, it swaps its own in at the end."""
     out = job.parent / "out"
     assert run(job).returncode == 0
     assert_exact(out)
+    before = json.loads((out / "_SUMMARY.json").read_text())
     assert interrupt(job, "--fresh") == 130
-    assert not (out / "_SUCCESS").exists()
-    assert json.loads((out / "_SUMMARY.json").read_text())["status"] == "interrupted"
-    assert len(rows(out)) < N
+    assert_exact(out)  # the previous whole output, its _SUCCESS and its summary
+    assert json.loads((out / "_SUMMARY.json").read_text()) == before
+    staged = json.loads((out / "_staging" / "_SUMMARY.json").read_text())
+    assert staged["status"] == "interrupted" and 0 < len(rows(out / "_staging")) < N
     assert run(job).returncode == 0
     assert_exact(out)
+    assert not (out / "_staging").exists()
+    assert json.loads((out / "_SUMMARY.json").read_text())["started_at"] != before["started_at"]
+
+
+def test_a_failed_run_over_a_whole_output_leaves_it_in_place(tmp_path: Path) -> None:
+    """Issue 17: a truncated input fails the run that started over; the good output stays."""
+    lines = [json.dumps({"id": f"t{i}", "outputs": "a", "reference_outputs": "a"}) for i in range(5000)]
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    src = tmp_path / "in.jsonl.gz"
+    src.write_bytes(data)
+    out = tmp_path / "out"
+    score = [sys.executable, "-m", "assay.cli", "score", str(src), "-e", "exact_match", "-o", str(out) + "/", "-q"]
+    assert subprocess.run(score, capture_output=True, timeout=120).returncode == 0
+    good = sorted(r["trace_id"] for r in rows(out))
+    assert len(good) == 5000 and (out / "_SUCCESS").exists()
+    src.write_bytes(data[: len(data) // 2])
+    proc = subprocess.run(score, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "truncated" in proc.stderr
+    assert sorted(r["trace_id"] for r in rows(out)) == good and (out / "_SUCCESS").exists()
+    assert json.loads((out / "_SUMMARY.json").read_text())["status"] == "ok"
+    assert json.loads((out / "_staging" / "_SUMMARY.json").read_text())["status"] == "failed"
+    src.write_bytes(data)
+    assert subprocess.run(score, capture_output=True, timeout=120).returncode == 0
+    assert sorted(r["trace_id"] for r in rows(out)) == good and (out / "_SUCCESS").exists()
+    assert not (out / "_staging").exists()
 
 
 def test_workers_two_interrupted_resumed_with_one_continues(job: Path) -> None:
@@ -202,3 +235,153 @@ def test_truncated_gzip_is_a_clear_error_and_keeps_what_was_read(tmp_path: Path,
     assert summary["status"] == "failed" and summary["exit_code"] == 1
     got = rows(out)
     assert got and len(got) == summary["counts"]["scored"] == len({r["trace_id"] for r in got})
+
+
+def test_workers_lineage_two_killed_one_stopped_three_keeps_every_row(job: Path) -> None:
+    """Issue 17: a later run with more writers must not delete the parts an earlier writer
+    finished while a checkpoint still counts their positions as done."""
+    out = job.parent / "out"
+    assert interrupt(job, "--workers", "2", sig=signal.SIGKILL, after_rows=150) == -signal.SIGKILL
+    assert interrupt(job, "--workers", "1", "--wait-lock", "60", after_rows=300) == 130
+    assert run(job, "--workers", "3", "--wait-lock", "60").returncode == 0
+    assert_exact(out)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 5 MB tmpfs (root only; skipped elsewhere)."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(where)], capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.decode(errors='replace').strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_disk_full_fails_clearly_and_the_rerun_after_freeing_space_is_exact(
+    tmp_path: Path, small_disk: Path, compression: str
+) -> None:
+    n = 4000
+    noise = random.Random(17)  # rows that do not compress away: the disk fills with gzip too
+    lines = [
+        json.dumps({"id": f"t{i}", "outputs": f"{noise.getrandbits(1024):x}", "reference_outputs": "a"})
+        for i in range(n)
+    ]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    cfg = {
+        "source": {"path": "corpus.jsonl"},
+        "evaluators": [{"name": "exact_match"}],
+        "sink": {"path": str(small_disk / "out") + "/", "max_rows_per_part": 100, "compression": compression},
+        "limits": {"batch_size": 50, "commit_interval_s": 0.05},
+        "state_dir": str(tmp_path / ".assay"),
+    }
+    f = tmp_path / "run.yaml"
+    f.write_text(json.dumps(cfg))
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * ((5 << 20) - (120 << 10)))  # about 120 KB left: the run stops midway
+    proc = run(f)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "assay: error:" in proc.stderr and "no space left" in proc.stderr and str(small_disk) in proc.stderr
+    out = small_disk / "out"
+    assert not (out / "_SUCCESS").exists()
+    got = rows(out)  # every finished part holds whole, committed rows only
+    assert len(got) == len({r["trace_id"] for r in got}) < n
+    filler.unlink()
+    proc = run(f)
+    assert proc.returncode == 0, proc.stderr
+    ids = [r["trace_id"] for r in rows(out)]
+    assert len(ids) == n == len(set(ids))
+    assert (out / "_SUCCESS").exists()
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_a_resume_under_a_changed_run_file_starts_over_and_says_why(job: Path) -> None:
+    """Issue 17: rows scored two ways never share an output."""
+    out = job.parent / "out"
+    assert interrupt(job, sig=signal.SIGKILL, after_rows=200) == -signal.SIGKILL
+    cfg = json.loads(job.read_text())
+    cfg["evaluators"].append({"name": "exact_match"})
+    job.write_text(json.dumps(cfg))
+    proc = run(job)
+    assert proc.returncode == 0, proc.stderr
+    assert "starting over" in proc.stderr and "evaluators" in proc.stderr
+    assert_exact(out)
+    assert all(set(r["results"]) == {"slow", "exact_match"} for r in rows(out))
+    # an unchanged run file resumes without a word
+    assert interrupt(job, "--fresh", sig=signal.SIGKILL, after_rows=200) == -signal.SIGKILL
+    proc = run(job)
+    assert proc.returncode == 0 and "starting over" not in proc.stderr
+    assert_exact(out)
+
+
+def test_a_stop_after_the_file_was_published_but_before_the_checkpoint_was_forgotten(job: Path) -> None:
+    """Found by the random lineage: SIGTERM during the publish of a file sink (the parts already
+    concatenated and removed, the checkpoint not yet) made the rerun fail on missing parts."""
+    cfg = json.loads(job.read_text())
+    cfg["sink"] = {"path": "scores.jsonl.gz"}
+    job.write_text(json.dumps(cfg))
+    assert interrupt(job, sig=signal.SIGKILL, after_rows=200) == -signal.SIGKILL
+    (ck,) = (job.parent / ".assay" / "checkpoints").glob("*/run.json")
+    ck.write_text(json.dumps({**json.loads(ck.read_text()), "publishing": True}))  # as publish marks it
+    parts = job.parent / ".scores.jsonl.gz.parts"
+    (job.parent / "scores.jsonl.gz").write_bytes(b"".join(p.read_bytes() for p in sorted(parts.glob("part-*"))))
+    shutil.rmtree(parts)  # what the publish of the stopped run had done
+    proc = run(job)
+    assert proc.returncode == 0, proc.stderr
+    got = [json.loads(x) for x in gzip.decompress((job.parent / "scores.jsonl.gz").read_bytes()).splitlines()]
+    assert sorted(r["trace_id"] for r in got) == sorted(f"t{i}" for i in range(N))
+
+
+def test_parts_of_a_writer_stopped_before_its_first_checkpoint_are_removed(job: Path) -> None:
+    """Found by the random lineage: writer 2 of a --workers 3 attempt finished a part and was killed
+    before its first checkpoint; a resume with fewer writers kept that part (repeated rows)."""
+    out = job.parent / "out"
+    assert interrupt(job, sig=signal.SIGKILL, after_rows=200) == -signal.SIGKILL
+    (ck,) = (job.parent / ".assay" / "checkpoints").glob("*/run.json")
+    ck.write_text(json.dumps({**json.loads(ck.read_text()), "writers": 3}))  # as a --workers 3 attempt left it
+    stray = json.dumps({"trace_id": "t5", "results": {}})
+    (out / "part-00002-00000.jsonl").write_text(stray + "\n")
+    (out / "_dead_letter").mkdir(exist_ok=True)
+    assert run(job, "--workers", "1").returncode == 0
+    assert_exact(out)
+
+
+_SUMMARY_DISK_FULL = """
+import errno, sys
+import assay.connectors.file_sink as fs
+_real = fs.write_json_atomic
+def _full(path, data, **kw):
+    if path.name == "_SUMMARY.json":
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    _real(path, data, **kw)
+fs.write_json_atomic = _full
+sys.argv[0] = "assay"
+from assay.cli import main
+main()
+"""
+
+
+def test_disk_full_at_the_summary_is_one_clear_error_and_the_rerun_is_exact(job: Path) -> None:
+    """Every part written, then the disk fills as the summary is written (seen in CI with gzip):
+    one ``assay: error:`` line naming the path, no ``_SUCCESS``, no temp file; the rerun is exact."""
+    out = job.parent / "out"
+    proc = subprocess.run(
+        [sys.executable, "-c", _SUMMARY_DISK_FULL, "run", str(job), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=job.parent,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "assay: error:" in proc.stderr and "no space left on device" in proc.stderr
+    assert "_SUMMARY.json" in proc.stderr
+    assert not (out / "_SUCCESS").exists() and not (out / "_SUMMARY.json").exists()
+    assert not list(out.glob(".*.tmp"))
+    assert run(job).returncode == 0
+    assert_exact(out)

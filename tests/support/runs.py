@@ -18,12 +18,17 @@ def slow(outputs, **kwargs):
 """
 
 
-def checkpointed_rows(root: Path) -> int:
-    """Rows the checkpoints under ``root/.assay`` record as durable (all writers)."""
+def checkpointed_rows(root: Path, since: float = 0.0) -> int:
+    """Rows the checkpoints under ``root/.assay`` record as durable (all writers, and the writers
+    of earlier attempts carried over); 0 until a writer saved a checkpoint after ``since``
+    (``time.time()``: a run started then has committed at least once)."""
     total = 0
-    for ck in (root / ".assay" / "checkpoints").glob("*/writer-*.json"):
+    fresh = False
+    base = root / ".assay" / "checkpoints"
+    for ck in [*base.glob("*/writer-*.json"), *base.glob("*/carried.json")]:
         try:
+            fresh = fresh or (ck.name.startswith("writer-") and ck.stat().st_mtime >= since)
             total += json.loads(ck.read_text())["stats"]["counts"]["scored"]
         except (OSError, ValueError, KeyError):
             continue
-    return total
+    return total if fresh else 0

@@ -48,15 +48,19 @@ def test_public_names_exist() -> None:
         assert hasattr(assay, name), name
 
 
-def test_import_is_light_and_fast() -> None:
+def test_import_is_light() -> None:
+    """``import assay`` loads no heavy library and no third-party package beyond its small core
+    (what it loads is counted, not timed: a busy machine must not fail this)."""
     code = (
-        "import sys, time; t = time.perf_counter(); import assay; dt = time.perf_counter() - t; "
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'aiohttp', 'numpy') if m in sys.modules]; "
-        "print(dt, heavy)"
+        "import sys; before = set(sys.modules); import assay; "
+        "print(' '.join(sorted({m.split('.')[0] for m in set(sys.modules) - before})))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
-    assert float(out[0]) < 0.3
-    assert out[1].strip() == "[]"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    heavy = {"torch", "sentence_transformers", "aiohttp", "numpy", "pyarrow", "ray", "deltalake", "duckdb", "scipy"}
+    assert heavy.isdisjoint(out)
+    third_party = {m for m in out if m not in sys.stdlib_module_names and not m.startswith("_")} - {"assay"}
+    core = {"anyio", "msgspec", "orjson", "pydantic", "pydantic_core", "annotated_types", "typing_extensions"}
+    assert third_party <= core | {"typing_inspection", "sniffio", "idna", "exceptiongroup"}, third_party
 
 
 def test_evaluator_params_are_described_from_attribute_docstrings() -> None:
@@ -67,3 +71,23 @@ def test_evaluator_params_are_described_from_attribute_docstrings() -> None:
     assert rows["mode"]["description"].startswith("strict | unordered")
     assert rows["key"]["description"].startswith("Result key")  # inherited from EvaluatorParams
     assert rows["mode"]["default"] == "strict"
+
+
+def test_every_docstring_example_runs() -> None:
+    """The ``>>>`` examples of every module run as written (the docs promise runnable examples)."""
+    import doctest
+    import importlib
+    import pkgutil
+
+    import assay
+
+    skip = {"assay.integrations.airflow", "assay.integrations.ray"}  # need Airflow / a Ray cluster
+    failures: list[str] = []
+    for info in pkgutil.walk_packages(assay.__path__, "assay."):
+        if info.name in skip:
+            continue
+        module = importlib.import_module(info.name)
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+        if result.failed:
+            failures.append(f"{info.name}: {result.failed} of {result.attempted}")
+    assert not failures, failures

@@ -4,9 +4,47 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, judge_params, wrap
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, EvaluatorResult, judge_params, openevals_result
 from assay.evaluators.json_match import JsonMatch
 from assay.evaluators.judge_base import shorthand_judge
+from assay.records import Result
+
+
+def openevals_number(result: Result, params: dict[str, Any]) -> EvaluatorResult:
+    """A json_match result with openevals' score types: ``1``/``0`` (ints) for exact-compared
+    keys and ``all`` aggregates, a float after averaging, a bool for a rubric key."""
+    shaped: EvaluatorResult = openevals_result(result)
+    if result.score is None:
+        return shaped
+    metadata = result.metadata or {}
+    is_list = "item_scores" in metadata
+    base = result.key.partition(":")[2]
+
+    averaged = params["aggregator"] == "average" or (is_list and params["list_aggregator"] == "average")
+    if params["aggregator"] is None and base in params["rubric"]:
+        shaped["score"] = bool(result.value)
+    elif params["aggregator"] is not None and is_list and params["list_aggregator"] == "all":
+        shaped["score"] = int(result.score == 1.0)
+    elif averaged:
+        shaped["score"] = float(result.score)
+    else:
+        shaped["score"] = int(result.score == 1.0)
+    return shaped
+
+
+class _JsonMatchShape:
+    params: dict[str, Any]
+
+    def _shape(self, results: list[Result]) -> Any:
+        return [openevals_number(r, self.params) for r in results]
+
+
+class JsonMatchCompat(_JsonMatchShape, CompatEvaluator):
+    """openevals' json match evaluator function: a list of results."""
+
+
+class AsyncJsonMatchCompat(_JsonMatchShape, AsyncCompatEvaluator):
+    """Its async twin."""
 
 
 def _build(is_async: bool, params: dict[str, Any]) -> CompatEvaluator:
@@ -16,7 +54,12 @@ def _build(is_async: bool, params: dict[str, Any]) -> CompatEvaluator:
         params["judge"] = shorthand_judge(spec["model"]) if "model" in spec else spec["judge"]
     params["exclude_keys"] = params["exclude_keys"] or []
     params["rubric"] = params["rubric"] or {}
-    return wrap(JsonMatch(params), is_async=is_async, many=True)
+    params["empty_average"] = 0.0  # openevals: the mean of no scores is 0 ({} vs {} averaged)
+    cls = AsyncJsonMatchCompat if is_async else JsonMatchCompat
+    shaped = cls(JsonMatch(params), many=True)
+    del params["empty_average"]
+    shaped.params = params
+    return shaped
 
 
 def create_json_match_evaluator(

@@ -12,7 +12,7 @@ import zstandard
 
 from assay.connectors import s3_sink
 from assay.connectors.s3 import S3Config, S3Sink, S3Source, parse_s3_url
-from assay.exceptions import ConfigError, ConnectorError
+from assay.exceptions import ConfigError, ConnectorError, InputMissingError
 from assay.records import Envelope, Position
 from tests.support.s3_server import S3Server
 
@@ -136,7 +136,7 @@ def test_endpoint_from_aws_endpoint_url(s3_server: S3Server, client: Any, bucket
 def test_missing_bucket_and_empty_prefix_name_the_url(s3: S3Config, bucket: str) -> None:
     with pytest.raises(ConnectorError, match="s3://no-such-bucket-x/t/: no such bucket"):
         anyio.run(read_all, S3Source("s3://no-such-bucket-x/t/", s3=s3))
-    with pytest.raises(ConnectorError, match=f"s3://{bucket}/nothing/: no objects"):
+    with pytest.raises(InputMissingError, match=f"s3://{bucket}/nothing/: no objects"):
         anyio.run(read_all, S3Source(f"s3://{bucket}/nothing/", s3=s3))
     with pytest.raises(ConnectorError, match=r"\*\.zst: no objects"):
         anyio.run(read_all, S3Source(f"s3://{bucket}/*.zst", s3=s3))
@@ -151,6 +151,33 @@ def test_bad_credentials_name_the_url(s3_server: S3Server, bucket: str, monkeypa
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     with pytest.raises(ConnectorError, match=f"s3://{bucket}/t/"):
         anyio.run(read_all, S3Source(f"s3://{bucket}/t/", s3=S3Config(endpoint_url=s3_server.endpoint_url)))
+
+
+def test_credential_and_endpoint_errors_name_the_operation_not_a_marker_key(
+    s3_server: S3Server, bucket: str, monkeypatch: Any
+) -> None:
+    """A sink's first call removes an earlier attempt's markers: without credentials (or with an
+    endpoint nobody listens on) the error names the output prefix and the S3 operation, not the
+    ``_SUCCESS`` key it happened to start with."""
+
+    async def open_sink(s3: S3Config) -> None:
+        async with S3Sink(f"s3://{bucket}/out/", s3=s3):
+            pass
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(ConnectorError) as info:
+        anyio.run(open_sink, S3Config(endpoint_url=s3_server.endpoint_url))
+    message = str(info.value)
+    assert message.startswith(f"s3://{bucket}/out/: no AWS credentials found") and "_SUCCESS" not in message
+    assert message.endswith("(S3 DeleteObjects)")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with pytest.raises(ConnectorError, match=r"out/: cannot reach the S3 endpoint: .*127\.0\.0\.1:9.* \(S3 \w+\)$"):
+        anyio.run(open_sink, S3Config(endpoint_url="http://127.0.0.1:9"))
 
 
 def test_truncated_gzip_names_the_key_after_the_rows_before(s3: S3Config, client: Any, bucket: str) -> None:
@@ -200,6 +227,7 @@ def test_close_is_idempotent_and_nothing_is_read_before_open(s3: S3Config, clien
         async with src, sink:
             async for b in src.batches():
                 await sink.write_batch([e.payload for e in b])
+            await sink.flush()  # close completes nothing that was not flushed
         await src.aclose()
         await sink.aclose()
 
@@ -299,6 +327,7 @@ def test_start_over_removes_success_summary_and_every_shards_parts(s3: S3Config,
         async with S3Sink(f"s3://{bucket}/out/", s3=s3) as sink:
             assert keys(client, bucket, "out/") == ["out/keep.txt"]
             await sink.write_batch([b'{"new":1}'])
+            await sink.flush()
 
     anyio.run(main)
     assert keys(client, bucket, "out/") == ["out/keep.txt", "out/part-00000-00000.jsonl"]
@@ -332,12 +361,13 @@ def test_resume_drops_parts_completed_after_the_snapshot(s3: S3Config, client: A
             await write_parts(sink, [[b'{"r":1}'], [b'{"r":2}']])
             state = sink.snapshot()
             await write_parts(sink, [[b'{"r":3}']])  # completed, but the checkpoint never saw it
-            await sink.write_batch([b'{"r":4}'])  # completed by aclose
+            await sink.write_batch([b'{"r":4}'])  # never flushed: aclose completes nothing
             return state
 
     state = anyio.run(interrupted)
     assert state == {"parts": ["out/part-00001-00000.jsonl", "out/part-00001-00001.jsonl"], "seq": 2}
-    assert len(keys(client, bucket, "out/")) == 4
+    assert len(keys(client, bucket, "out/")) == 3
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
     put(client, bucket, "out/part-00000-00000.jsonl", b'{"r":0}\n')  # another shard's: kept
 
     async def resumed() -> None:
@@ -478,6 +508,8 @@ def test_connector_builds_from_run_file_sections(s3_server: S3Server, client: An
         dead_cfg = SimpleNamespace(path=f"s3://{bucket}/out/_dead_letter/")
         async with CONNECTOR.build_sink(dead_cfg, ctx("dead_letter", 0, None)) as dead:
             await dead.write_batch([b'{"bad":1}'])
+            await dead.flush()
+            await dead.flush()
         empty = {"parts": [], "seq": 0, "current": None}  # the engine's publisher writes no parts
         async with CONNECTOR.build_sink(sink_cfg, ctx("results", 99_999, empty)) as publisher:
             return await publisher.publish({"ok": True}, success=False, summary_name="_SUMMARY.shard-0-of-2.json")

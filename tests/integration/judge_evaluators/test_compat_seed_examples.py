@@ -19,7 +19,6 @@ import pytest
 import seed_examples  # the helper beside this file
 
 from assay.compat._core import EvaluatorResult
-from assay.exceptions import ConfigError
 from assay.testing.judge_server import JudgeServerThread, default_verdict, prompt_text, requested_schema
 
 BLOCKS = seed_examples.load()
@@ -30,13 +29,7 @@ SKIPS: dict[tuple[str, int], str] = {
     ("002", 49): "the agentevals page's shared setup (run as the prelude of the examples after it)",
     ("002", 266): "LangSmith pytest plugin (langsmith not installed); its evaluator call is example 002:185",
     ("002", 314): "LangSmith Client.evaluate (langsmith not installed)",
-    ("003", 539): "a LangChain ChatAnthropic judge (langchain_anthropic not installed; unsupported by assay.compat)",
-    ("003", 1156): "model='google_genai:…' (assay's judges speak OpenAI, Anthropic and Ollama wire formats)",
     ("004", 440): "the catalog's own harness (imports its evaluators module), not a factory example",
-}
-#: Examples that must fail at build time with a clear ConfigError.
-UNSUPPORTED: dict[tuple[str, int], str] = {
-    ("003", 436): "LangChain prompt templates",
 }
 
 
@@ -60,8 +53,11 @@ def seed_env(server: JudgeServerThread, monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setenv("OPENAI_API_KEY", "sk-stand-in")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url + "/v1")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-stand-in")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+    monkeypatch.setenv("GOOGLE_API_KEY", "goog-stand-in")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "image.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (tmp_path / "audio.wav").write_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt not really audio")
     monkeypatch.setitem(sys.modules, STUBS, _stub_module())
     return server
 
@@ -182,7 +178,7 @@ def _ids(block: dict[str, Any]) -> str:
     return f"{block['seed']}:{block['line']}"
 
 
-RUNNABLE = [b for b in BLOCKS if (b["seed"], b["line"]) not in SKIPS | UNSUPPORTED]
+RUNNABLE = [b for b in BLOCKS if (b["seed"], b["line"]) not in SKIPS]
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=_ids)
@@ -200,15 +196,9 @@ def test_seed_example_runs_with_only_its_imports_changed(block: dict[str, Any], 
         assert seed_env.stats.ok > before  # the verdicts came from the stand-in over HTTP
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if (b["seed"], b["line"]) in UNSUPPORTED], ids=_ids)
-def test_unsupported_examples_fail_clearly(block: dict[str, Any], seed_env: JudgeServerThread) -> None:
-    with pytest.raises(ConfigError, match=r"not supported by assay\.compat"):
-        run_example(block)
-
-
 def test_every_example_is_run_or_has_a_reason() -> None:
     keys = {(b["seed"], b["line"]) for b in BLOCKS}
-    assert set(SKIPS) | set(UNSUPPORTED) <= keys
+    assert set(SKIPS) <= keys
     assert len(RUNNABLE) >= 20
 
 

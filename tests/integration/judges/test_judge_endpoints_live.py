@@ -297,7 +297,10 @@ def test_hung_requests_time_out_and_are_retried() -> None:
     run(main)
 
 
-def test_budget_stops_further_calls(tmp_path: Path) -> None:
+def test_budget_stops_before_the_call_that_would_cross_it(tmp_path: Path) -> None:
+    """Calls go out while the next one fits: with 2.5 calls' worth of budget, two are made and the
+    third (which would cross it) is refused — the estimate is calibrated by the real costs."""
+
     async def main() -> None:
         async with JudgeServer() as server:
             cfg = judge_config(server, input_price_per_mtok=1000.0, output_price_per_mtok=1000.0)
@@ -307,11 +310,10 @@ def test_budget_stops_further_calls(tmp_path: Path) -> None:
                 first = await judge.complete(request(0))
                 pool.budget.limit_usd = first.usage.cost_usd * 2.5
                 await judge.complete(request(1))
-                await judge.complete(request(2))  # spent 2x < 2.5x: allowed, and it finishes
-                with pytest.raises(BudgetExceeded):
-                    await judge.complete(request(3))
-            assert server.stats.requests == 3
-            assert pool.spent_usd >= pool.budget.limit_usd
+                with pytest.raises(BudgetExceeded, match="the next call to judge 'g'"):
+                    await judge.complete(request(2))  # spent 2x, and one more would make 3x > 2.5x
+            assert server.stats.requests == 2
+            assert pool.spent_usd <= pool.budget.limit_usd
             assert pool.stats()["g"]["budget_refusals"] == 1
 
     run(main)
@@ -348,6 +350,60 @@ def test_cache_makes_a_rerun_free_errors_are_not_cached_and_ttl(tmp_path: Path) 
 
     run(main)
     assert (tmp_path / "judge_cache.sqlite").exists()
+
+
+def test_an_answer_without_its_score_is_never_cached_nor_replayed(tmp_path: Path) -> None:
+    """A judge answering ``{"reasoning": …}`` with no ``score`` (or a score the schema does not
+    allow): the evaluator gets an error result, and a rerun asks the judge again instead of
+    replaying the same error from the cache with 0 requests."""
+    answers = iter(
+        [
+            {"reasoning": "forgot the score"},
+            {"reasoning": "null", "score": None},
+            {"reasoning": "word", "score": "maybe"},
+            {"reasoning": "fine", "score": True},
+        ]
+    )
+
+    async def one_run(server: JudgeServer) -> tuple[Any, bool]:
+        pool = JudgePool.from_config({"g": judge_config(server)}, state_dir=tmp_path)
+        async with pool:
+            reply = await pool.get("g").complete(request("same"))
+            return reply.data, reply.cached
+
+    async def main() -> None:
+        async with JudgeServer(rule=lambda body: next(answers)) as server:
+            for i in range(3):  # three unusable answers: each rerun goes to the judge again
+                data, cached = await one_run(server)
+                assert not cached and data.get("score") in (None, "maybe")
+                assert server.stats.requests == i + 1
+            assert await one_run(server) == ({"reasoning": "fine", "score": True}, False)
+            assert await one_run(server) == ({"reasoning": "fine", "score": True}, True)  # a usable one is
+            assert server.stats.requests == 4
+
+    run(main)
+
+
+def test_a_cached_answer_without_its_score_is_asked_again(tmp_path: Path) -> None:
+    """An unusable answer cached by an older assay is not replayed: it is a miss, then replaced."""
+    from assay.judges.cache import JudgeCache
+
+    async def main() -> None:
+        async with JudgeServer(rule=lambda body: {"reasoning": "fine", "score": True}) as server:
+            pool = JudgePool.from_config({"g": judge_config(server)}, state_dir=tmp_path)
+            async with pool:
+                judge = pool.get("g")
+                _body, key = judge.body_and_key(request("old"))
+            async with JudgeCache(tmp_path / "judge_cache.sqlite") as cache:
+                await cache.put(key, {"text": '{"reasoning": "no score"}', "data": {"reasoning": "no score"}})
+            for cached in (False, True):
+                pool = JudgePool.from_config({"g": judge_config(server)}, state_dir=tmp_path)
+                async with pool:
+                    reply = await pool.get("g").complete(request("old"))
+                assert (reply.data, reply.cached) == ({"reasoning": "fine", "score": True}, cached)
+            assert server.stats.requests == 1
+
+    run(main)
 
 
 def test_api_key_never_leaks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -20,60 +20,84 @@ from assay.testing.judge_server import JudgeServerThread
 from tests.support.redis_server import RedisServer
 
 
-def test_two_holders_of_one_budget_get_evenly_spaced_slots(redis_server: RedisServer) -> None:
-    """Two SharedRate objects (as two processes) draw alternately: each reservation is one
-    emission interval after the one before, whoever made it."""
+async def _tat(url: str, key: str) -> int:
+    """The theoretical arrival time a key holds (µs on the Redis server's clock)."""
+    import redis.asyncio as aioredis
 
-    async def main() -> list[float]:
+    client = aioredis.from_url(url)
+    try:
+        return int(await client.get(key))
+    finally:
+        await client.aclose()
+
+
+def test_two_holders_of_one_budget_get_evenly_spaced_slots(redis_server: RedisServer) -> None:
+    """Two SharedRate objects (as two processes) draw alternately: each reservation's slot is one
+    emission interval after the one before, whoever made it (read from Redis: slots, not wall
+    time, so a slow call cannot fail this)."""
+
+    async def main() -> tuple[list[float], list[int], int]:
         a = SharedRate(redis_server.url, "j", rpm=600, tpm=None, scope="t1")
         b = SharedRate(redis_server.url, "j", rpm=600, tpm=None, scope="t1")
+        waits, slots = [], []
         try:
-            return [await (a if i % 2 else b).reserve(10) for i in range(10)]
+            for i in range(10):
+                waits.append(await (a if i % 2 else b).reserve(10))
+                slots.append(await _tat(redis_server.url, a.keys[0]))
+            return waits, slots, a.request_interval_us
         finally:
             await a.aclose()
             await b.aclose()
 
-    waits = anyio.run(main)
-    interval = 60.0 / (600 * SHARED_PACE_MARGIN)
-    assert waits[0] == pytest.approx(0.0, abs=0.01)
-    assert waits == sorted(waits)
-    for earlier, later in itertools.pairwise(waits):
-        assert later - earlier == pytest.approx(interval, abs=0.01)  # the calls themselves take ~ms
+    waits, slots, interval_us = anyio.run(main)
+    assert interval_us == round(60e6 / (600 * SHARED_PACE_MARGIN))
+    assert waits[0] == 0.0  # a fresh budget: the first call goes at once
+    assert all(w > 0 for w in waits[1:])  # every later one waits for its slot
+    assert [later - earlier for earlier, later in itertools.pairwise(slots)] == [interval_us] * 9
 
 
 def test_another_scope_or_judge_has_its_own_budget(redis_server: RedisServer) -> None:
-    async def main() -> tuple[float, float]:
+    async def main() -> tuple[float, float, float, int, int]:
         a = SharedRate(redis_server.url, "j", rpm=60, tpm=None, scope="t2")
         other = SharedRate(redis_server.url, "j", rpm=60, tpm=None, scope="t2-other-model")
         try:
-            await a.reserve(1)
-            return await a.reserve(1), await other.reserve(1)
+            first = await a.reserve(1)
+            before = await _tat(redis_server.url, a.keys[0])
+            same, fresh = await a.reserve(1), await other.reserve(1)
+            return first, same, fresh, before, await _tat(redis_server.url, a.keys[0])
         finally:
             await a.aclose()
             await other.aclose()
 
-    same, other = anyio.run(main)
-    assert same > 0.9 and other == pytest.approx(0.0, abs=0.01)
+    first, same, fresh, before, after = anyio.run(main)
+    assert first == 0.0 and fresh == 0.0  # the other model's budget is untouched by the first
+    assert 0 < same <= 1 / SHARED_PACE_MARGIN and after - before == round(60e6 / (60 * SHARED_PACE_MARGIN))
 
 
 def test_token_budget_and_keys_expire(redis_server: RedisServer) -> None:
-    async def main() -> tuple[list[float], list[int]]:
+    async def main() -> tuple[list[float], list[int], list[int]]:
         import redis.asyncio as aioredis
 
         shared = SharedRate(redis_server.url, "tok", rpm=None, tpm=6000, scope="t3")  # 100 tokens/s, 10 s burst
         client = aioredis.from_url(redis_server.url)
         try:
-            waits = [await shared.reserve(500) for _ in range(4)]  # 2,000 tokens: the burst holds 1,000
+            waits, tats = [], []
+            for _ in range(4):  # 2,000 tokens: the burst holds 1,000
+                waits.append(await shared.reserve(500))
+                tats.append(await _tat(redis_server.url, shared.keys[1]))
             ttls = [await client.pttl(key) for key in shared.keys]
-            return waits, ttls
+            return waits, tats, ttls
         finally:
             await shared.aclose()
             await client.aclose()
 
-    waits, ttls = anyio.run(main)
-    # 500 tokens move the token stream 5 s on; it may run 10 s ahead: three fit, the fourth waits 5 s
-    assert waits[:3] == [pytest.approx(0.0, abs=0.01)] * 3
-    assert waits[3] == pytest.approx(5.0, abs=0.05)
+    waits, tats, ttls = anyio.run(main)
+    per_token_us = 60e6 / 6000
+    # 500 tokens move the token stream on by 500 tokens' time; it may run 10 s ahead: three fit,
+    # the fourth waits (about 5 s at the configured rate, less the time the calls took)
+    assert waits[:3] == [0.0] * 3
+    assert 0 < waits[3] <= 5.0
+    assert [later - earlier for earlier, later in itertools.pairwise(tats)] == [500 * per_token_us] * 3
     assert ttls[0] == -2  # no request limit: no request key at all
     assert 0 < ttls[1] <= 60_000 + 60_000  # the token key expires once idle
 

@@ -136,7 +136,24 @@ def test_cli_report_single_compare_and_trend(lake: tuple[str, Path], endpoint: s
 
     trend = report(f"{s3}/dt=*/")
     assert trend.returncode == 0, trend.stderr
-    assert all(day in trend.stdout for day, _ in DAYS)
+    assert all(day[5:] in trend.stdout for day, _ in DAYS)  # the trend labels dates of one year MM-DD
 
     missing = report(f"{s3}/dt=1999-*/")
     assert missing.returncode == 2 and "no results location matches" in missing.stderr
+
+
+def test_an_object_read_past_its_end_prints_no_aiohttp_stack_trace(
+    client: Any, bucket: str, endpoint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Buffered readers read again at the end (every ``read()``/``readline()``): aiohttp logged
+    "Multiple access to StreamReader in eof state" with a stack trace after the fifth such read."""
+    from assay.report.s3_store import S3Reader
+
+    client.put_object(Bucket=bucket, Key="o/lines.txt", Body=b"one\ntwo\n")
+    with S3Reader() as reader:
+        f = reader.open_object(bucket, "o/lines.txt")
+        assert f.read() == b"one\ntwo\n"
+        assert [f.read() for _ in range(10)] == [b""] * 10
+        assert [f.readline() for _ in range(10)] == [b""] * 10
+        f.close()
+    assert not [r for r in caplog.records if "StreamReader" in r.getMessage()]

@@ -107,3 +107,19 @@ def test_list_source_snapshot_and_resume() -> None:
     assert lines == [1, 2, 3, 4, 5, 6] and state == {"<list>": [[1, 1], [3, 3], [5, 5]]}
     lines, state = anyio.run(run, state)
     assert lines == [2, 4, 6] and state == {"<list>": [[1, 3], [5, 6]]}
+
+
+def test_rows_of_different_trace_ids_are_never_one_session() -> None:
+    """A LangSmith run dump without parent links shares one ``session_id`` (the project) across
+    traces: sessions are still cut wherever the trace id changes, in any batch size."""
+    rows = [
+        {"id": f"r{t}{i}", "trace_id": f"t{t}", "session_id": "project", "run_type": "chain", "inputs": {}, "n": i}
+        for t in range(3)
+        for i in range(3)
+    ]
+    for batch_size in (1, 2, 4, 100):
+        got = anyio.run(_groups, GroupSessions(ListSource(rows, batch_size=batch_size)))
+        assert got == [(1, [0, 1, 2]), (4, [0, 1, 2]), (7, [0, 1, 2])], batch_size
+    # rows without a trace id keep the session rules (one session id: one session)
+    plain = [{k: v for k, v in r.items() if k != "trace_id"} for r in rows]
+    assert [len(g) for _, g in anyio.run(_groups, GroupSessions(ListSource(plain, batch_size=2)))] == [9]

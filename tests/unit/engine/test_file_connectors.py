@@ -10,7 +10,7 @@ import pytest
 import zstandard
 
 from assay.connectors.file import FileSource, expand_paths
-from assay.exceptions import ConfigError
+from assay.exceptions import InputMissingError
 
 
 async def _read(paths: list[str], **kw: object) -> tuple[list[tuple[str, int | None, bytes]], FileSource]:
@@ -62,9 +62,9 @@ def test_directories_and_globs_sorted(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(b"")
     assert [Path(p).name for p in expand_paths([str(tmp_path / "d")])] == ["a.jsonl", "b.jsonl", "c.jsonl.gz"]
     assert [Path(p).name for p in expand_paths([str(tmp_path / "d" / "*.jsonl")])] == ["a.jsonl", "b.jsonl"]
-    with pytest.raises(ConfigError, match="no files match"):
+    with pytest.raises(InputMissingError, match="no files match"):
         expand_paths([str(tmp_path / "nothing*.jsonl")])
-    with pytest.raises(ConfigError, match="no such file"):
+    with pytest.raises(InputMissingError, match="no such file"):
         expand_paths([str(tmp_path / "missing.jsonl")])
 
 
@@ -133,3 +133,34 @@ def test_lines_longer_than_the_read_buffer_and_readers_without_readinto(tmp_path
             return self.f.read(n)
 
     assert list(iter_lines(ReadOnly(body))) == list(iter_lines(io.BytesIO(body))) == body.split(b"\n")
+
+
+def test_a_staged_directory_swap_cut_short_is_finished_by_settle(tmp_path: Path) -> None:
+    """Issue 17: a staged output swaps in at publish; a stop in the middle of the swap (after
+    ``_SWAP.json``, some parts moved, the marker gone) is finished by the next run's ``settle``."""
+    from assay.connectors.file_sink import STAGING, SWAP, LocalSink
+
+    out = tmp_path / "out"
+
+    async def go() -> None:
+        async with LocalSink(str(out) + "/", max_rows_per_part=2) as old:
+            await old.write_batch([b'{"old":%d}' % i for i in range(5)])
+            await old.publish({"status": "ok"}, success=True)
+        assert await LocalSink(str(out) + "/").whole()
+        async with LocalSink(str(out) + "/", max_rows_per_part=2, staged=True) as new:
+            await new.write_batch([b'{"new":%d}' % i for i in range(3)])
+            await new.flush()
+        staging = out / STAGING
+        names = sorted(p.name for p in staging.glob("part-*"))
+        assert len(names) == 2 and len(list(out.glob("part-*"))) == 3  # the old output is untouched
+        (staging / SWAP).write_text(json.dumps(names))  # the publish began: marker withdrawn, one moved
+        (out / "_SUCCESS").unlink()
+        (staging / names[0]).replace(out / names[0])
+        publisher = LocalSink(str(out) + "/", shard=99_999, resume_state={"parts": [], "seq": 0}, staged=True)
+        async with publisher as again:
+            assert await again.settle()
+
+    anyio.run(go)
+    assert not (out / STAGING).exists() and not (out / "_SUCCESS").exists()
+    got = [json.loads(x) for p in sorted(out.glob("part-*")) for x in p.read_text().splitlines()]
+    assert got == [{"new": 0}, {"new": 1}, {"new": 2}]

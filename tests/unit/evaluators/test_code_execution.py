@@ -1,10 +1,17 @@
-"""code_execution: generated code runs in a limited child interpreter (real subprocesses)."""
+"""code_execution: generated code runs in a sandbox of Linux namespaces (real subprocesses,
+hostile code included)."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,16 +21,15 @@ from typer.testing import CliRunner
 
 from assay.cli import app
 from assay.evaluators import CodeExecution
-from assay.evaluators.sandbox import Limits, namespace_prefix, run_python
+from assay.evaluators.sandbox import BASE_ENV, Limits, _command, _skeleton, bind_specs, run_python
 from assay.exceptions import ConfigError
 from assay.registry import build_evaluator
+from tests.support.sandbox import require_sandbox
 
-NETWORK_MODES = [
-    "hook",
-    pytest.param(
-        "namespace", marks=pytest.mark.skipif(namespace_prefix() is None, reason="no network namespace on this machine")
-    ),
-]
+
+@pytest.fixture(autouse=True)
+def _needs_sandbox() -> None:
+    require_sandbox()
 
 
 def test_code_that_runs_passes() -> None:
@@ -86,29 +92,165 @@ def listener() -> Iterator[int]:
     assert accepted == []  # nothing ever got through
 
 
-@pytest.mark.parametrize("network", NETWORK_MODES)
-def test_network_attempt_fails(listener: int, network: str) -> None:
+def test_network_attempt_fails(listener: int) -> None:
     code = f"import socket\nsocket.create_connection(('127.0.0.1', {listener}), timeout=2).sendall(b'x')\n"
-    r = CodeExecution(network=network).evaluate(outputs=code)
+    r = CodeExecution().evaluate(outputs=code)
     assert r.score == 0.0
-    assert r.metadata["network"] == network
+    assert r.metadata["network"] == "namespace"
 
 
-def test_namespace_alone_cuts_the_network(listener: int) -> None:
+def test_namespace_cuts_the_network_past_the_hook(listener: int) -> None:
     """The kernel guarantee, without the audit hook: a raw connect through libc fails."""
-    if namespace_prefix() is None:
-        pytest.skip("no network namespace on this machine")
     code = f"""
-import ctypes, ctypes.util, struct
-libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+import ctypes, struct
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
 fd = libc.socket(2, 1, 0)
 addr = struct.pack("!HH4s8x", 2, {listener}, bytes([127, 0, 0, 1]))
 addr = struct.pack("=H", 2) + addr[2:]
 rc = libc.connect(fd, addr, len(addr))
 assert rc != 0, "connected"
+print("connect refused, errno", ctypes.get_errno())
 """
-    r = CodeExecution(network="namespace").evaluate(outputs=code)
+    r = CodeExecution(network="auto").evaluate(outputs=code)
     assert r.score == 1.0, r.comment
+    assert "connect refused" in r.metadata["stdout"]
+
+
+SECRET = "sk-assay-fake-parent-secret-7f3a"
+
+
+def test_hostile_code_cannot_read_the_parents_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key of the run's judge is in assay's environment: neither /proc/<ppid>/environ nor any
+    other process's environment (by its host pid) is reachable from the code."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    code = f"""
+import glob, os
+paths = [f"/proc/{{os.getppid()}}/environ", "/proc/{os.getpid()}/environ", *glob.glob("/proc/*/environ")]
+found, readable = [], 0
+for path in paths:
+    try:
+        data = open(path, "rb").read()
+    except OSError:
+        continue
+    readable += 1
+    if b"sk-assay" in data:
+        found.append(path)
+print("ppid", os.getppid(), "pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+print("found", found, "readable", readable)
+print(open("/proc/{os.getpid()}/environ", "rb").read())
+"""
+    r = CodeExecution().evaluate(outputs=code)
+    everything = json.dumps(r.metadata) + (r.comment or "")
+    assert SECRET not in everything
+    assert "ppid 0 pids [1]" in r.metadata["stdout"]  # only itself: a PID namespace of its own
+    assert "found []" in r.metadata["stdout"]
+    assert r.score == 0.0 and "FileNotFoundError" in r.comment  # the parent's pid does not exist here
+
+
+def test_hostile_code_cannot_write_or_read_outside_through_ctypes(tmp_path: Path) -> None:
+    """libc's fopen/open bypass the audit hook; the mount namespace is what holds."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    targets = [tmp_path / "escaped.txt", Path("/usr/assay-escaped.txt"), Path("/assay-escaped.txt")]
+    code = f"""
+import ctypes, os
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
+libc.fopen.restype = ctypes.c_void_p
+for path in {[str(t) for t in targets]!r} + ["../assay-escaped.txt"]:
+    f = libc.fopen(path.encode(), b"w")
+    if f:
+        libc.fputs(b"escaped", ctypes.c_void_p(f))
+        libc.fclose(ctypes.c_void_p(f))
+        print("WROTE", path)
+    fd = libc.open(path.encode(), os.O_WRONLY | os.O_CREAT, 0o644)
+    print("open", path, fd, os.strerror(ctypes.get_errno()))
+print("read", os.path.exists({str(secret)!r}), os.path.exists({str(tmp_path)!r}))
+print("root", sorted(os.listdir("/")))
+"""
+    r = CodeExecution().evaluate(outputs=code)
+    assert r.score == 1.0, r.comment
+    out = r.metadata["stdout"]
+    assert "WROTE" not in out, out
+    assert "read False False" in out  # the host's files are not there at all
+    assert all(not t.exists() for t in targets)
+    assert not Path("/assay-escaped.txt").exists() and not Path(tmp_path.parent, "assay-escaped.txt").exists()
+    assert "'sandbox'" in out and "'work'" not in out and "'home'" not in out
+
+
+def test_fork_bomb_is_bounded_and_leaves_nothing_behind() -> None:
+    token = "ASSAY_FORK_BOMB=1"
+    code = """
+import ctypes, os, time
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
+n = 0
+while n < 10000:
+    pid = libc.fork()  # past the audit hook
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    if pid < 0:
+        break
+    n += 1
+print("forked", n, "then", os.strerror(ctypes.get_errno()))
+"""
+    r = CodeExecution(max_processes=8, timeout=20, environment_variables=dict([token.split("=")])).evaluate(
+        outputs=code
+    )
+    assert r.score == 1.0 and r.metadata["timed_out"] is False, r.comment
+    forked = int(r.metadata["stdout"].split()[1])
+    assert forked < 8  # the process limit stopped it before the bomb's 8th child (the interpreter is one)
+    assert "Resource temporarily unavailable" in r.metadata["stdout"]
+    assert _processes_with(token) == []  # the namespace's children died with it
+
+
+def test_hostile_code_cannot_signal_the_host() -> None:
+    host = subprocess.Popen(["sleep", "30"])
+    try:
+        code = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError as e:\n    print(e)\n"
+        code += f"os.kill({host.pid}, signal.SIGKILL)\n"
+        r = CodeExecution().evaluate(outputs=code)
+        assert r.score == 0.0 and "ProcessLookupError" in r.comment  # the host's pids do not exist there
+        assert host.poll() is None
+    finally:
+        host.kill()
+        host.wait()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/usr/bin/python3").exists(), reason="needs root and /usr/bin/python3"
+)
+def test_unprivileged_user_gets_the_same_sandbox_through_a_user_namespace() -> None:
+    """The path a non-root assay takes (unshare --user --map-root-user), run as nobody (pytest's
+    tmp_path is root's alone: the directory is made where nobody can reach it)."""
+    base = Path(tempfile.mkdtemp(prefix="assay-sandbox-test-"))
+    try:
+        _run_as_nobody(base)
+    finally:
+        shutil.rmtree(base)
+
+
+def _run_as_nobody(base: Path) -> None:
+    (base / "work").mkdir()
+    spec_args = _skeleton(str(base / "root"), bind_specs("/usr/bin/python3"))
+    for d in (base, base / "work"):
+        shutil.chown(d, 65534, 65534)
+    probe = "import os\ncaps = open('/proc/self/status').read().split('CapEff:')[1].split()[0]\n"
+    probe += "print(os.getuid(), os.getppid(), caps)\n"
+    probe += "open('/sandbox/ok', 'w').write('1')\n"
+    probe += "try:\n    open('/usr/x', 'w')\nexcept OSError as e:\n    print(e.strerror)\n"
+    command = _command(str(base), None, spec_args, "/usr/bin/python3", ["-I", "-c", probe])
+    setpriv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    done = subprocess.run([*setpriv, *command], capture_output=True, text=True, env=dict(BASE_ENV), timeout=60)
+    if done.returncode != 0 and "unshare" in done.stderr and "Operation not permitted" in done.stderr:
+        pytest.skip(f"unprivileged user namespaces are disabled here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "0", "0000000000000000", "Read-only", "file", "system"]
+    assert (base / "work" / "ok").read_text() == "1"
+
+
+def test_no_sandbox_no_run() -> None:
+    with pytest.raises(ConfigError, match="the code sandbox cannot be built here, so no generated code is run"):
+        CodeExecution(python="/nonexistent/bin/python3")
 
 
 def test_tests_in_the_record_asserts_functions_and_lists() -> None:
@@ -155,7 +297,10 @@ def test_writes_outside_the_directory_and_processes_are_refused(tmp_path: Path) 
     target = tmp_path / "escaped.txt"
     r = CodeExecution().evaluate(outputs=f"open({str(target)!r}, 'w').write('x')")
     assert r.score == 0.0 and not target.exists()
+    r = CodeExecution().evaluate(outputs="open('/etc/escaped', 'w').write('x')")
+    assert r.score == 0.0 and "writing outside the sandbox directory is disabled" in r.comment
     assert CodeExecution().evaluate(outputs="open('inside.txt', 'w').write('ok')").score == 1.0
+    assert CodeExecution().evaluate(outputs="open('/tmp/inside.txt', 'w').write('ok')").score == 1.0
     r = CodeExecution().evaluate(outputs="import subprocess\nsubprocess.run(['true'])")
     assert r.score == 0.0 and "starting processes is disabled" in r.comment
     allowed = CodeExecution(allow_subprocess=True)
@@ -253,7 +398,35 @@ def test_nothing_runs_unless_the_evaluator_is_configured(tmp_path: Path) -> None
     out2 = tmp_path / "o2.jsonl"
     res = CliRunner().invoke(app, ["score", str(records), "-e", "code_execution", "-o", str(out2), "-q"])
     assert res.exit_code == 0, res.output
-    assert not marker.exists()  # configured: it ran, and its write outside its directory was refused
+    assert not marker.exists()  # configured: it ran, and the host's directory does not exist for it
     row = json.loads(out2.read_text().splitlines()[0])
     assert row["results"]["execution_succeeded"]["score"] == 0.0
-    assert "writing outside the sandbox directory is disabled" in row["results"]["execution_succeeded"]["comment"]
+    assert "FileNotFoundError" in row["results"]["execution_succeeded"]["comment"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_the_sandbox_dies_with_assay_even_by_kill_9(tmp_path: Path) -> None:
+    """A process running code that sleeps is SIGKILLed: nothing of its sandbox outlives it."""
+    token = "ASSAY_SANDBOX_ORPHAN=1"
+    script = tmp_path / "runner.py"
+    script.write_text(
+        "import anyio, sys\n"
+        "from assay.evaluators.sandbox import Limits, run_python\n"
+        "async def main():\n"
+        "    print('started', flush=True)\n"
+        "    code = 'import time\\ntime.sleep(120)'\n"
+        "    await run_python(code, limits=Limits(timeout=120), env={'ASSAY_SANDBOX_ORPHAN': '1'})\n"
+        "anyio.run(main)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _processes_with(token):
+        time.sleep(0.1)
+    assert _processes_with(token), "the sandboxed code never started"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _processes_with(token):
+        time.sleep(0.1)
+    assert _processes_with(token) == []

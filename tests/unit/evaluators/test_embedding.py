@@ -134,12 +134,13 @@ def test_real_model_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     assert close.score > 0.7 > 0.3 > far.score
 
 
-def test_provider_model_fails_at_build_time() -> None:
+def test_an_unknown_provider_fails_at_build_time() -> None:
     import pytest
 
     from assay.evaluators import EmbeddingSimilarity
     from assay.exceptions import ConfigError
 
-    with pytest.raises(ConfigError, match="provider:model"):
-        EmbeddingSimilarity(model="openai:text-embedding-3-small")
+    with pytest.raises(ConfigError, match="PROVIDER:MODEL"):
+        EmbeddingSimilarity(model="nosuchprovider:text-embedding-3-small")
+    assert EmbeddingSimilarity(model="openai:text-embedding-3-small").key == "embedding_similarity"  # hosted
     assert EmbeddingSimilarity(model="openai:x", embed_fn=lambda t: [1.0]).key == "embedding_similarity"

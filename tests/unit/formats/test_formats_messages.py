@@ -285,3 +285,36 @@ def test_langchain_core_objects() -> None:  # pragma: no cover - runs only where
 def test_langchain_bad_shapes(value: Any, match: str) -> None:
     with pytest.raises(NormalizationError, match=match):
         langchain_normalize(value)
+
+
+# ---- bare values as outputs --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("outputs", "kind"), [(5, "number"), (0.5, "number"), (True, "boolean")])
+def test_a_bare_number_or_boolean_as_outputs_is_not_a_trace(outputs: Any, kind: str) -> None:
+    """``outputs: 5`` was scored 0.0 with no word: it is a normalization error (a dead letter)."""
+    from assay.traces.normalize import NormalizeOptions, normalize_record
+
+    with pytest.raises(NormalizationError, match=f"outputs is a JSON {kind}"):
+        normalize_record({"id": "x", "outputs": outputs, "reference_outputs": "r"})
+    with pytest.raises(NormalizationError, match=f"trajectory is a JSON {kind}"):
+        normalize_record({"trajectory": outputs})
+    trace = normalize_record({"outputs": outputs}, NormalizeOptions(format="value"))  # asked for: scored
+    assert trace.final_output == outputs
+    assert normalize_record({"outputs": "5"}).final_output == "5"
+
+
+def test_a_langsmith_child_run_read_alone_says_so() -> None:
+    """A run-per-line LangSmith dump without parent links is read one run per trace: each child
+    run's trace carries a warning; runs of several traces read as one trace are said too."""
+    from assay.traces.langsmith import normalize as langsmith_normalize
+
+    root = {"id": "t1", "trace_id": "t1", "run_type": "chain", "inputs": {"q": "x"}, "outputs": {"output": "a"}}
+    child = {"id": "c1", "trace_id": "t1", "run_type": "tool", "name": "search", "inputs": {"q": "x"}, "outputs": {}}
+    assert langsmith_normalize(root).warnings in (None, [])
+    warned = langsmith_normalize(child).warnings or []
+    assert len(warned) == 1 and "run-per-line dump" in warned[0] and "trace t1" in warned[0]
+    other = {**root, "id": "t2", "trace_id": "t2"}
+    mixed = langsmith_normalize([root, other]).warnings or []
+    assert any("runs of 2 different traces" in w for w in mixed)
+    assert not langsmith_normalize([root, {**child, "parent_run_id": "t1"}]).warnings

@@ -51,7 +51,8 @@ def test_answer_quality_preset_path(scripted: Any) -> None:
     assert r.metadata["path"][1]["reasoning"] == "because no"
     assert r.metadata["usage"]["calls"] == 2
     first = judge.prompt(0)
-    assert "Task / input:\n2+2?" in first and "Output to evaluate:\n4" in first and "Reference / expected:\n4" in first
+    assert "Task / input:\n<input>\n2+2?\n</input>" in first and "Output to evaluate:\n<output>\n4\n</output>" in first
+    assert "Reference / expected:\n<reference>\n4\n</reference>" in first
     assert "Allowed options: yes, partially, no" in first
     assert judge.requests[0].schema["properties"]["choice"]["enum"] == ["yes", "partially", "no"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from assay.exceptions import BudgetExceeded, ConfigError
@@ -81,6 +82,49 @@ def test_budget() -> None:
     with pytest.raises(BudgetExceeded, match="judge 'j'"):
         budget.check("j")
     Budget(None).check("j")
+
+
+def test_budget_is_spent_up_to_the_call_that_would_cross_it() -> None:
+    """limits.budget_usd 0.10 with calls estimated at 0.03 that really cost 0.01, 8 at a time: the
+    run spends the budget (no stop at $0.035 because of in-flight estimates) and never crosses it."""
+
+    async def main() -> tuple[int, float, int]:
+        budget = Budget(0.10)
+        made = refused = 0
+
+        async def caller() -> None:
+            nonlocal made, refused
+            while True:
+                try:
+                    held = await budget.acquire("j", 0.03)
+                except BudgetExceeded:
+                    refused += 1
+                    return
+                await anyio.lowlevel.checkpoint()  # the call in flight
+                budget.charge(0.01, held)
+                made += 1
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(caller)
+        return made, budget.spent_usd, refused
+
+    made, spent, refused = anyio.run(main)
+    assert made == 10 and spent == pytest.approx(0.10) and refused == 8
+    assert budget_after_release() == 0.0
+
+
+def budget_after_release() -> float:
+    """A held call that failed frees its amount, and nothing is learnt from it."""
+
+    async def main() -> float:
+        budget = Budget(1.0)
+        held = await budget.acquire("j", 0.5)
+        budget.release(held)
+        assert budget.calibrated("j", 0.5) == 0.5
+        return budget.reserved_usd
+
+    return anyio.run(main)
 
 
 def test_cache_roundtrip_ttl_and_concurrency(tmp_path: Path) -> None:

@@ -132,9 +132,10 @@ def test_pacer_spaces_requests_evenly() -> None:
     anyio.run(main)
     sent.sort()
     gaps = [b - a for a, b in itertools.pairwise(sent)]
-    # a late wake-up may shorten the next gap (the schedule keeps the average), never to a burst
+    # a late wake-up may shorten the next gap (the schedule keeps the average), never to a burst;
+    # the sends are never faster than the rate (a busy machine only makes them later: no upper bound)
     assert min(gaps) >= 0.5 / (50 * PACE_MARGIN)
-    assert sent[-1] - sent[0] == pytest.approx(10 / (50 * PACE_MARGIN), abs=0.05)
+    assert sent[-1] - sent[0] >= 10 / (50 * PACE_MARGIN) - 0.5 / (50 * PACE_MARGIN)
 
 
 def test_concurrency_and_shared_pause() -> None:
@@ -172,7 +173,7 @@ def test_tokens_per_minute_with_correction() -> None:
         return time.monotonic() - began
 
     elapsed = anyio.run(main)
-    assert elapsed == pytest.approx(2.0, abs=0.4)  # 1200 tokens against a 1000 burst at 100/s
+    assert elapsed >= 1.6  # 1200 tokens against a 1000 burst at 100/s: the second waits (never less)
     # the provider said those used 100 each: the 1,200 surplus is credited to the next requests
     for _ in range(3):
         limits.settle_tokens(500, 100)
@@ -367,7 +368,7 @@ def test_reclaiming_stops_where_the_limiter_refuses_the_reclaimed_slot_too() -> 
             if not limits.control.reclaimed:
                 break
             await one()  # the send in the reclaimed slot ...
-            assert sent[-1] - sent[-2] < 0.5 / 100.0
+            assert sent[-1] - sent[-2] < 1.0 / 100.0  # an order: before the regular slot, one interval on
             limits.on_rate_limited(sent_at=sent[-1], delay=1.0)  # ... refused as well
         assert not limits.control.reclaimed
 

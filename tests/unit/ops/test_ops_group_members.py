@@ -17,7 +17,8 @@ import pytest
 
 from assay.config import RunConfig
 from assay.connectors.file_sink import write_json_atomic
-from assay.pipeline.outputs import RunPlan, member_key, scales_by_group
+from assay.pipeline.outputs import RunPlan
+from assay.pipeline.targets import member_key, scales_by_group
 
 KAFKA = {"type": "kafka", "bootstrap_servers": "127.0.0.1:9", "topics": ["t"], "group_id": "g"}
 KAFKA_SINK = {"type": "kafka", "bootstrap_servers": "127.0.0.1:9", "topic": "scores"}

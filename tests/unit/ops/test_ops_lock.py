@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.exceptions import RunLockedError
-from assay.pipeline.lock import EXIT_LOCKED, RunLock
+from assay.exceptions import EXIT_LOCKED, RunLockedError
+from assay.pipeline.lock import RunLock
 from tests.unit.ops.conftest import cli_env
 
 WAIT_JSON = ("--wait-lock", "forever", "--log-format", "json")
@@ -52,6 +52,9 @@ def holder(tmp_path: Path) -> Iterator[Callable[[str, str], subprocess.Popen[str
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        for pipe in (proc.stdin, proc.stdout):  # an unclosed pipe is an unraisable ResourceWarning at GC
+            if pipe is not None:
+                pipe.close()
 
 
 def release(proc: subprocess.Popen[str]) -> None:

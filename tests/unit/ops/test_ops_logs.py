@@ -91,3 +91,21 @@ def test_cli_json_logs_parse_line_by_line_and_hide_the_secret(quickstart: Path, 
     summary = json.loads((quickstart.parent / "out" / "_SUMMARY.json").read_text())
     assert lines[-1]["counts"] == summary["counts"] and lines[-1]["exit_code"] == 3
     assert lines[-1]["run_id"] == "[REDACTED]"
+
+
+def test_a_secret_expanded_into_the_source_path_is_never_shown(tmp_path: Path, run_cli) -> None:
+    """A missing input whose path holds an ``${ENV}`` value: the error (stderr, text and JSON
+    logs) and the summary show the path with the value blanked."""
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text("source:\n  path: ${DATA_TOKEN}/traces.jsonl\nevaluators: [exact_match]\nsink:\n  path: out/\n")
+    hidden = f"/tmp/{SECRET}"
+    for log_format in ("text", "json"):
+        result = run_cli("run", str(run_file), "-q", "--log-format", log_format, env=cli_env(DATA_TOKEN=hidden))
+        assert result.returncode == 1, result.stderr  # a missing input is retryable (not landed yet)
+        assert SECRET not in result.stderr and SECRET not in result.stdout
+        assert "no such file or directory: '***/traces.jsonl'" in result.stderr
+    finished = json.loads(result.stderr.splitlines()[-1])  # the JSON log's last line
+    assert finished["event"] == "run_finished" and "'***/traces.jsonl'" in finished["error"]
+    summary = (tmp_path / "out" / "_SUMMARY.json").read_text()
+    assert SECRET not in summary
+    assert "'***/traces.jsonl'" in json.loads(summary)["error"]["message"]

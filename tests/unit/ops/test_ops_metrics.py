@@ -62,6 +62,9 @@ def check_against_summary(text: str, summary: dict[str, Any]) -> None:
         assert got[("assay_evaluator_errors_total", (("key", key),))] == ks["errors"]
         assert got[("assay_evaluator_mean", (("key", key),))] == pytest.approx(ks["mean"])
         assert got[("assay_evaluator_pass_rate", (("key", key),))] == pytest.approx(ks["pass_rate"])
+        lower, upper = ks["pass_rate_ci"]
+        assert got[("assay_evaluator_pass_rate_ci", (("bound", "lower"), ("key", key)))] == pytest.approx(lower)
+        assert got[("assay_evaluator_pass_rate_ci", (("bound", "upper"), ("key", key)))] == pytest.approx(upper)
 
 
 @pytest.fixture
@@ -240,3 +243,11 @@ def test_queue_depths_of_a_running_pipeline_in_the_exposition() -> None:
     assert tuple(after[("assay_queue_depth", s)] for s in stage) == (0.0, 0.0)
     assert tuple(after[("assay_queue_capacity", s)] for s in stage) == (3.0, 3.0)
     assert after[("assay_records_read_total", ())] == 300
+
+
+def test_kappa_of_a_labelled_key_is_exported() -> None:
+    m = RunMetrics("r1")
+    ks = {"count": 10, "errors": 0, "mean": 0.8, "pass_rate": 0.8, "pass_rate_ci": [0.49, 0.94], "kappa": 0.61}
+    m.update_from_summary({"counts": {}, "evaluators": {"judged": ks}, "exit_code": 0, "status": "ok"})
+    got = samples(generate_latest(m.registry).decode())
+    assert got[("assay_evaluator_kappa", (("key", "judged"),))] == pytest.approx(0.61)

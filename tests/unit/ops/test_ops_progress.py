@@ -62,7 +62,7 @@ def test_no_terminal_prints_a_timestamped_line_every_interval() -> None:
             p.update(stats(10 * second))
     lines = out.getvalue().splitlines()
     assert len(lines) == 3  # at 30, 60 and 90 s: not on every update
-    assert lines[0].startswith("2026-11-18T11:07:10Z assay: read 300  scored 300  failed 0 | 10 rec/s")
+    assert lines[0].startswith("2026-11-18T11:07:10Z assay: read 300  scored 300  dead letters 0 | 10 rec/s")
     assert lines[2].startswith("2026-11-18T11:08:10Z assay: read 900 ")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, wrap
+from assay.compat._core import CompatEvaluator, as_async, wrap
 from assay.evaluators.code import MypyCheck
 
 
@@ -17,7 +17,23 @@ def create_mypy_evaluator(
 ) -> CompatEvaluator:
     """Type-check the output with mypy (key ``mypy_succeeded``); the code is never run."""
     ev = MypyCheck(cli_args=mypy_cli_args, code_extraction=code_extraction_strategy, code_extractor=code_extractor)
-    return wrap(ev)
+    return wrap(ev, errors_fail=True)  # openevals: a check that cannot run fails, it does not raise
 
 
-__all__ = ["create_mypy_evaluator"]
+def create_async_mypy_evaluator(
+    *,
+    mypy_cli_args: list[str] | None = None,
+    code_extraction_strategy: str = "none",
+    code_extractor: Callable[[Any], str] | None = None,
+) -> CompatEvaluator:
+    """:func:`create_mypy_evaluator` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
+    return as_async(
+        create_mypy_evaluator(
+            mypy_cli_args=mypy_cli_args,
+            code_extraction_strategy=code_extraction_strategy,
+            code_extractor=code_extractor,
+        )
+    )
+
+
+__all__ = ["create_async_mypy_evaluator", "create_mypy_evaluator"]

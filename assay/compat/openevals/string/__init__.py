@@ -1,1 +1,1 @@
-"""``openevals.string`` (see :mod:`assay.compat`): ``.embedding_similarity``."""
+"""``openevals.string`` (see :mod:`assay.compat`): ``.levenshtein``, ``.embedding_similarity``."""

@@ -1,8 +1,9 @@
 """``from openevals.string.embedding_similarity import create_embedding_similarity_evaluator``.
 
-assay embeds locally (sentence-transformers, ``all-MiniLM-L6-v2`` by default); openevals' default
-is OpenAI's embeddings API. A ``provider:model`` name is refused at build time (use a local model
-name, or pass your own ``text -> vector`` function as ``embeddings``).
+As in openevals, the default model is OpenAI's ``text-embedding-3-small`` through the embeddings API
+(``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` honoured; through assay's endpoint: retries, limits) and
+the score is rounded to 2 decimals. A local sentence-transformers model name (``all-MiniLM-L6-v2``,
+bundled, offline) or your own ``text -> vector`` function as ``embeddings`` work too.
 """
 
 from __future__ import annotations
@@ -10,19 +11,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, wrap
-from assay.evaluators.embedding import DEFAULT_MODEL, EmbeddingSimilarity
+from assay.compat._core import CompatEvaluator, as_async, wrap
+from assay.evaluators.embedding import EmbeddingSimilarity
+
+OPENEVALS_DEFAULT_MODEL = "openai:text-embedding-3-small"
 
 
 def create_embedding_similarity_evaluator(
     *,
-    model: str = DEFAULT_MODEL,
+    model: str = OPENEVALS_DEFAULT_MODEL,
     algorithm: str = "cosine",
     embeddings: Callable[[str], Any] | None = None,
 ) -> CompatEvaluator:
     """Similarity of the output and reference embeddings (key ``embedding_similarity``)."""
-    ev = EmbeddingSimilarity(model=model, algorithm=algorithm, embed_fn=embeddings)
+    ev = EmbeddingSimilarity(model=model, algorithm=algorithm, embed_fn=embeddings, round_digits=2)
     return wrap(ev)
 
 
-__all__ = ["create_embedding_similarity_evaluator"]
+def create_async_embedding_similarity_evaluator(
+    *,
+    model: str = OPENEVALS_DEFAULT_MODEL,
+    algorithm: str = "cosine",
+    embeddings: Callable[[str], Any] | None = None,
+) -> CompatEvaluator:
+    """:func:`create_embedding_similarity_evaluator` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
+    return as_async(create_embedding_similarity_evaluator(model=model, algorithm=algorithm, embeddings=embeddings))
+
+
+__all__ = ["create_async_embedding_similarity_evaluator", "create_embedding_similarity_evaluator"]

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, wrap
+from assay.compat._core import CompatEvaluator, as_async, wrap
+from assay.compat.openevals.code.e2b import ignore_sandbox
 from assay.evaluators.code_exec import CodeExecution
 
 
@@ -24,7 +25,8 @@ def create_e2b_execution_evaluator(
     code_extractor: Callable[[Any], str] | None = None,
 ) -> CompatEvaluator:
     """Run the output's code; key ``execution_succeeded``, score True when it exits cleanly."""
-    del sandbox, sandbox_project_directory  # E2B's; the local sandbox needs neither
+    ignore_sandbox(sandbox)  # E2B's; the local sandbox needs neither it nor a project directory
+    del sandbox_project_directory
     ev = CodeExecution(
         environment_variables=environment_variables or {},
         code_extraction=code_extraction_strategy,
@@ -33,4 +35,24 @@ def create_e2b_execution_evaluator(
     return wrap(ev)
 
 
-__all__ = ["create_e2b_execution_evaluator"]
+def create_async_e2b_execution_evaluator(
+    *,
+    sandbox: Any = None,
+    environment_variables: dict[str, str] | None = None,
+    sandbox_project_directory: str | None = None,
+    code_extraction_strategy: str = "none",
+    code_extractor: Callable[[Any], str] | None = None,
+) -> CompatEvaluator:
+    """:func:`create_e2b_execution_evaluator` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
+    return as_async(
+        create_e2b_execution_evaluator(
+            sandbox=sandbox,
+            environment_variables=environment_variables,
+            sandbox_project_directory=sandbox_project_directory,
+            code_extraction_strategy=code_extraction_strategy,
+            code_extractor=code_extractor,
+        )
+    )
+
+
+__all__ = ["create_async_e2b_execution_evaluator", "create_e2b_execution_evaluator"]

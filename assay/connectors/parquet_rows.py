@@ -1,0 +1,222 @@
+"""Rows of Parquet files as Python records, a row group at a time (extra ``assay[lake]``: pyarrow).
+
+The reading side of the lake connectors, reusable by any source that needs a file's rows (the
+Parquet source, exports that assemble one trace from many rows):
+
+* :func:`is_parquet` / :func:`parquet_files`: which inputs are Parquet (by suffix, or the ``PAR1``
+  magic at the start of a file without one), expanded from files, directories and globs;
+* :class:`ParquetInput`: one file (local or through a ``pyarrow.fs`` filesystem) and its row
+  groups, read as a stream of record batches — never the whole file;
+* :func:`batch_records`: a record batch as a list of dicts, column by column. Nested
+  ``list<struct>`` columns become lists of dicts; top-level text columns holding JSON objects or
+  arrays (exports store ``inputs`` / ``outputs`` as JSON text) are decoded.
+
+>>> import pyarrow as pa
+>>> b = pa.RecordBatch.from_pylist([{"id": "t1", "outputs": '{"messages": []}', "tags": [{"k": "a"}]}])
+>>> batch_records(b)
+[{'id': 't1', 'outputs': {'messages': []}, 'tags': [{'k': 'a'}]}]
+
+pyarrow is imported here: import this module only when Parquet is in play.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assay.exceptions import ConfigError, ConnectorError
+
+MAGIC = b"PAR1"
+SUFFIXES = (".parquet", ".pq", ".parq")
+BATCH_ROWS = 1024
+"""Rows per record batch read from a row group (the unit converted to Python at once)."""
+
+_loads = orjson.loads
+_JSON_START = frozenset("{[")
+
+
+def has_parquet_suffix(path: str) -> bool:
+    return path.lower().endswith(SUFFIXES)
+
+
+def has_magic(path: str) -> bool:
+    """The file starts with ``PAR1`` (a Parquet file whatever its name)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+def is_parquet(path: str) -> bool:
+    """A local file that is Parquet, by suffix or magic."""
+    return has_parquet_suffix(path) or (os.path.isfile(path) and has_magic(path))
+
+
+def _hidden(root: Path, f: Path) -> bool:
+    return any(part.startswith(("_", ".")) for part in f.relative_to(root).parts)
+
+
+def parquet_files(paths: Sequence[str]) -> list[str] | None:
+    """The Parquet files named by local ``paths`` (files, directories searched recursively, globs),
+    sorted per path; None when the paths name no Parquet input (the JSON readers take them).
+    ``_``- and ``.``-prefixed files and folders under a directory (``_SUCCESS``, ``_delta_log``) are
+    skipped. Mixing Parquet and JSON inputs in one source is a ConfigError."""
+    found: list[str] = []
+    other: list[str] = []
+    for p in paths:
+        if p == "-" or p.startswith("s3://"):
+            other.append(p)
+            continue
+        if any(ch in p for ch in "*?["):
+            files = sorted(m for m in glob.glob(p, recursive=True) if os.path.isfile(m))
+        elif os.path.isdir(p):
+            root = Path(p)
+            files = sorted(str(f) for f in root.rglob("*") if f.is_file() and not _hidden(root, f))
+            pq_files = [f for f in files if has_parquet_suffix(f)]
+            if pq_files:
+                files = pq_files  # a directory of parts: the Parquet ones (not _SUMMARY.json, …)
+        else:
+            files = [p]
+        for f in files:
+            (found if os.path.isfile(f) and is_parquet(f) else other).append(f)
+    if not found:
+        return None
+    if other:
+        raise ConfigError(
+            f"source: Parquet and other inputs mixed ({found[0]!r} and {other[0]!r}); read them in separate runs"
+        )
+    return found
+
+
+# -- Arrow → Python ----------------------------------------------------------------------------
+
+
+def _decode_json_text(values: list[Any]) -> list[Any]:
+    """Text values that are JSON objects or arrays, parsed; anything else as it was."""
+    out = values
+    for i, v in enumerate(values):
+        if type(v) is str and v and (v[0] in _JSON_START or (v[0].isspace() and v.lstrip()[:1] in _JSON_START)):
+            with contextlib.suppress(orjson.JSONDecodeError):
+                out[i] = _loads(v)
+    return out
+
+
+def is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
+def batch_records(batch: pa.RecordBatch | pa.Table, *, decode_json: bool = True) -> list[dict[str, Any]]:
+    """The rows of a batch as dicts (``to_pylist()``), top-level JSON text decoded (module docs)."""
+    rows: list[dict[str, Any]] = batch.to_pylist()
+    if decode_json:
+        for f in batch.schema:
+            if is_text(f.type):
+                name = f.name
+                for row, value in zip(rows, _decode_json_text([r[name] for r in rows]), strict=True):
+                    row[name] = value
+    return rows
+
+
+# -- files and row groups ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RowGroup:
+    """One row group of a file: its index, the file-wide index of its first row, its row count."""
+
+    index: int
+    first_row: int
+    rows: int
+
+
+@dataclass
+class ParquetInput:
+    """One Parquet file: ``name`` is what positions carry (a path or ``s3://bucket/key``), ``path``
+    what ``filesystem`` opens (None: the local filesystem)."""
+
+    name: str
+    path: str
+    filesystem: Any = None
+    size: int = 0
+    row_groups: list[RowGroup] = field(default_factory=list)
+
+    def open(self) -> pq.ParquetFile:
+        """The file, its footer read (row groups known); a ConnectorError names it if it is not Parquet."""
+        try:
+            if self.filesystem is None:
+                pf = pq.ParquetFile(self.path)
+            else:
+                pf = pq.ParquetFile(self.filesystem.open_input_file(self.path))
+        except (OSError, pa.ArrowException) as exc:
+            raise ConnectorError(f"{self.name}: cannot read as Parquet: {exc}") from exc
+        meta = pf.metadata
+        first = 0
+        groups = []
+        for i in range(meta.num_row_groups):
+            n = meta.row_group(i).num_rows
+            groups.append(RowGroup(i, first, n))
+            first += n
+        self.row_groups = groups
+        return pf
+
+    @property
+    def rows(self) -> int:
+        return sum(g.rows for g in self.row_groups)
+
+    def batches(
+        self,
+        pf: pq.ParquetFile,
+        groups: Sequence[RowGroup],
+        *,
+        columns: Sequence[str] | None = None,
+        batch_rows: int = BATCH_ROWS,
+    ) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """(file-wide index of the batch's first row, batch) over ``groups``, a batch at a time."""
+        for g in groups:
+            row = g.first_row
+            try:
+                for batch in pf.iter_batches(
+                    batch_size=batch_rows,
+                    row_groups=[g.index],
+                    columns=list(columns) if columns else None,
+                    use_threads=False,  # the engine's own threads keep the cores busy
+                ):
+                    yield row, batch
+                    row += batch.num_rows
+            except (OSError, pa.ArrowException) as exc:
+                raise ConnectorError(f"{self.name}: row group {g.index}: read failed: {exc}") from exc
+
+
+def iter_file_rows(
+    path: str, *, filesystem: Any = None, name: str | None = None, columns: Sequence[str] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row index, record) of every row of one file, a batch at a time: the per-file row iterator
+    for readers that group rows themselves (multi-row exports)."""
+    inp = ParquetInput(name or path, path, filesystem)
+    pf = inp.open()
+    for first, batch in inp.batches(pf, inp.row_groups, columns=columns):
+        yield from enumerate(batch_records(batch), first)
+
+
+__all__ = [
+    "BATCH_ROWS",
+    "MAGIC",
+    "SUFFIXES",
+    "ParquetInput",
+    "RowGroup",
+    "batch_records",
+    "has_parquet_suffix",
+    "is_parquet",
+    "iter_file_rows",
+    "parquet_files",
+]

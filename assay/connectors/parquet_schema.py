@@ -1,0 +1,368 @@
+"""The stable schema of result rows in Parquet and Delta tables, and the encoding into it.
+
+``wide`` (default), one row per trace::
+
+    trace_id  string          the trace's id
+    run_id    string          the run's id (stable for a run file and --ds)
+    ds        string          the logical date, YYYY-MM-DD (null without --ds)
+    position  string          where the trace was read: "file:row", "s3://b/k:line", "topic[p]@offset"
+    <key>     struct          one column per result key, named by the key:
+        score          double   in [0, 1]; null when not scored
+        value          string   the raw outcome as text (JSON for non-strings: true, 3, {"a": 1})
+        passed         bool     score >= the evaluator's threshold (the result's own, else the
+                                summary's); null when not scored
+        comment        string
+        error          string   set when scoring failed
+        input_tokens   int64    judge tokens and cost for this result (null for deterministic ones)
+        output_tokens  int64
+        cost_usd       double
+        identity       string   what the result was scored with (evaluator, params, judge model: a
+                                digest, as ``row.identity`` of the JSON rows; ``assay compare`` reads it)
+
+``long``: the same top-level columns, then ``key`` (string) and the struct's fields as columns,
+one row per trace and result key (for dashboards that pivot).
+
+Rows arrive as the engine encodes them (JSON, :class:`~assay.records.TraceResult` shape) and are
+converted column by column, a row group at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+import orjson
+import pyarrow as pa
+
+ROW_GROUP_ROWS = 65_536
+"""Rows per row group: large enough for scans (a few MB of columns), small enough to stay flat."""
+
+RESULT_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("score", pa.float64()),
+    ("value", pa.string()),
+    ("passed", pa.bool_()),
+    ("comment", pa.string()),
+    ("error", pa.string()),
+    ("input_tokens", pa.int64()),
+    ("output_tokens", pa.int64()),
+    ("cost_usd", pa.float64()),
+    ("identity", pa.string()),
+]
+RESULT_TYPE = pa.struct(RESULT_FIELDS)
+TOP_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("trace_id", pa.string()),
+    ("run_id", pa.string()),
+    ("ds", pa.string()),
+    ("position", pa.string()),
+]
+
+
+def result_schema(keys: Sequence[str], layout: str = "wide") -> pa.Schema:
+    """The table schema for these result keys (in this order)."""
+    if layout == "long":
+        return pa.schema([*TOP_FIELDS, ("key", pa.string()), *RESULT_FIELDS])
+    return pa.schema([*TOP_FIELDS, *((k, RESULT_TYPE) for k in keys)])
+
+
+def position_text(pos: Any) -> str | None:
+    """A row's position as text: ``file:line``, ``topic[partition]@offset``."""
+    if type(pos) is dict and "line" in pos and "topic" not in pos:
+        line = pos["line"]
+        return f"{pos.get('file')}:{line}" if line is not None else str(pos.get("file"))
+    if not isinstance(pos, dict):
+        return None if pos is None else str(pos)
+    if "topic" in pos:
+        return f"{pos.get('topic')}[{pos.get('partition')}]@{pos.get('offset')}"
+    line = pos.get("line")
+    return f"{pos.get('file')}:{line}" if line is not None else str(pos.get("file"))
+
+
+def _text(value: Any) -> str | None:
+    if value is None or type(value) is str:
+        return value
+    return orjson.dumps(value, default=str).decode()
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _identity(ids: Mapping[str, Any], key: str) -> Any:
+    """The identity a result key was scored with (a dynamic ``key:sub`` takes its evaluator's)."""
+    ident = ids.get(key)
+    if ident is None and ":" in key:
+        ident = ids.get(key.split(":", 1)[0])
+    return ident
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: Any = None
+    output_tokens: Any = None
+    cost_usd: Any = None
+
+
+class _Meta(msgspec.Struct, gc=False):
+    usage: _Usage | None = None  # the rest of a result's metadata is skipped by the decoder
+
+
+class _StagedResult(msgspec.Struct, gc=False):
+    score: Any = None
+    value: Any = None
+    comment: Any = None
+    error: Any = None
+    metadata: _Meta | None = None
+    threshold: Any = None  # the evaluator's own pass mark (engine rows carry it)
+
+
+class StagedRow(msgspec.Struct, gc=False):
+    """The part of an engine row the Parquet schema keeps, decoded straight from its JSON (the
+    decoder skips everything else: tool lists in metadata, warnings)."""
+
+    trace_id: Any = None
+    run_id: Any = None
+    position: Any = None
+    results: dict[str, _StagedResult] = msgspec.field(default_factory=dict)
+    identity: dict[str, Any] | None = None
+
+
+_decode_lines = msgspec.json.Decoder(StagedRow).decode_lines
+_decode_row = msgspec.json.Decoder(StagedRow).decode
+
+
+def decode_staged(chunk: bytes) -> list[StagedRow] | None:
+    """JSON lines of engine rows as :class:`StagedRow` (one C call per chunk); None when a line is
+    not of that shape (the caller then reads the chunk as plain JSON)."""
+    try:
+        return _decode_lines(chunk)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+class _ResultColumns:
+    """The fields of a result struct as column lists (the hot loop of the conversion)."""
+
+    __slots__ = (
+        "comment",
+        "cost",
+        "error",
+        "identity",
+        "input_tokens",
+        "missing",
+        "output_tokens",
+        "passed",
+        "score",
+        "value",
+    )
+
+    def __init__(self) -> None:
+        self.score: list[Any] = []
+        self.value: list[Any] = []
+        self.passed: list[Any] = []
+        self.comment: list[Any] = []
+        self.error: list[Any] = []
+        self.input_tokens: list[Any] = []
+        self.output_tokens: list[Any] = []
+        self.cost: list[Any] = []
+        self.identity: list[Any] = []
+        self.missing: list[bool] = []
+
+    def add_missing(self) -> None:
+        for col in (self.score, self.value, self.passed, self.comment, self.error, self.identity):
+            col.append(None)
+        self.input_tokens.append(None)
+        self.output_tokens.append(None)
+        self.cost.append(None)
+        self.missing.append(True)
+
+    def add(
+        self, score: Any, value: Any, comment: Any, error: Any, usage: Any, identity: Any, threshold: float
+    ) -> None:
+        """One result's fields, as the JSON row holds them (converted to the column types here)."""
+        if type(score) is not float:
+            score = _float(score)
+        self.score.append(score)
+        self.value.append(value if value is None or type(value) is str else _text(value))
+        self.passed.append(None if score is None else score >= threshold)
+        self.comment.append(comment if comment is None or type(comment) is str else _text(comment))
+        self.error.append(error if error is None or type(error) is str else _text(error))
+        self.identity.append(identity if identity is None or type(identity) is str else _text(identity))
+        if usage is None:
+            self.input_tokens.append(None)
+            self.output_tokens.append(None)
+            self.cost.append(None)
+        elif type(usage) is dict:
+            self.input_tokens.append(_int(usage.get("input_tokens")))
+            self.output_tokens.append(_int(usage.get("output_tokens")))
+            self.cost.append(_float(usage.get("cost_usd")))
+        else:
+            self.input_tokens.append(_int(usage.input_tokens))
+            self.output_tokens.append(_int(usage.output_tokens))
+            self.cost.append(_float(usage.cost_usd))
+        self.missing.append(False)
+
+    def add_dict(self, res: Any, identity: Any, threshold: float) -> None:
+        if type(res) is not dict:
+            self.add_missing()
+            return
+        md = res.get("metadata")
+        usage = md.get("usage") if type(md) is dict else None
+        own = res.get("threshold")
+        if type(own) is float or type(own) is int:
+            threshold = own
+        self.add(
+            res.get("score"),
+            res.get("value"),
+            res.get("comment"),
+            res.get("error"),
+            usage if type(usage) is dict else None,
+            identity,
+            threshold,
+        )
+
+    def add_staged(self, res: _StagedResult | None, identity: Any, threshold: float) -> None:
+        if res is None:
+            self.add_missing()
+            return
+        md = res.metadata
+        own = res.threshold
+        if type(own) is float or type(own) is int:
+            threshold = own
+        self.add(res.score, res.value, res.comment, res.error, None if md is None else md.usage, identity, threshold)
+
+    def arrays(self) -> list[pa.Array]:
+        cols = (
+            self.score,
+            self.value,
+            self.passed,
+            self.comment,
+            self.error,
+            self.input_tokens,
+            self.output_tokens,
+            self.cost,
+            self.identity,
+        )
+        return [pa.array(col, type=t) for col, (_, t) in zip(cols, RESULT_FIELDS, strict=True)]
+
+    def struct(self) -> pa.StructArray:
+        """The struct column; rows with no result under the key are null structs."""
+        mask = pa.array(self.missing, type=pa.bool_()) if any(self.missing) else None
+        return pa.StructArray.from_arrays(self.arrays(), fields=list(RESULT_TYPE), mask=mask)
+
+
+class TableBuilder:
+    """Result rows → Arrow record batches of the schema above (a batch per ``batch()`` call)."""
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        *,
+        layout: str = "wide",
+        ds: str | None = None,
+        thresholds: Mapping[str, float] | None = None,
+    ) -> None:
+        self.keys = list(keys)
+        self.layout = layout
+        self.ds = ds
+        self.thresholds = dict(thresholds or {})
+        self.schema = result_schema(self.keys, layout)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.top: list[list[Any]] = [[], [], [], []]
+        self.cols: dict[str, _ResultColumns] = {k: _ResultColumns() for k in self.keys}
+        self.long_keys: list[str] = []
+        self.long = _ResultColumns()
+        self.rows = 0
+
+    def _top(self, tid: Any, rid: Any, position: Any) -> None:
+        t0, t1, t2, t3 = self.top
+        t0.append(tid if tid is None or type(tid) is str else _text(tid))
+        t1.append(rid if rid is None or type(rid) is str else _text(rid))
+        t2.append(self.ds)
+        t3.append(position_text(position))
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """One result row (the engine's JSON row, parsed)."""
+        results = row.get("results")
+        if type(results) is not dict:
+            results = {}
+        identity = row.get("identity")
+        ids = identity if type(identity) is dict else {}
+        thresholds = self.thresholds
+        if self.layout == "long":
+            for key, res in results.items():
+                if type(res) is dict:
+                    self._top(row.get("trace_id"), row.get("run_id"), row.get("position"))
+                    self.long_keys.append(key)
+                    self.long.add_dict(res, _identity(ids, key), thresholds.get(key, 0.5))
+                    self.rows += 1
+            return
+        self._top(row.get("trace_id"), row.get("run_id"), row.get("position"))
+        for key, cols in self.cols.items():
+            cols.add_dict(results.get(key), _identity(ids, key), thresholds.get(key, 0.5))
+        self.rows += 1
+
+    def add_staged(self, row: StagedRow) -> None:
+        """One result row as :func:`decode_staged` decodes it (the same columns as :meth:`add`)."""
+        results = row.results
+        ids = row.identity or {}
+        thresholds = self.thresholds
+        if self.layout == "long":
+            for key, res in results.items():
+                self._top(row.trace_id, row.run_id, row.position)
+                self.long_keys.append(key)
+                self.long.add_staged(res, _identity(ids, key), thresholds.get(key, 0.5))
+                self.rows += 1
+            return
+        self._top(row.trace_id, row.run_id, row.position)
+        get = results.get
+        for key, cols in self.cols.items():
+            cols.add_staged(get(key), _identity(ids, key), thresholds.get(key, 0.5))
+        self.rows += 1
+
+    def add_all(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for r in rows:
+            self.add(r)
+
+    def batch(self) -> pa.RecordBatch:
+        """The rows added since the last call, as one record batch."""
+        arrays: list[pa.Array] = [pa.array(col, type=t) for col, (_, t) in zip(self.top, TOP_FIELDS, strict=True)]
+        if self.layout == "long":
+            arrays.append(pa.array(self.long_keys, type=pa.string()))
+            arrays += self.long.arrays()
+        else:
+            arrays += [cols.struct() for cols in self.cols.values()]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        self._reset()
+        return batch
+
+
+def summary_keys(summary: Mapping[str, Any]) -> tuple[list[str], dict[str, float]]:
+    """The result keys of a run (sorted) and their thresholds, from its summary."""
+    evaluators = summary.get("evaluators") or {}
+    keys = sorted(k for k in evaluators if isinstance(k, str))
+    thresholds = {
+        k: float(v.get("threshold", 0.5))
+        for k, v in evaluators.items()
+        if isinstance(v, dict) and v.get("threshold") is not None
+    }
+    return keys, thresholds
+
+
+__all__ = [
+    "RESULT_FIELDS",
+    "RESULT_TYPE",
+    "ROW_GROUP_ROWS",
+    "TOP_FIELDS",
+    "StagedRow",
+    "TableBuilder",
+    "decode_staged",
+    "position_text",
+    "result_schema",
+    "summary_keys",
+]

@@ -1,0 +1,290 @@
+"""The Parquet source (extra ``assay[lake]``): rows of ``*.parquet`` files, directories, globs and
+``s3://`` prefixes as traces, a row group at a time.
+
+* **Inputs**: local paths (Parquet by suffix or by the ``PAR1`` magic,
+  :func:`~assay.connectors.parquet_rows.parquet_files`) or ``s3://`` URLs (an object, a prefix, a key
+  glob; read through ``pyarrow.fs.S3FileSystem`` with the run's ``s3:`` settings).
+* **Records**: each row is a record, exactly as a JSON line with the same keys would be (the
+  ``normalize`` paths apply unchanged): nested ``list<struct>`` columns are lists of dicts, text
+  columns holding JSON objects or arrays are decoded. Envelopes carry the decoded row
+  (:class:`~assay.records.Envelope` ``record``), so nothing is encoded to JSON and parsed again.
+* **Positions** are ``(file, row)``: ``Position(name, line=row number, 1-based)``; the resume
+  ledger is the file source's (:class:`~assay.connectors.ledger.LineLedger`), and a row group whose
+  rows are all done is not even read.
+* **Shards** (``--workers`` / ``--shard i/N``): the (file, row group) units, in order, whose index
+  is ``i`` modulo ``N``; a file of a multi-row export (LangSmith runs, Langfuse observations:
+  :func:`~assay.traces.exports.export_columns`) is one unit, since its traces' rows may be anywhere
+  in it.
+
+>>> import anyio, tempfile, pathlib, pyarrow as pa, pyarrow.parquet as pq
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> pq.write_table(pa.table({"id": ["a", "b"], "output": ["x", "y"]}), d / "t.parquet")
+>>> async def read():
+...     async with ParquetSource([str(d)]) as src:
+...         return [(e.position.line, e.record.as_dict()["id"]) async for b in src.batches() for e in b]
+>>> anyio.run(read)
+[(1, 'a'), (2, 'b')]
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from assay.connectors.base import Source
+from assay.connectors.ledger import LineLedger
+from assay.connectors.parquet_rows import ParquetInput, RowGroup, has_parquet_suffix, parquet_files
+from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan, text_free_columns
+from assay.exceptions import ConfigError, ConnectorError
+from assay.records import Envelope, Position
+from assay.traces.exports import columns_cross_inputs, export_columns
+
+
+def s3_filesystem(options: Any) -> Any:
+    """A ``pyarrow.fs.S3FileSystem`` for the run's ``s3:`` settings (endpoint, region; credentials
+    from the standard AWS environment)."""
+    import os
+
+    from pyarrow import fs
+
+    endpoint = (
+        getattr(options, "endpoint_url", None)
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+    )
+    region = getattr(options, "region", None) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    kwargs: dict[str, Any] = {}
+    if endpoint:
+        scheme, _, rest = endpoint.partition("://")
+        kwargs["endpoint_override"] = rest or scheme
+        kwargs["scheme"] = scheme if rest else "https"
+        if getattr(options, "addressing_style", "auto") != "virtual":
+            kwargs["force_virtual_addressing"] = False
+    if region:
+        kwargs["region"] = region
+    return fs.S3FileSystem(**kwargs)
+
+
+def list_s3_parquet(urls: Sequence[str], filesystem: Any) -> list[tuple[str, str, int]]:
+    """(``s3://`` name, filesystem path, size) of the objects the URLs select, sorted per URL: an
+    object, a prefix (recursively; ``_``/``.``-prefixed keys skipped) or a key glob."""
+    from pyarrow import fs
+
+    out: list[tuple[str, str, int]] = []
+    seen: set[str] = set()
+    for url in urls:
+        bucket, _, key = url[5:].partition("/")
+        pattern = key if any(c in key for c in "*?[") else None
+        base = key[: min(i for i in (key.find(c) for c in "*?[") if i >= 0)] if pattern else key
+        infos: list[Any]
+        try:
+            single = None if pattern or not key or key.endswith("/") else filesystem.get_file_info(f"{bucket}/{key}")
+            if single is not None and single.type == fs.FileType.File:
+                infos = [single]
+            else:
+                prefix = base.rsplit("/", 1)[0] if pattern else base.rstrip("/")
+                selector = fs.FileSelector(f"{bucket}/{prefix}".rstrip("/"), recursive=True, allow_not_found=True)
+                infos = filesystem.get_file_info(selector)
+        except OSError as exc:
+            raise ConnectorError(f"{url}: cannot list: {exc}") from exc
+        found = []
+        for info in infos:
+            if info.type != fs.FileType.File:
+                continue
+            k = info.path.split("/", 1)[1]
+            rel = k[len(base) :] if k.startswith(base) else k
+            if pattern is not None and not fnmatch.fnmatchcase(k, pattern):
+                continue
+            if k != key and any(part.startswith(("_", ".")) for part in rel.split("/") if part):
+                continue
+            if pattern is None and k != key and not has_parquet_suffix(k) and not _parquet_magic(filesystem, info.path):
+                continue  # under a prefix: Parquet by suffix, or (no suffix, as some exporters write) by magic
+            found.append((f"s3://{bucket}/{k}", info.path, int(info.size or 0)))
+        if not found:
+            raise ConnectorError(f"{url}: no Parquet objects")
+        for item in sorted(found):
+            if item[0] not in seen:
+                seen.add(item[0])
+                out.append(item)
+    return out
+
+
+def _parquet_magic(filesystem: Any, path: str) -> bool:
+    """Whether an object starts with the ``PAR1`` magic (a ranged read of 4 bytes); objects with
+    a JSON-lines or compression suffix are not read."""
+    if path.lower().endswith(_NOT_PARQUET):
+        return False
+    try:
+        with filesystem.open_input_file(path) as f:
+            return bool(f.read_at(4, 0) == b"PAR1")
+    except OSError:
+        return False
+
+
+_NOT_PARQUET = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".csv", ".txt")
+
+
+class ParquetSource(Source):
+    """Rows of Parquet files as records (see the module docs).
+
+    ``paths``: local files, directories, globs, or ``s3://`` URLs (all of one kind); ``s3``: the
+    run's ``s3:`` settings for ``s3://`` URLs; ``columns``: read only these top-level columns
+    (default: all); ``skip_text``: leave the ``content`` of OpenAI message columns unread (no
+    evaluator of the run reads text: :func:`~assay.connectors.parquet_traces.text_free_columns`);
+    ``shard=(i, n)``; ``resume_state``: a :meth:`snapshot` of an earlier run.
+    """
+
+    size_unit = "records"
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        batch_size: int = 256,
+        shard: tuple[int, int] | None = None,
+        resume_state: Any = None,
+        s3: Any = None,
+        columns: Sequence[str] | None = None,
+        skip_text: bool = False,
+    ) -> None:
+        super().__init__()
+        self.paths = list(paths)
+        remote = [p.startswith("s3://") for p in self.paths]
+        if any(remote) and not all(remote):
+            raise ConfigError("source: s3:// and local Parquet paths mixed; read them in separate runs")
+        self.remote = bool(remote) and all(remote)
+        self.batch_size = batch_size
+        self.shard = shard
+        self.s3 = s3
+        self.columns = list(columns) if columns else None
+        self.skip_text = skip_text
+        self.ledger = LineLedger.from_json(resume_state)  # grows with ack()
+        self._resume = LineLedger.from_json(resume_state)  # what to skip; frozen during a run
+        self.units: list[tuple[ParquetInput, RowGroup]] = []  # this shard's (file, row group), in order
+        self._stopped = False
+        self._rows_total = 0
+        self._rows_done = 0
+
+    def describe(self) -> str:
+        return f"parquet: {', '.join(self.paths)}"
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def size_hint(self) -> int | None:
+        """Rows of this shard's row groups (known after ``open``)."""
+        return self._rows_total if self.units else None
+
+    def size_done(self) -> int | None:
+        return self._rows_done if self.units else None
+
+    async def open(self) -> None:
+        self.units = await anyio.to_thread.run_sync(self._plan)
+        self._rows_total = sum(g.rows for _, g in self.units)
+
+    def inputs(self) -> list[ParquetInput]:
+        """Every input file (before sharding), footers not yet read."""
+        if self.remote:
+            filesystem = s3_filesystem(self.s3)
+            return [
+                ParquetInput(name, path, filesystem, size)
+                for name, path, size in list_s3_parquet(self.paths, filesystem)
+            ]
+        files = parquet_files(self.paths)
+        if files is None:
+            raise ConfigError(f"source: no Parquet files in {', '.join(map(repr, self.paths))}")
+        return [ParquetInput(f, f) for f in files]
+
+    def _plan(self) -> list[tuple[ParquetInput, RowGroup]]:
+        units: list[tuple[ParquetInput, RowGroup]] = []
+        keys: list[int | None] = []  # a unit's shard key: its index; a multi-row export's file: its first unit's
+        for inp in self.inputs():
+            pf = inp.open()  # the footer: row groups
+            names = pf.schema_arrow.names
+            whole = export_columns(names)  # a trace's rows anywhere in the file
+            every = whole and columns_cross_inputs(names)  # legacy Langfuse pair: every shard, by trace id
+            first = len(units)
+            for g in inp.row_groups:
+                keys.append(None if every else first if whole else len(units))
+                units.append((inp, g))
+        if self.shard is not None:
+            i, n = self.shard
+            units = [u for key, u in zip(keys, units, strict=True) if key is None or key % n == i]
+        return units
+
+    async def ack(self, positions: Sequence[Position]) -> None:
+        self.ledger.add(positions)
+
+    def snapshot(self) -> Any:
+        """The completed-rows ledger, ``{file: [[first, last], ...]}`` (1-based row numbers)."""
+        return self.ledger.to_json()
+
+    def _group_done(self, name: str, g: RowGroup) -> bool:
+        ivs = self._resume.done.get(name)
+        if not ivs or not g.rows:
+            return not g.rows
+        first, last = g.first_row + 1, g.first_row + g.rows
+        return any(s <= first and last <= e for s, e in ivs)
+
+    def _iter_envelopes(self) -> Iterator[Envelope]:
+        open_files: dict[str, Any] = {}
+        for inp, group in self.units:
+            if self._stopped:
+                return
+            name = inp.name
+            if self._group_done(name, group):
+                self._rows_done += group.rows
+                continue
+            pf = open_files.get(name)
+            if pf is None:
+                open_files.clear()  # one file open at a time
+                pf = open_files[name] = inp.open()
+            done = self._resume.checker(name)
+            plan = None
+            columns = self.columns
+            if self.skip_text and columns is None:
+                columns = text_free_columns(pf)
+            for first, batch in inp.batches(pf, [group], columns=columns):
+                if plan is None:
+                    plan = columnar_plan(batch.schema)
+                rows = BatchRows(batch, plan)
+                for i in range(batch.num_rows):
+                    row = first + i + 1
+                    if done is not None and done(row):
+                        continue
+                    yield Envelope(b"", Position(name, row), record=Row(rows, i))
+                self._rows_done += batch.num_rows
+
+    async def batches(self) -> AsyncIterator[list[Envelope]]:
+        it = self._iter_envelopes()
+        size = self.batch_size
+
+        def next_batch() -> tuple[list[Envelope], ConnectorError | None]:
+            batch: list[Envelope] = []
+            try:
+                for env in it:
+                    batch.append(env)
+                    if len(batch) >= size:
+                        break
+            except ConnectorError as exc:  # the rows read before the fault still go out
+                return batch, exc
+            return batch, None
+
+        while not self._stopped:
+            batch, fault = await anyio.to_thread.run_sync(next_batch)
+            if batch:
+                yield batch
+            if fault is not None:
+                raise fault
+            if not batch:
+                return
+
+    async def aclose(self) -> None:
+        pass
+
+
+__all__ = ["ParquetSource", "list_s3_parquet", "s3_filesystem"]

@@ -1,0 +1,459 @@
+"""Batch clients: the generic :class:`BatchAPI` (HTTP, auth, errors) and one thin subclass per
+provider family that knows its request lines, its lifecycle and its result lines.
+
+* :class:`OpenAIBatches` (OpenAI, Azure OpenAI, OpenAI-compatible gateways): the lines are
+  uploaded as a JSONL file (``POST /files``, ``purpose=batch``), then ``POST /batches`` with
+  ``metadata.assay_batch`` = the ledger's batch id; results come from the output and error files.
+* :class:`AnthropicBatches`: ``POST /messages/batches`` with ``requests``; results stream from the
+  batch's ``results_url``.
+
+Each result line is classified: ``done`` (an answer: its body is parsed by the realtime wire
+format), ``retry`` (expired, cancelled, a 5xx or a 429 inside the batch) or ``invalid`` (a 4xx:
+the provider's message becomes the error result). A 401/403 raises
+:class:`~assay.exceptions.JudgeAuthError` (the run stops, exit 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import orjson
+
+from assay.exceptions import ConnectorError, JudgeAuthError, JudgeError
+from assay.judges.config import JudgeConfig
+from assay.judges.guard import Secrets
+from assay.judges.wire import error_message
+
+if TYPE_CHECKING:
+    import aiohttp
+
+#: A poll or listing that meets a 5xx or a dropped connection is tried again this many times.
+GET_RETRIES = 4
+GET_BACKOFF_S = 1.0
+#: Read size of result downloads (they are streamed line by line, never held whole).
+_CHUNK = 1 << 16
+
+
+class BatchRefused(JudgeError):
+    """The provider would not take a batch now (enqueued-token quota, a 429 on create): wait and retry."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(slots=True)
+class RemoteBatch:
+    """A batch as the provider reports it."""
+
+    id: str
+    state: str
+    """The provider's status (``in_progress``, ``completed``, ``ended``, ...)."""
+    done: bool
+    """Finished one way or another: its results can be collected."""
+    counts: dict[str, int] = field(default_factory=dict)
+    refused: bool = False
+    """Failed for the enqueued-token quota (``token_limit_exceeded``): resubmit later, no attempt spent."""
+    error: str | None = None
+    """A batch-level failure (validation), with the provider's message."""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class LineResult:
+    custom_id: str
+    outcome: str  # done | retry | invalid
+    body: dict[str, Any] | None = None
+    """The response body (``done``): what a real-time call would have answered."""
+    error: str | None = None
+
+
+class BatchAPI:
+    """The HTTP side shared by every provider: headers, errors, auth failures, streaming reads."""
+
+    provider: ClassVar[str] = ""
+
+    def __init__(self, name: str, config: JudgeConfig, api_key: str | None, secrets: Secrets | None = None) -> None:
+        from assay.judges.providers import get_provider_class
+
+        self.name = name
+        self.config = config
+        self.wire = get_provider_class(config.provider)(config)
+        """The judge's provider class: auth headers, the wire format of every line."""
+        self.api_key = api_key
+        self.secrets = secrets if secrets is not None else Secrets()
+        self.secrets.add(api_key)
+        self.root = (config.batch.base_url or self.default_root()).rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+        self.requests = 0
+
+    def default_root(self) -> str:
+        return self.wire.base_url()
+
+    async def __aenter__(self) -> BatchAPI:
+        import aiohttp
+
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=300))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("use `async with` on the batch client")
+        return self._session
+
+    # --- provider-specific -----------------------------------------------------------------------
+
+    def line(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One request line of a batch."""
+        raise NotImplementedError
+
+    async def create(self, batch: str, path: Path, count: int) -> RemoteBatch:
+        """Create a batch from the JSONL file of lines at ``path`` (``batch``: the ledger's id)."""
+        raise NotImplementedError
+
+    async def get(self, provider_id: str) -> RemoteBatch:
+        raise NotImplementedError
+
+    def results(self, remote: RemoteBatch) -> AsyncIterator[LineResult]:
+        raise NotImplementedError
+
+    async def find(self, batch: str, created_after: float, count: int, known: set[str]) -> RemoteBatch | None:
+        """The batch a killed process created without recording it, or None."""
+        raise NotImplementedError
+
+    async def cancel(self, provider_id: str) -> RemoteBatch:
+        raise NotImplementedError
+
+    # --- shared --------------------------------------------------------------------------------
+
+    def headers(self, *, json: bool = True) -> dict[str, str]:
+        headers = self.wire.headers(self.api_key)
+        if not json:
+            headers.pop("content-type", None)
+        return headers
+
+    def url(self, path: str) -> str:
+        url = self.root + path
+        version = self.api_version()
+        if version:
+            url += ("&" if "?" in url else "?") + f"api-version={version}"
+        return url
+
+    def api_version(self) -> str | None:
+        """A query parameter every call carries (Azure's ``api-version``)."""
+        return None
+
+    async def request(self, method: str, path: str, *, data: Any = None, json_body: Any = None) -> Any:
+        """One JSON call; 401/403 → JudgeAuthError, 429 → BatchRefused, other errors → JudgeError
+        (4xx) or ConnectorError (5xx, unreachable), always with the provider's message. A GET
+        (poll, list) is tried again on 5xx and connection errors (GET_RETRIES times, backing off);
+        a create is not (the ledger and :meth:`find` cover an unknown outcome)."""
+        for attempt in range(GET_RETRIES + 1 if method == "GET" else 1):
+            try:
+                return await self._request_once(method, path, data=data, json_body=json_body)
+            except ConnectorError:
+                if method != "GET" or attempt == GET_RETRIES:
+                    raise
+                await asyncio.sleep(GET_BACKOFF_S * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def _request_once(self, method: str, path: str, *, data: Any = None, json_body: Any = None) -> Any:
+        import aiohttp
+
+        headers = self.headers(json=data is None)
+        body = orjson.dumps(json_body) if json_body is not None else data
+        self.requests += 1
+        try:
+            async with self.session.request(method, self.url(path), data=body, headers=headers) as resp:
+                text = await resp.text()
+                if resp.status < 400:
+                    return orjson.loads(text) if text.strip() else {}
+                await self._raise(resp.status, text, resp.headers.get("retry-after"))
+        except aiohttp.ClientError as exc:
+            raise ConnectorError(f"judge {self.name!r}: batch API unreachable: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    async def _raise(self, status: int, text: str, retry_after: str | None) -> None:
+        try:
+            payload = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            payload = None
+        message = self.secrets.redact(f"judge {self.name!r}: batch API HTTP {status}: {error_message(payload, text)}")
+        if status in (401, 403):
+            raise JudgeAuthError(message)
+        if status == 429:
+            try:
+                after = float(retry_after) if retry_after else None
+            except ValueError:
+                after = None
+            raise BatchRefused(message, after)
+        if status >= 500:
+            raise ConnectorError(message)
+        if "token_limit_exceeded" in message or "enqueued token" in message.lower():
+            raise BatchRefused(message)  # a gateway that refuses the quota on create with a 4xx
+        raise JudgeError(message)
+
+    async def stream_lines(self, url: str) -> AsyncIterator[bytes]:
+        """The lines of a (large) JSONL download, read in chunks."""
+        import aiohttp
+
+        self.requests += 1
+        try:
+            async with self.session.get(url, headers=self.headers(json=False)) as resp:
+                if resp.status >= 400:
+                    await self._raise(resp.status, await resp.text(), None)
+                buffer = b""
+                async for chunk in resp.content.iter_chunked(_CHUNK):
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            yield line
+                if buffer.strip():
+                    yield buffer
+        except aiohttp.ClientError as exc:
+            raise ConnectorError(f"judge {self.name!r}: batch results unreachable: {exc}") from exc
+
+
+def _status_outcome(status: int) -> str:
+    return "retry" if status == 429 or status >= 500 or status == 408 else "invalid"
+
+
+class OpenAIBatches(BatchAPI):
+    """OpenAI's files + batches API (also Azure OpenAI and OpenAI-compatible gateways)."""
+
+    provider = "openai"
+    TERMINAL: ClassVar[frozenset[str]] = frozenset({"completed", "failed", "expired", "cancelled"})
+    default_line_url: ClassVar[str] = "/v1/chat/completions"
+
+    @property
+    def line_url(self) -> str:
+        return self.config.batch.line_url or self.default_line_url
+
+    def api_version(self) -> str | None:
+        return self.config.api_version
+
+    def line(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"custom_id": custom_id, "method": "POST", "url": self.line_url, "body": body}
+
+    async def create(self, batch: str, path: Path, count: int) -> RemoteBatch:
+        import aiohttp
+
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        with path.open("rb") as f:
+            form.add_field("file", f, filename=path.name, content_type="application/jsonl")
+            uploaded = await self.request("POST", "/files", data=form)
+        created = await self.request(
+            "POST",
+            "/batches",
+            json_body={
+                "input_file_id": uploaded["id"],
+                "endpoint": self.line_url,
+                "completion_window": self.config.batch.completion_window,
+                "metadata": {"assay_batch": batch},
+            },
+        )
+        return self._remote(created)
+
+    def _remote(self, raw: dict[str, Any]) -> RemoteBatch:
+        state = str(raw.get("status"))
+        errors = ((raw.get("errors") or {}).get("data")) or []
+        refused = any(e.get("code") == "token_limit_exceeded" for e in errors)
+        error = None
+        if state == "failed" and not refused:
+            error = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors) or "batch failed"
+        counts = {k: int(v) for k, v in (raw.get("request_counts") or {}).items()}
+        return RemoteBatch(str(raw["id"]), state, state in self.TERMINAL, counts, refused, error, raw)
+
+    async def get(self, provider_id: str) -> RemoteBatch:
+        return self._remote(await self.request("GET", f"/batches/{provider_id}"))
+
+    async def cancel(self, provider_id: str) -> RemoteBatch:
+        return self._remote(await self.request("POST", f"/batches/{provider_id}/cancel"))
+
+    async def results(self, remote: RemoteBatch) -> AsyncIterator[LineResult]:
+        for key in ("output_file_id", "error_file_id"):
+            file_id = remote.raw.get(key)
+            if not file_id:
+                continue
+            async for raw in self.stream_lines(self.url(f"/files/{file_id}/content")):
+                yield self._line(orjson.loads(raw))
+
+    def _line(self, item: dict[str, Any]) -> LineResult:
+        cid = str(item.get("custom_id"))
+        response = item.get("response") or None
+        error = item.get("error") or None
+        if response is not None:
+            status = int(response.get("status_code") or 0)
+            body = response.get("body")
+            if status == 200 and isinstance(body, dict):
+                return LineResult(cid, "done", body)
+            message = f"HTTP {status}: {error_message(body, orjson.dumps(body).decode())}"
+            return LineResult(cid, _status_outcome(status), error=self.secrets.redact(message))
+        code = str((error or {}).get("code") or "")
+        message = f"{code}: {(error or {}).get('message') or ''}".strip()
+        # expired, cancelled, rate-limited or failed on the server's side: submitted again; only a
+        # line the provider calls invalid is an error result at once
+        return LineResult(cid, "invalid" if "invalid" in code else "retry", error=message)
+
+    async def find(self, batch: str, created_after: float, count: int, known: set[str]) -> RemoteBatch | None:
+        after: str | None = None
+        for _ in range(20):  # the 2,000 newest batches at most
+            path = "/batches?limit=100" + (f"&after={after}" if after else "")
+            page = await self.request("GET", path)
+            data = page.get("data") or []
+            for raw in data:
+                if (raw.get("metadata") or {}).get("assay_batch") == batch:
+                    return self._remote(raw)
+                if float(raw.get("created_at") or 0) < created_after - 3600:
+                    return None
+            if not page.get("has_more") or not data:
+                return None
+            after = str(data[-1]["id"])
+        return None
+
+
+class AzureOpenAIBatches(OpenAIBatches):
+    """Azure OpenAI global batch: ``{resource}/openai/files`` and ``/openai/batches`` with
+    ``api-version``; lines name the global-batch deployment as their ``model``."""
+
+    provider = "azure_openai"
+    default_line_url = "/chat/completions"
+
+    def default_root(self) -> str:
+        base = self.wire.base_url()
+        return base.split("/openai/deployments/")[0] + "/openai"
+
+    def api_version(self) -> str | None:
+        from assay.judges.providers.azure_openai import DEFAULT_AZURE_API_VERSION
+
+        return self.config.api_version or DEFAULT_AZURE_API_VERSION
+
+
+class AnthropicBatches(BatchAPI):
+    """Anthropic's Message Batches API."""
+
+    provider = "anthropic"
+
+    def line(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"custom_id": custom_id, "params": body}
+
+    async def create(self, batch: str, path: Path, count: int) -> RemoteBatch:
+        # the body is {"requests": [line, ...]}, built on disk from the lines file (never in memory twice)
+        body = path.with_suffix(".body.json")
+        with path.open("rb") as src, body.open("wb") as out:
+            out.write(b'{"requests":[')
+            for i, line in enumerate(src):
+                if line.strip():
+                    out.write((b"," if i else b"") + line.rstrip(b"\n"))
+            out.write(b"]}")
+        try:
+            with body.open("rb") as f:
+                created = await self.request("POST", "/messages/batches", data=f)
+        finally:
+            body.unlink(missing_ok=True)
+        return self._remote(created)
+
+    def _remote(self, raw: dict[str, Any]) -> RemoteBatch:
+        state = str(raw.get("processing_status"))
+        counts = {k: int(v) for k, v in (raw.get("request_counts") or {}).items()}
+        return RemoteBatch(str(raw["id"]), state, state == "ended", counts, raw=raw)
+
+    async def request(self, method: str, path: str, *, data: Any = None, json_body: Any = None) -> Any:
+        if data is not None and json_body is None:  # a file body is JSON too
+            import aiohttp
+
+            headers = self.headers(json=True)
+            self.requests += 1
+            try:
+                async with self.session.request(method, self.url(path), data=data, headers=headers) as resp:
+                    text = await resp.text()
+                    if resp.status < 400:
+                        return orjson.loads(text)
+                    await self._raise(resp.status, text, resp.headers.get("retry-after"))
+            except aiohttp.ClientError as exc:
+                raise ConnectorError(f"judge {self.name!r}: batch API unreachable: {exc}") from exc
+        return await super().request(method, path, data=data, json_body=json_body)
+
+    async def get(self, provider_id: str) -> RemoteBatch:
+        return self._remote(await self.request("GET", f"/messages/batches/{provider_id}"))
+
+    async def cancel(self, provider_id: str) -> RemoteBatch:
+        return self._remote(await self.request("POST", f"/messages/batches/{provider_id}/cancel"))
+
+    async def results(self, remote: RemoteBatch) -> AsyncIterator[LineResult]:
+        url = str(remote.raw.get("results_url") or self.url(f"/messages/batches/{remote.id}/results"))
+        if not url.startswith(("http://", "https://")):  # a gateway that answers a path
+            from urllib.parse import urljoin
+
+            url = urljoin(self.root + "/", url)
+        async for raw in self.stream_lines(url):
+            yield self._line(orjson.loads(raw))
+
+    def _line(self, item: dict[str, Any]) -> LineResult:
+        cid = str(item.get("custom_id"))
+        result = item.get("result") or {}
+        kind = result.get("type")
+        if kind == "succeeded" and isinstance(result.get("message"), dict):
+            return LineResult(cid, "done", result["message"])
+        if kind == "errored":
+            err = (result.get("error") or {}).get("error") or result.get("error") or {}
+            etype = str(err.get("type") or "")
+            message = self.secrets.redact(f"{etype}: {err.get('message') or ''}")
+            return LineResult(cid, "invalid" if etype == "invalid_request_error" else "retry", error=message)
+        return LineResult(cid, "retry", error=str(kind or "no result"))
+
+    async def find(self, batch: str, created_after: float, count: int, known: set[str]) -> RemoteBatch | None:
+        # Message batches carry no metadata: the one unknown batch of the same size created after
+        # the ledger recorded the intent is ours (a batch id is never adopted twice).
+        page = await self.request("GET", "/messages/batches?limit=100")
+        matches = []
+        for raw in page.get("data") or []:
+            remote = self._remote(raw)
+            if remote.id in known:
+                continue
+            if _created(raw.get("created_at")) < created_after - 5:
+                continue
+            if sum(remote.counts.values()) == count:
+                matches.append(remote)
+        return matches[-1] if len(matches) >= 1 else None
+
+
+def _created(value: Any) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        import datetime as dt
+
+        try:
+            return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return 0.0
+    return 0.0
+
+
+CLIENTS: dict[str, type[BatchAPI]] = {
+    "openai": OpenAIBatches,
+    "azure_openai": AzureOpenAIBatches,
+    "anthropic": AnthropicBatches,
+}
+
+
+def client_for(name: str, config: JudgeConfig, api_key: str | None, secrets: Secrets | None = None) -> BatchAPI:
+    return CLIENTS[config.provider](name, config, api_key, secrets)
+
+
+async def sleep_until(deadline: float) -> None:
+    await asyncio.sleep(max(0.0, deadline - time.monotonic()))

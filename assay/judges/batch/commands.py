@@ -1,0 +1,98 @@
+"""``assay batches list`` and ``assay batches cancel``: the ledger of one run (run file, ``--ds``,
+``--shard``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import orjson
+
+from assay.config import RunConfig
+from assay.exceptions import ConfigError
+from assay.judges.batch.api import client_for
+from assay.judges.batch.ledger import CREATING, OPEN, Ledger
+from assay.judges.batch.phase import batch_judges, ledger_path
+from assay.judges.guard import Secrets
+
+
+def _ledger(config: RunConfig, shard: tuple[int, int] | None) -> Ledger:
+    if not batch_judges(config):
+        raise ConfigError("the run file declares no judge with mode: batch")
+    path = ledger_path(config, shard)
+    if not path.exists():
+        raise ConfigError(f"no batch ledger for this run yet ({path}): nothing was submitted")
+    return Ledger(path)
+
+
+def list_batches(config: RunConfig, shard: tuple[int, int] | None, *, as_json: bool = False) -> None:
+    """Print every batch of the ledger and the lines per state."""
+    ledger = _ledger(config, shard)
+    try:
+        batches = ledger.batches()
+        counts = ledger.counts()
+    finally:
+        ledger.close()
+    out = sys.stdout
+    if as_json:
+        for b in batches:
+            out.write(orjson.dumps(b).decode() + "\n")
+        return
+    out.write(f"{'judge':<14} {'batch':<40} {'state':<10} {'provider state':<15} {'requests':>9}\n")
+    for b in batches:
+        out.write(
+            f"{b['judge']:<14} {b['provider_id'] or b['id']:<40} {b['state']:<10} "
+            f"{b['provider_state'] or '-':<15} {b['lines']:>9,}\n"
+        )
+    out.write("lines: " + (", ".join(f"{k} {v:,}" for k, v in sorted(counts.items())) or "none") + "\n")
+
+
+async def cancel_batches(config: RunConfig, shard: tuple[int, int] | None) -> int:
+    """Ask the provider to cancel every open batch; how many were asked."""
+    ledger = _ledger(config, shard)
+    configs = batch_judges(config)
+    asked = 0
+    try:
+        for b in ledger.batches(states=[OPEN, CREATING]):
+            cfg = configs.get(b["judge"])
+            if cfg is None or not b["provider_id"]:
+                continue
+            env = cfg.resolved_key_env()
+            key = os.environ.get(env) if env else None
+            async with client_for(b["judge"], cfg, key, Secrets()) as client:
+                remote = await client.cancel(b["provider_id"])
+            ledger.update_batch(b["id"], remote.state, orjson.dumps(remote.counts).decode())
+            print(f"assay: cancel requested for batch {remote.id} ({b['judge']}): {remote.state}", file=sys.stderr)
+            asked += 1
+    finally:
+        ledger.close()
+    if not asked:
+        print("assay: no open batch to cancel", file=sys.stderr)
+    return asked
+
+
+async def open_batches_finished(config: RunConfig, shard: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Ask the provider about every open batch of the run's ledger (no ledger change, nothing
+    collected): ``{"finished": bool, "open": n, "done": n}``. For a waiter that frees its worker
+    while the batches run (the Airflow trigger): when ``finished``, run the same command again."""
+    path = ledger_path(config, shard)
+    if not path.exists():
+        return {"finished": True, "open": 0, "done": 0}
+    ledger = Ledger(path)
+    try:
+        rows = ledger.batches(states=[OPEN, CREATING])
+    finally:
+        ledger.close()
+    configs = batch_judges(config)
+    done = 0
+    for b in rows:
+        cfg = configs.get(b["judge"])
+        if cfg is None or not b["provider_id"]:
+            continue  # a batch being created: the next run resolves it
+        env = cfg.resolved_key_env()
+        key = os.environ.get(env) if env else None
+        async with client_for(b["judge"], cfg, key, Secrets()) as client:
+            remote = await client.get(b["provider_id"])
+        done += remote.done
+    return {"finished": done == len(rows), "open": len(rows), "done": done}

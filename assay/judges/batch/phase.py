@@ -1,0 +1,632 @@
+"""What ``assay run`` does for its batch judges before it scores (one invocation).
+
+1. **recover**: a batch recorded as ``creating`` (the process died between recording and
+   creating it) is looked for at the provider (metadata / listing) and adopted, or its lines go back
+   to the queue;
+2. **poll** the open batches; a finished one is collected: answers into the judge cache, every line's
+   outcome into the ledger (failed and expired lines are retried up to ``max_attempts``);
+3. **collect** (when nothing is open or waiting, or the last pass did not finish): one pass over the
+   input with the batch judges in collect mode — normalize and evaluate, every cache miss recorded
+   in the ledger as a line to submit, no rows written, nothing published;
+4. **submit** what waits, packed by ``max_requests``, ``max_bytes`` and ``max_enqueued_tokens``; the
+   ledger records each batch before it is created;
+5. everything answered (a collect pass found no miss): the normal run scores with cache hits.
+   Otherwise exit 75 (``--wait``: poll every ``poll_interval_s`` with a progress line and go on).
+
+Ctrl-C / SIGTERM while waiting: exit 130, the ledger saved, no batch cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from assay.config import RunConfig
+from assay.exceptions import (
+    EXIT_INTERRUPTED,
+    EXIT_PENDING,
+    ConfigError,
+    ConnectorError,
+    JudgeAuthError,
+    JudgeError,
+    JudgeRequestError,
+)
+from assay.judges.batch.api import GET_BACKOFF_S, GET_RETRIES, BatchAPI, BatchRefused, RemoteBatch, client_for
+from assay.judges.batch.endpoint import BatchEndpoint
+from assay.judges.batch.ledger import CREATING, OPEN, Ledger
+from assay.judges.config import JudgeConfig, parse_judge_config
+from assay.judges.endpoint import JudgeEndpoint
+
+PENDING_MESSAGE = "pending: batches submitted, run the same command again to collect"
+#: Open batches polled (and collected) at once.
+POLL_CONCURRENCY = 8
+#: A learned enqueued-token quota grows by this factor with every batch the provider takes.
+QUOTA_GROWTH = 1.1
+#: Results are written to the cache and the ledger in chunks of this many lines.
+INGEST_CHUNK = 1000
+
+
+def has_batch_judges(config: RunConfig) -> bool:
+    """Whether any judge of the run file says ``mode: batch`` (cheap: nothing is validated)."""
+    return any(isinstance(raw, dict) and raw.get("mode") == "batch" for raw in config.judges.values())
+
+
+def batch_judges(config: RunConfig) -> dict[str, JudgeConfig]:
+    """The run's judges with ``mode: batch``."""
+    out = {}
+    for name, raw in config.judges.items():
+        cfg = parse_judge_config(name, raw)
+        if cfg.mode == "batch":
+            out[name] = cfg
+    return out
+
+
+def ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) -> Path:
+    """``<state_dir>/batches/<run key>.sqlite``: one ledger per output (and per ``--shard``)."""
+    from assay.pipeline.checkpoint import CheckpointStore
+    from assay.pipeline.targets import sink_url
+
+    scope = f"#shard-{shard[0]}-of-{shard[1]}" if shard else ""
+    return Path(config.state_dir) / "batches" / f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite"
+
+
+def with_ledger(config: RunConfig, path: Path) -> RunConfig:
+    """The config whose batch judges know the ledger (so every process of the run finds it)."""
+    judges = {}
+    for name, raw in config.judges.items():
+        if isinstance(raw, dict) and raw.get("mode") == "batch":
+            raw = {**raw, "batch": {**(raw.get("batch") or {}), "ledger": str(path)}}
+        judges[name] = raw
+    return config.model_copy(update={"judges": judges})
+
+
+@dataclass
+class PhaseResult:
+    """``config`` (ready to score, ledger attached) or ``report`` (pending, interrupted, failed)."""
+
+    config: RunConfig | None = None
+    report: Any = None
+
+
+@dataclass
+class _State:
+    ledger: Ledger
+    configs: dict[str, JudgeConfig]
+    clients: dict[str, BatchAPI] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+    refused: set[str] = field(default_factory=set)
+    """Judges whose submission the provider refused this round (enqueued-token quota, 429)."""
+    started: float = field(default_factory=time.monotonic)
+    first_done: int | None = None
+
+
+async def batch_phase(
+    config: RunConfig,
+    *,
+    origin: str = "run file",
+    shard: tuple[int, int] | None = None,
+    use_cache: bool = True,
+    wait: bool = False,
+    handle_signals: bool = False,
+) -> PhaseResult:
+    """Recover, poll, collect, submit (see the module doc); a pending report or the config to score."""
+    configs = batch_judges(config)
+    if not configs:
+        return PhaseResult(config=config)
+    if not use_cache:
+        raise ConfigError(
+            f"--no-cache cannot be used with batch judges ({', '.join(sorted(configs))}): "
+            "batch answers reach the run through the judge cache"
+        )
+    path = ledger_path(config, shard)
+    config = with_ledger(config, path)
+    ledger = Ledger(path)
+    state = _State(ledger, batch_judges(config))
+    interrupted = False
+    try:
+        try:
+            ready = await _guarded(config, origin, shard, state, wait, handle_signals)
+        except BaseExceptionGroup as group:
+            from assay.pipeline.writer import unwrap
+
+            raise unwrap(group) from None
+        interrupted = ready is None
+    finally:
+        ledger.close()
+    from assay.pipeline.verdict import RunReport
+
+    if interrupted:
+        summary = {"status": "interrupted", "exit_code": EXIT_INTERRUPTED, "batches": _batch_rows(path)}
+        return PhaseResult(report=RunReport(EXIT_INTERRUPTED, summary, "interrupted", state.messages))
+    if ready:
+        return PhaseResult(config=config)
+    return PhaseResult(report=pending_report(config, shard, path, state.messages))
+
+
+async def _guarded(
+    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: _State, wait: bool, handle_signals: bool
+) -> bool | None:
+    """:func:`_invocation` under a SIGINT/SIGTERM watcher (None: interrupted)."""
+    interrupted = False
+    ready = False
+    async with anyio.create_task_group() as tg:
+        if handle_signals:
+
+            async def watch() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        interrupted = True
+                        _say("interrupted: the ledger is saved; no batch was cancelled")
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+        ready = await _invocation(config, origin, shard, state, wait)
+        tg.cancel_scope.cancel()
+    return None if interrupted else ready
+
+
+async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | None, state: _State, wait: bool) -> bool:
+    """True when every answer is in (score now), False when batches are pending."""
+    from assay.judges.pool import JudgePool
+
+    pool = JudgePool.from_config(
+        config.judges, state_dir=Path(config.state_dir), use_cache=True, budget_usd=config.limits.budget_usd
+    )
+    async with pool, contextlib.AsyncExitStack() as stack:
+        for name, cfg in state.configs.items():
+            endpoint = pool.get(name)
+            state.clients[name] = await stack.enter_async_context(
+                client_for(name, cfg, endpoint._api_key, pool.secrets)
+            )
+        await _recover(state)
+        while True:
+            state.refused.clear()
+            await _poll(state, pool)
+            ledger = state.ledger
+            open_batches = ledger.batches(states=[CREATING, OPEN])
+            waiting = sum(ledger.waiting(n, c.batch.max_attempts) for n, c in state.configs.items())
+            if (not open_batches and not waiting) or ledger.get_meta("collect") == "running":
+                misses = await _collect(config, origin, shard, pool, state)
+                if misses == 0 and not ledger.batches(states=[CREATING, OPEN]):
+                    return True
+            await _submit(state, Path(config.state_dir))
+            if not wait:
+                return False
+            _progress(state)
+            await anyio.sleep(min(c.batch.poll_interval_s for c in state.configs.values()))
+
+
+# --- recover and poll ------------------------------------------------------------------------------
+
+
+async def _recover(state: _State) -> None:
+    """Batches recorded as ``creating``: adopt the one the provider has, or put the lines back."""
+    ledger = state.ledger
+    for row in ledger.batches(states=[CREATING]):
+        client = state.clients.get(row["judge"])
+        if client is None:
+            continue
+        try:
+            remote = await client.find(row["id"], float(row["created"]), int(row["lines"]), ledger.known_provider_ids())
+        except JudgeAuthError:
+            raise
+        except JudgeError as exc:  # an endpoint that cannot list its batches: the lines go again
+            _say(f"could not look for batch {row['id']} at the provider ({exc}); its lines are queued again")
+            remote = None
+        if remote is not None:
+            ledger.created(row["id"], remote.id, remote.state)
+            _say(f"found batch {remote.id} ({row['judge']}) created by a process that stopped before recording it")
+        else:
+            ledger.unsend(row["id"], "never created (the process stopped first)")
+
+
+async def _poll(state: _State, pool: Any) -> None:
+    """Every open batch polled (and collected when finished), POLL_CONCURRENCY at a time."""
+    limiter = anyio.CapacityLimiter(POLL_CONCURRENCY)
+
+    async def one(row: dict[str, Any]) -> None:
+        async with limiter:
+            await _poll_one(state, pool, row)
+
+    async with anyio.create_task_group() as tg:
+        for row in state.ledger.batches(states=[OPEN]):
+            tg.start_soon(one, row)
+
+
+async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
+    ledger = state.ledger
+    name = row["judge"]
+    client = state.clients.get(name)
+    if client is None:
+        return
+    remote = await client.get(row["provider_id"])
+    ledger.update_batch(row["id"], remote.state, orjson.dumps(remote.counts).decode())
+    cfg = state.configs[name]
+    if not remote.done:
+        late = cfg.batch.max_wait_h is not None and time.time() - row["created"] > cfg.batch.max_wait_h * 3600
+        if late and remote.state not in ("cancelling", "canceling"):
+            remote = await client.cancel(remote.id)  # our own deadline: what finished is kept
+            ledger.update_batch(row["id"], remote.state, orjson.dumps(remote.counts).decode())
+            _say(f"batch {remote.id} ({name}) still unfinished after {cfg.batch.max_wait_h:g} h: cancelled")
+        return
+    if remote.refused:
+        ledger.unsend(row["id"], "token_limit_exceeded: the enqueued-token quota is full")
+        others = ledger.open_tokens(name, before=float(row["created"]))  # enqueued when it was refused
+        _refusal(ledger, name, int(row["tokens"]) + others)
+        state.refused.add(name)
+        _say(f"batch {remote.id} ({name}) refused for the enqueued-token quota; its lines wait for a later batch")
+    elif remote.error is not None:
+        ledger.invalidate(row["id"], remote.error)
+        msg = f"batch {remote.id} ({name}) failed validation: {remote.error}"
+        state.messages.append(msg)
+        _say(msg)
+    else:
+        for attempt in range(GET_RETRIES + 1):  # collecting twice changes nothing: a broken download is redone
+            try:
+                await _ingest(state, pool.get(name), client, remote, row["id"], cfg)
+                break
+            except ConnectorError:
+                if attempt == GET_RETRIES:
+                    raise
+                await anyio.sleep(GET_BACKOFF_S * 2**attempt)
+        learned = ledger.get_meta(f"quota:{name}")
+        if learned is not None:  # the provider took a batch: probe a little higher again
+            ledger.set_meta(f"quota:{name}", str(int(float(learned) * QUOTA_GROWTH) + 1))
+    if row.get("input_file"):
+        await anyio.Path(row["input_file"]).unlink(missing_ok=True)
+
+
+async def _ingest(
+    state: _State, endpoint: JudgeEndpoint, client: BatchAPI, remote: RemoteBatch, batch: str, cfg: JudgeConfig
+) -> None:
+    """Answers into the cache, then every line's outcome into the ledger (idempotent after a crash)."""
+    assert endpoint.cache is not None
+    ledger = state.ledger
+    answers: list[tuple[str, dict[str, Any]]] = []
+    outcomes: list[tuple[str, str, str | None, int, int, float]] = []
+
+    async def flush() -> None:
+        if answers:
+            await endpoint.cache.put_many(list(answers))  # type: ignore[union-attr]
+        if outcomes:
+            await ledger.call(ledger.mark, batch, list(outcomes))
+        answers.clear()
+        outcomes.clear()
+
+    async for line in client.results(remote):
+        if line.outcome == "done" and line.body is not None:
+            try:
+                reply = endpoint.provider.parse_response(line.body)
+            except JudgeRequestError as exc:
+                outcomes.append((line.custom_id, "invalid", str(exc), 0, 0, 0.0))
+                continue
+            cost = cfg.cost(reply.input_tokens, reply.output_tokens) * cfg.batch.discount
+            if not reply.text.strip():
+                outcomes.append((line.custom_id, "retry", "an empty answer", reply.input_tokens, 0, 0.0))
+                continue
+            value = {
+                "text": reply.text,
+                "data": reply.data,
+                "model": reply.model,
+                "input_tokens": reply.input_tokens,
+                "output_tokens": reply.output_tokens,
+                "batch": remote.id,
+            }
+            answers.append((line.custom_id, value))
+            outcomes.append((line.custom_id, "done", None, reply.input_tokens, reply.output_tokens, cost))
+        else:
+            outcomes.append((line.custom_id, line.outcome, line.error, 0, 0, 0.0))
+        if len(outcomes) >= INGEST_CHUNK:
+            await flush()
+    await flush()
+    await ledger.call(ledger.collected, batch, cfg.batch.max_attempts)
+
+
+# --- collect ---------------------------------------------------------------------------------------
+
+
+class _Skipped(JudgeError):
+    """A real-time judge in the collect pass: not called (its evaluator is scored in the real run)."""
+
+
+class _SkipEndpoint(JudgeEndpoint):
+    async def complete(self, request: Any) -> Any:
+        raise _Skipped("not called in the collect pass")
+
+
+async def _collect(config: RunConfig, origin: str, shard: tuple[int, int] | None, pool: Any, state: _State) -> int:
+    """One pass over the input: every batch judge's cache misses into the ledger. The misses found."""
+    from assay.connectors.registry import SourceContext, build_source
+    from assay.judges.pool import use_pool
+    from assay.pipeline.assembly import build_evaluators
+    from assay.stages.evaluate import EvaluateStage
+    from assay.stages.normalize import RecordParser
+    from assay.traces.model import Trace
+
+    ledger = state.ledger
+    ledger.set_meta("collect", "running")
+    _say("batch: reading the input for requests without an answer")
+    endpoints: list[BatchEndpoint] = []
+    for name, endpoint in list(pool.endpoints.items()):
+        if isinstance(endpoint, BatchEndpoint):
+            endpoint.mode = "collect"
+            endpoint.ledger = ledger
+            endpoint.collected = endpoint.new_lines = 0
+            endpoints.append(endpoint)
+        else:
+            pool.endpoints[name] = _SkipEndpoint(name, endpoint.config)
+    evaluators = [ev for ev in build_evaluators(config, origin) if ev.is_async and hasattr(ev, "resolve_judge")]
+    stage = EvaluateStage(evaluators)
+    parse = RecordParser(config.normalize)
+    source = build_source(
+        config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
+    )
+    usage_before = {
+        e.name: (e.stats.calls, e.stats.usage.input_tokens, e.stats.usage.output_tokens, e.stats.usage.cost_usd)
+        for e in endpoints
+    }
+    try:
+        with use_pool(pool):
+            async with source as src:
+                async for batch in src.batches():
+                    traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
+                    if traces and evaluators:
+                        await stage.process(traces)
+            for endpoint in endpoints:
+                await endpoint.flush()
+    finally:
+        for endpoint in endpoints:  # real-time fallback calls of this pass, kept across invocations
+            calls, tin, tout, cost = usage_before[endpoint.name]
+            u = endpoint.stats.usage
+            ledger.add_realtime(
+                endpoint.name,
+                endpoint.stats.calls - calls,
+                u.input_tokens - tin,
+                u.output_tokens - tout,
+                u.cost_usd - cost,
+            )
+    misses = sum(e.collected for e in endpoints)
+    new = sum(e.new_lines for e in endpoints)
+    ledger.set_meta("collect", "done")
+    if misses:
+        _say(f"batch: {misses:,} requests without an answer ({new:,} new)")
+    return misses
+
+
+# --- submit ----------------------------------------------------------------------------------------
+
+
+async def _submit(state: _State, state_dir: Path) -> None:
+    ledger = state.ledger
+    for name, cfg in state.configs.items():
+        if name in state.refused:
+            continue
+        client = state.clients[name]
+        ledger.exhaust(name, cfg.batch.max_attempts)
+        max_requests, max_bytes = cfg.batch.limits(cfg.provider)
+        learned = ledger.get_meta(f"quota:{name}")
+        quota = min(cfg.batch.max_enqueued_tokens or math.inf, float(learned) if learned else math.inf)
+        while True:
+            if not ledger.waiting(name, cfg.batch.max_attempts):
+                break
+            room = math.inf if quota is None else quota - ledger.open_tokens(name)
+            batch = ledger.new_batch_id()
+            folder = state_dir / "batches" / "inputs"
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{batch}.jsonl"
+            ids: list[str] = []
+            tokens = size = 0
+            more = False
+            with path.open("wb") as out:
+                for cid, body, est in ledger.next_lines(name, cfg.batch.max_attempts, max_requests):
+                    line = orjson.dumps(client.line(cid, orjson.loads(body))) + b"\n"
+                    if ids and (size + len(line) > max_bytes or tokens + est > room):
+                        more = True
+                        break
+                    if not ids and tokens + est > room and ledger.batches(states=[CREATING, OPEN], judge=name):
+                        break  # not even one line fits beside the open batches: wait for them
+                    out.write(line)
+                    ids.append(cid)
+                    tokens += est
+                    size += len(line)
+            if not ids:
+                path.unlink(missing_ok=True)
+                break
+            ledger.begin_batch(batch, name, ids, tokens, str(path))
+            try:
+                remote = await client.create(batch, path, len(ids))
+            except JudgeAuthError:
+                ledger.unsend(batch, "the key was refused")  # 401/403: nothing was created
+                raise
+            except BatchRefused as exc:
+                ledger.unsend(batch, str(exc))
+                _refusal(ledger, name, tokens + ledger.open_tokens(name))
+                path.unlink(missing_ok=True)
+                _say(f"batch for {name} refused ({exc}); its lines wait for a later submission")
+                break
+            except JudgeError as exc:  # a 4xx on create: the provider's message, not retried blindly
+                ledger.invalidate(batch, str(exc))
+                state.messages.append(str(exc))
+                _say(str(exc))
+                break
+            ledger.created(batch, remote.id, remote.state)
+            _say(f"submitted batch {remote.id} ({name}): {len(ids):,} requests")
+            if more and tokens + 1 > room:
+                break
+
+
+def _refusal(ledger: Ledger, name: str, enqueued: int) -> None:
+    """The provider refused a batch for its enqueued-token quota (OpenAI ``token_limit_exceeded``,
+    Anthropic 429) with ``enqueued`` estimated tokens in its queue, that batch included: the quota
+    is below that. Later batches are packed under half of it (smaller batches, fewer at once; a
+    multiplicative decrease, as the quota is unknown), and every batch the provider takes raises
+    the learned quota by QUOTA_GROWTH again."""
+    learned = ledger.get_meta(f"quota:{name}")
+    quota = min(float(learned) if learned else math.inf, max(1, enqueued // 2))
+    ledger.set_meta(f"quota:{name}", str(int(quota)))
+
+
+# --- reporting -------------------------------------------------------------------------------------
+
+
+def _say(message: str) -> None:
+    print(f"assay: {message}", file=sys.stderr, flush=True)
+
+
+def _progress(state: _State) -> None:
+    """One line: open batches per provider state, lines finished (the providers' own counts of the
+    open batches included), and an ETA from the rate they finished at since the first line."""
+    counts = state.ledger.counts()
+    batches = state.ledger.batches(states=[OPEN, CREATING])
+    by_state: dict[str, int] = {}
+    finished_open = 0
+    for b in batches:
+        key = b["provider_state"] or b["state"]
+        by_state[key] = by_state.get(key, 0) + 1
+        finished_open += finished_lines(orjson.loads(b["counts"]) if b["counts"] else {})
+    done = counts.get("done", 0) + counts.get("invalid", 0) + counts.get("exhausted", 0) + finished_open
+    total = sum(counts.values())
+    now = time.monotonic()
+    if state.first_done is None:
+        state.first_done, state.started = done, now
+    gained = done - state.first_done
+    eta = ""
+    if gained > 0 and total > done:
+        eta = f", ETA {(total - done) * (now - state.started) / gained:.0f} s"
+    states = ", ".join(f"{k} {v}" for k, v in sorted(by_state.items())) or "none open"
+    _say(f"batches: {states}; lines done {done:,}/{total:,}{eta}")
+
+
+def finished_lines(counts: dict[str, int]) -> int:
+    """Lines of an open batch the provider has finished, from its ``request_counts``."""
+    if "processing" in counts:  # Anthropic
+        return sum(v for k, v in counts.items() if k != "processing")
+    return int(counts.get("completed", 0)) + int(counts.get("failed", 0))
+
+
+def _batch_rows(path: Path) -> list[dict[str, Any]]:
+    ledger = Ledger(path)
+    try:
+        return [
+            {
+                "judge": b["judge"],
+                "id": b["provider_id"],
+                "ledger_id": b["id"],
+                "state": b["state"],
+                "provider_state": b["provider_state"],
+                "lines": b["lines"],
+            }
+            for b in ledger.batches(states=[CREATING, OPEN])
+        ]
+    finally:
+        ledger.close()
+
+
+def pending_report(config: RunConfig, shard: tuple[int, int] | None, path: Path, messages: list[str]) -> Any:
+    """Exit 75: the batch ids and counts; a ``pending`` summary where no whole output's summary is."""
+    from assay.pipeline.verdict import RunReport
+
+    rows = _batch_rows(path)
+    ledger = Ledger(path)
+    try:
+        counts = ledger.counts()
+    finally:
+        ledger.close()
+    summary: dict[str, Any] = {
+        "run_id": config.run_id,
+        "status": "pending",
+        "exit_code": EXIT_PENDING,
+        "batches": rows,
+        "lines": counts,
+        "ledger": str(path),
+    }
+    add_batch_totals(summary, config)
+    if shard is not None:
+        summary["shard"] = {"index": shard[0], "count": shard[1]}
+    out = [PENDING_MESSAGE, *messages]
+    for r in rows:
+        state = r["provider_state"] or r["state"]
+        out.append(f"batch {r['id'] or r['ledger_id']} ({r['judge']}): {state}, {r['lines']:,} requests")
+    waiting = counts.get("queued", 0) + counts.get("retry", 0)
+    if waiting:
+        out.append(f"{waiting:,} requests wait for room in the enqueued-token quota or a retry")
+    summary["summary_path"] = write_pending_summary(config, shard, summary)
+    return RunReport(EXIT_PENDING, summary, "pending", out)
+
+
+def write_pending_summary(config: RunConfig, shard: tuple[int, int] | None, summary: dict[str, Any]) -> str | None:
+    """Write the pending summary unless the summary there describes a whole output."""
+    from assay.connectors.file_sink import write_json_atomic
+    from assay.pipeline.targets import local_summary_path
+
+    target = local_summary_path(config)
+    if shard is not None:
+        target = target.with_name(f"_SUMMARY.shard-{shard[0]}-of-{shard[1]}.json")
+    if target.exists():
+        try:
+            prior = orjson.loads(target.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            prior = {}
+        if isinstance(prior, dict) and prior.get("status") not in (None, "pending"):
+            return None
+    try:
+        write_json_atomic(target, summary)
+    except OSError:
+        return None
+    return str(target)
+
+
+def add_batch_totals(summary: dict[str, Any], config: RunConfig) -> None:
+    """``totals`` over every invocation: batch lines at the discount plus real-time calls (those of
+    this output's scoring runs and the fallback calls of collect passes), with the split under
+    ``totals.batch`` and ``totals.realtime``."""
+    path = next(
+        (c.batch.ledger for c in batch_judges(config).values() if c.batch.ledger),
+        None,
+    )
+    if path is None or not Path(path).exists():
+        return
+    ledger = Ledger(path)
+    try:
+        batch = ledger.batch_usage()
+        fallback = ledger.realtime_usage()
+    finally:
+        ledger.close()
+    totals = summary.setdefault("totals", {})
+    fields = ("input_tokens", "output_tokens", "cost_usd")
+    realtime = {k: totals.get(k, 0) for k in fields}
+    for usage in fallback.values():
+        for k in fields:
+            realtime[k] += usage[k]
+    batched = {k: sum(u[k] for u in batch.values()) for k in fields}
+    for k in fields:
+        totals[k] = realtime[k] + batched[k]
+    totals["cost_usd"] = round(totals["cost_usd"], 8)
+    realtime["cost_usd"] = round(realtime["cost_usd"], 8)
+    batched["cost_usd"] = round(batched["cost_usd"], 8)
+    totals["realtime"] = realtime
+    totals["batch"] = {**batched, "lines": sum(u["lines"] for u in batch.values())}
+    judges = summary.setdefault("judges", {})
+    for name, usage in batch.items():
+        judges.setdefault(name, {})["batch"] = {**usage, "cost_usd": round(usage["cost_usd"], 8)}
+
+
+__all__ = [
+    "PhaseResult",
+    "add_batch_totals",
+    "batch_judges",
+    "batch_phase",
+    "ledger_path",
+    "with_ledger",
+]

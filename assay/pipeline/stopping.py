@@ -1,0 +1,93 @@
+"""Stopping a run: the first SIGTERM/SIGINT (or a flag a signal handler set) stops reading, and
+in-flight work gets ``limits.grace_period_s`` to drain: the run ends as soon as it has drained (a
+source still waiting for input is not waited for), or when the grace period is over (what is still
+in flight is abandoned and redone on resume). A second signal abandons in-flight work at once.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from collections.abc import Callable
+
+import anyio
+
+from assay.pipeline.runner import Pipeline
+
+DRAIN_POLL_S = 0.05
+"""How often a stopping run looks whether anything is still in flight."""
+
+
+async def watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
+    """SIGTERM/SIGINT: the first stops the run (:func:`stop`), the second abandons it at once."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with anyio.create_task_group() as tg:
+            received = 0
+            async for _ in signals:
+                received += 1
+                if received == 1:
+                    tg.start_soon(stop, pipeline, grace_s, cancel)
+                else:
+                    abandon(pipeline, cancel)
+                    tg.cancel_scope.cancel()
+                    return
+
+
+async def watch_flag(
+    requested: Callable[[], bool | float],
+    pipeline: Pipeline,
+    grace_s: float,
+    cancel: anyio.CancelScope,
+    abandon_requested: Callable[[], bool] = lambda: False,
+) -> None:
+    """The same as :func:`watch_signals` for a process whose own signal handler sets flags (a
+    shard worker: its handler stays installed for the life of the process, so a repeated signal
+    never meets the default action). A float from ``requested`` is a shorter grace period (a
+    worker whose parent died stops at once instead of running beside a restarted run);
+    ``abandon_requested`` is the second signal."""
+    # polled: the flags are set by a signal handler, which must not touch the event loop
+    while not (flag := requested()):  # noqa: ASYNC110
+        await anyio.sleep(0.1)
+    grace = min(grace_s, flag) if isinstance(flag, float) else grace_s
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop, pipeline, grace, cancel)
+        while not abandon_requested():  # noqa: ASYNC110
+            await anyio.sleep(0.1)
+        abandon(pipeline, cancel)
+        tg.cancel_scope.cancel()
+
+
+async def stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
+    """Stop reading; in-flight work has ``grace_s`` to drain before it is cancelled. Once nothing
+    is in flight the source is not waited for: the stages drain and the run ends (the writer
+    then cancels this watcher)."""
+    pipeline.stop("interrupted")
+    pipeline.stop_deadline = time.monotonic() + grace_s  # the progress display counts it down
+    print(
+        f"assay: stopping: reading no more; finishing {pipeline.in_flight:,} in-flight records"
+        f" (grace period {grace_s:g} s, then they are abandoned and redone on resume;"
+        " a second signal abandons them now)",
+        file=sys.stderr,
+        flush=True,
+    )
+    with anyio.move_on_after(grace_s):
+        # polled: the count moves with every batch the sink writes; no event is worth that cost
+        while pipeline.in_flight > 0:  # noqa: ASYNC110
+            await anyio.sleep(DRAIN_POLL_S)
+        pipeline.stop_reading_now()
+        await anyio.sleep_forever()
+    cancel.cancel()
+
+
+def abandon(pipeline: Pipeline, cancel: anyio.CancelScope) -> None:
+    """A second signal: cancel in-flight work now (its records are redone on resume)."""
+    print(
+        f"assay: stopping now: abandoning {pipeline.in_flight:,} in-flight records (redone on resume)",
+        file=sys.stderr,
+        flush=True,
+    )
+    cancel.cancel()
+
+
+__all__ = ["abandon", "stop", "watch_flag", "watch_signals"]

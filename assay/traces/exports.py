@@ -1,0 +1,253 @@
+"""Exports that hold one trace in many rows: LangSmith runs and Langfuse observations.
+
+A LangSmith bulk export (Parquet), a ``list_runs`` JSON-lines dump or a flat JSON array of runs
+has one row per run; a Langfuse blob-storage export (``observations_v2/`` enriched observations,
+or the legacy ``observations/``) one row per observation, and the legacy ``traces/`` one row per
+trace (:func:`is_langfuse_trace_row`; its ``id`` is the trace id). The rows of one trace share a
+``trace_id`` and may be anywhere in a file. :func:`export_row_kind` recognises such a row;
+:class:`RowGroups` collects a file's rows by trace id, holding in memory only each row's key and
+where its bytes are (the bytes go to a temporary file once a budget is passed), and gives back
+each trace's rows in first-seen order. The grouped rows (a JSON array) are then read by the
+``langsmith`` and ``langfuse`` normalizers, which decode the JSON-text ``inputs`` / ``outputs``
+columns with :func:`decode_json_text`.
+
+>>> g = RowGroups(spill_bytes=0)
+>>> for n, (tid, payload) in enumerate([("b", b"1"), ("a", b"2"), ("b", b"3")]):
+...     g.add(tid, payload, n)
+>>> [(tags, rows) for tags, rows in g.drain()]
+[([0, 2], [b'1', b'3']), ([1], [b'2'])]
+>>> g.close()
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Collection, Iterator
+from typing import IO, Any, Generic, TypeVar
+
+import orjson
+
+T = TypeVar("T")
+
+#: Observation types of Langfuse (the agent types included).
+OBSERVATION_TYPES = frozenset(
+    {
+        "GENERATION",
+        "SPAN",
+        "EVENT",
+        "TOOL",
+        "AGENT",
+        "CHAIN",
+        "RETRIEVER",
+        "EMBEDDING",
+        "EVALUATOR",
+        "GUARDRAIL",
+    }
+)
+
+#: Bytes of row payloads a :class:`RowGroups` keeps in memory before it moves them to disk.
+DEFAULT_SPILL_BYTES = 64 << 20
+
+
+def export_row_kind(row: Any) -> str | None:
+    """``"langsmith"`` for a LangSmith run row (``run_type`` with ``trace_id`` and
+    ``dotted_order`` or ``parent_run_id``), ``"langfuse"`` for a Langfuse observation row (an
+    observation ``type`` with a trace id and a parent or start-time field, or a legacy ``traces/``
+    row: :func:`is_langfuse_trace_row`), else None.
+
+    A run *tree* (runs in ``child_runs``) or a trace with its ``observations`` is a whole trace
+    already."""
+    if type(row) is not dict:
+        return None
+    if is_langfuse_trace_row(row):
+        return "langfuse"
+    if "run_type" in row:
+        nested = row.get("child_runs")  # list_runs dumps carry ``child_runs: null``
+        if "trace_id" in row and ("dotted_order" in row or "parent_run_id" in row) and not nested:
+            return "langsmith"
+        return None
+    if row.get("type") in OBSERVATION_TYPES and "observations" not in row:
+        has_trace = "trace_id" in row or "traceId" in row
+        linked = any(k in row for k in ("parent_observation_id", "parentObservationId", "start_time", "startTime"))
+        if has_trace and linked:
+            return "langfuse"
+    return None
+
+
+#: Columns of a Langfuse ``traces/`` export row that tell it apart (with ``id`` and ``timestamp``).
+_TRACE_ROW_MARKS = ("bookmarked", "public")
+#: Trace columns the enriched ``observations_v2/`` rows carry (the legacy ``observations/`` do not).
+_ENRICHED = ("trace_name", "traceName")
+
+
+def is_langfuse_trace_row(row: Any) -> bool:
+    """A row of a legacy Langfuse ``traces/`` export: ``id``, ``timestamp``, ``project_id`` and
+    ``bookmarked`` or ``public``, with no observation ``type`` and no ``trace_id`` (its trace id is
+    its ``id``). Its observations are the ``observations/`` rows with that ``trace_id``."""
+    return (
+        type(row) is dict
+        and "id" in row
+        and "timestamp" in row
+        and "project_id" in row
+        and any(k in row for k in _TRACE_ROW_MARKS)
+        and row.get("type") is None
+        and not row.get("trace_id")
+        and "observations" not in row
+    )
+
+
+def crosses_inputs(row: Any) -> bool:
+    """Whether the rows of the input this row opens are grouped together with those of the next
+    such inputs: the legacy Langfuse pair (a ``traces/`` row, or an ``observations/`` row without
+    the enriched export's trace columns), whose trace and observation rows are in different files."""
+    if is_langfuse_trace_row(row):
+        return True
+    return export_row_kind(row) == "langfuse" and not any(k in row for k in _ENRICHED)
+
+
+def columns_cross_inputs(names: Collection[str]) -> bool:
+    """:func:`crosses_inputs` on a table's column names (a Parquet schema)."""
+    cols = set(names)
+    if _trace_columns(cols):
+        return True
+    return export_columns(cols) and "run_type" not in cols and cols.isdisjoint(_ENRICHED)
+
+
+def _trace_columns(cols: set[str]) -> bool:
+    return {"id", "timestamp", "project_id"} <= cols and not cols.isdisjoint(_TRACE_ROW_MARKS) and "type" not in cols
+
+
+def export_columns(names: Collection[str]) -> bool:
+    """Whether a table with these columns holds export rows (:func:`export_row_kind`'s rule on the
+    column names: a Parquet schema tells before any row is read)."""
+    cols = set(names)
+    if _trace_columns(cols) and "trace_id" not in cols:
+        return True
+    if "run_type" in cols:
+        return "trace_id" in cols and ("dotted_order" in cols or "parent_run_id" in cols)
+    has_trace = "trace_id" in cols or "traceId" in cols
+    linked = not cols.isdisjoint({"parent_observation_id", "parentObservationId", "start_time", "startTime"})
+    return "type" in cols and has_trace and linked and "observations" not in cols
+
+
+def row_trace_id(row: dict[str, Any]) -> str | None:
+    """The trace id of an export row (None when it has none: the row is a trace of its own); a
+    Langfuse ``traces/`` row's is its ``id``."""
+    tid = row.get("id") if is_langfuse_trace_row(row) else row.get("trace_id", row.get("traceId"))
+    if tid is None or tid == "":
+        return None
+    return str(tid)
+
+
+def decode_json_text(value: Any) -> Any:
+    """A column exports store as JSON text (``inputs``, ``outputs``, ``input``, ``metadata``):
+    the decoded value when the text is a JSON object, array or string; otherwise as it is (a plain
+    string stays a string)."""
+    if type(value) is not str:
+        return value
+    head = value.lstrip()[:1]
+    if head not in ("{", "[", '"'):
+        return value
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return value
+
+
+class RowGroups(Generic[T]):
+    """A file's rows grouped by trace id, in memory up to ``spill_bytes`` of payloads, then on disk.
+
+    ``add(trace_id, payload, tag)`` records one row (``trace_id`` None: a group of its own);
+    :meth:`drain` yields ``(tags, payloads)`` per trace, in the order each trace was first seen,
+    rows in their file order. Memory holds the keys, tags and offsets of the rows, not their
+    payloads, once the budget is passed."""
+
+    def __init__(self, *, spill_bytes: int = DEFAULT_SPILL_BYTES) -> None:
+        self.spill_bytes = spill_bytes
+        # per trace: (tag, payload in memory or None, offset, length)
+        self._groups: dict[Any, list[tuple[T, bytes | None, int, int]]] = {}
+        self._held = 0
+        self._file: IO[bytes] | None = None
+        self._end = 0
+        self._solo = 0
+        self.rows = 0
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    @property
+    def spilled(self) -> bool:
+        """Whether payloads went to the temporary file."""
+        return self._file is not None
+
+    def add(self, trace_id: str | None, payload: bytes, tag: T) -> None:
+        key: Any = trace_id
+        if key is None:
+            self._solo += 1
+            key = (self._solo,)  # never equal to a string id
+        self.rows += 1
+        if self._file is None and self._held + len(payload) > self.spill_bytes:
+            self._spill()
+        if self._file is None:
+            entry: tuple[T, bytes | None, int, int] = (tag, payload, 0, len(payload))
+            self._held += len(payload)
+        else:
+            entry = (tag, None, self._end, len(payload))
+            self._file.write(payload)
+            self._end += len(payload)
+        self._groups.setdefault(key, []).append(entry)
+
+    def _spill(self) -> None:
+        f = tempfile.TemporaryFile(prefix="assay-rows-")  # noqa: SIM115 - closed in close()
+        for key, entries in self._groups.items():
+            moved: list[tuple[T, bytes | None, int, int]] = []
+            for tag, payload, _, length in entries:
+                assert payload is not None
+                f.write(payload)
+                moved.append((tag, None, self._end, length))
+                self._end += length
+            self._groups[key] = moved
+        self._held = 0
+        self._file = f
+
+    def drain(self) -> Iterator[tuple[list[T], list[bytes]]]:
+        """Each trace's (tags, payloads); the groups are emptied as they are given out."""
+        f = self._file
+        if f is not None:
+            f.flush()
+        while self._groups:
+            key = next(iter(self._groups))
+            entries = self._groups.pop(key)
+            payloads: list[bytes] = []
+            for _, payload, offset, length in entries:
+                if payload is None:
+                    assert f is not None
+                    f.seek(offset)
+                    payload = f.read(length)
+                payloads.append(payload)
+            yield [tag for tag, _, _, _ in entries], payloads
+        self.close()
+
+    def close(self) -> None:
+        """Drop every group and the temporary file."""
+        self._groups.clear()
+        self._held = 0
+        self._end = 0
+        self.rows = 0
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+__all__ = [
+    "DEFAULT_SPILL_BYTES",
+    "OBSERVATION_TYPES",
+    "RowGroups",
+    "columns_cross_inputs",
+    "crosses_inputs",
+    "decode_json_text",
+    "export_columns",
+    "export_row_kind",
+    "is_langfuse_trace_row",
+    "row_trace_id",
+]

@@ -1,0 +1,130 @@
+"""Multi-row exports: a LangSmith run-per-line dump (one file, rows shuffled) read into traces.
+
+For N and 10·N traces (about 5 rows each), each in a fresh process: rows/s and traces/s of read →
+group by trace id → normalize, and the peak RSS, with the rows held in memory (the default budget)
+and spilled to a temporary file (``spill_bytes=0``). Also what the export check costs a plain JSON
+lines file: FileSource alone vs wrapped in AssembleExports.
+
+    python benchmarks/bench_exports.py [N]
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT / "benchmarks" / "data"
+
+
+def make_export(n: int) -> Path:
+    from tests.support.exports import langsmith_export
+
+    path = DATA / f"langsmith-{n}.jsonl"
+    if not path.exists():
+        DATA.mkdir(parents=True, exist_ok=True)
+        rows, _ = langsmith_export(n, seed=1)
+        random.Random(2).shuffle(rows)
+        path.write_bytes(b"".join(orjson.dumps(r, default=str) + b"\n" for r in rows))
+    return path
+
+
+def make_plain(n: int) -> Path:
+    path = DATA / f"plain-{n}.jsonl"
+    if not path.exists():
+        DATA.mkdir(parents=True, exist_ok=True)
+        msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]
+        path.write_bytes(b"".join(orjson.dumps({"id": f"t{i}", "messages": msgs}) + b"\n" for i in range(n)))
+    return path
+
+
+def child(path: str, spill: str) -> None:
+    """One measurement, in its own process: prints rows, traces, seconds, peak RSS (MiB)."""
+    from assay.connectors.file_source import FileSource
+    from assay.stages.exports import AssembleExports
+    from assay.stages.normalize import parse_envelope
+    from assay.traces.model import Trace
+    from assay.traces.normalize import NormalizeOptions
+
+    options = NormalizeOptions()
+    kwargs = {} if spill == "memory" else {"spill_bytes": 0}
+
+    async def run() -> int:
+        traces = 0
+        inner = FileSource([path], batch_size=256)
+        src = AssembleExports(inner, **kwargs) if spill != "none" else inner
+        async with src:
+            async for batch in src.batches():
+                for env in batch:
+                    if spill == "none":
+                        traces += 1
+                        continue
+                    t = parse_envelope(env, options)
+                    assert isinstance(t, Trace), t
+                    traces += 1
+        return traces
+
+    t0 = time.perf_counter()
+    traces = anyio.run(run)
+    dt = time.perf_counter() - t0
+    with open(path, "rb") as f:
+        rows = sum(1 for _ in f)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(orjson.dumps({"rows": rows, "traces": traces, "s": dt, "rss_mib": rss}).decode())
+
+
+def measure(path: Path, spill: str) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), spill], capture_output=True, text=True, check=True
+    )
+    result: dict[str, float] = orjson.loads(out.stdout.splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    print("| traces | rows | rows held | rows/s | traces/s | peak RSS |")
+    print("|---:|---:|---|---:|---:|---:|")
+    for size in (n, 10 * n):
+        path = make_export(size)
+        for spill in ("memory", "disk"):
+            r = measure(path, spill)
+            print(
+                f"| {r['traces']:,} | {r['rows']:,} | {spill} | {r['rows'] / r['s']:,.0f} | "
+                f"{r['traces'] / r['s']:,.0f} | {r['rss_mib']:.0f} MiB |"
+            )
+    plain = make_plain(50 * n)
+    base = min(measure(plain, "none")["s"] for _ in range(3))
+    wrapped = min(measure(plain, "wrapped")["s"] for _ in range(3))
+    print(f"\nplain JSON lines, {50 * n:,} records, read only: FileSource {base:.3f} s, wrapped {wrapped:.3f} s")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        path, mode = sys.argv[2], sys.argv[3]
+        if mode == "wrapped":  # the wrapper on a plain file: read only, no normalization
+            from assay.connectors.file_source import FileSource
+            from assay.stages.exports import AssembleExports
+
+            async def read() -> int:
+                n = 0
+                async with AssembleExports(FileSource([path], batch_size=256)) as src:
+                    async for batch in src.batches():
+                        n += len(batch)
+                return n
+
+            t0 = time.perf_counter()
+            count = anyio.run(read)
+            print(orjson.dumps({"rows": count, "traces": count, "s": time.perf_counter() - t0, "rss_mib": 0}).decode())
+        else:
+            child(path, mode)
+    else:
+        main()

@@ -1,0 +1,159 @@
+"""The Ray job scores the same as ``assay run``: a local Ray (2 CPUs) reads a Parquet table with
+``ray.data.read_parquet`` and maps :class:`assay.integrations.ray.AssayScorer` over it with two
+actors; a trajectory match and a judge (the stand-in judge server) whose rate budget the actors
+share through Redis (``rate_store``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.testing.judge_server import JudgeServerThread
+from tests.conftest import agent_messages
+from tests.support.redis_server import RedisServer
+
+pytest.importorskip("pyarrow")
+ray = pytest.importorskip("ray")
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 24
+
+
+def _table(path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = []
+    for i in range(N):
+        calls = [("search", {"q": f"q{i}"}), ("fetch", {"id": str(i)})]
+        ref = calls if i % 3 else [*calls, ("submit", {"id": str(i)})]
+        rows.append(
+            {
+                "id": f"t{i}",
+                "messages": agent_messages(*calls, final=f"answer {i}"),
+                "reference": agent_messages(*ref, final=f"answer {i}"),
+            }
+        )
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=8)
+
+
+def _run_file(tmp_path: Path, judge_url: str, redis_url: str) -> Path:
+    cfg: dict[str, Any] = {
+        "source": {"path": str(tmp_path / "traces.parquet")},
+        "normalize": {"reference": "reference"},
+        "judges": {
+            "j": {"provider": "openai", "base_url": f"{judge_url}/v1", "model": "m", "rpm": 6000, "timeout": 10}
+        },
+        "rate_store": redis_url,
+        "evaluators": [
+            {"name": "trajectory_match", "params": {"mode": "strict"}},
+            {"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}},
+        ],
+        "sink": {"path": str(tmp_path / "out") + "/"},
+        "state_dir": str(tmp_path / "state"),
+    }
+    path = tmp_path / "run.yaml"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")  # Ray's own, about its settings
+@pytest.mark.filterwarnings("ignore::UserWarning:ray")  # Ray's notes on concurrency vs blocks
+def test_ray_job_scores_the_same_as_assay_run(tmp_path: Path, redis_server: RedisServer) -> None:
+    import redis
+
+    _table(tmp_path / "traces.parquet")
+    store = redis_server.url.rsplit("/", 1)[0] + "/5"  # a database of its own
+    client = redis.Redis.from_url(store)
+    client.flushdb()
+    with JudgeServerThread(latency=(0.01, 0.03)) as server:
+        run_file = _run_file(tmp_path, server.url, store)
+        proc = subprocess.run(
+            [sys.executable, "-m", "assay.cli", "run", str(run_file), "-q", "--no-cache"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert proc.returncode == 0, proc.stderr
+        run_rows = [
+            row
+            for part in (tmp_path / "out").glob("part-*.jsonl")
+            for row in map(json.loads, part.read_text().splitlines())
+        ]
+        expected = {row["trace_id"]: {k: r["score"] for k, r in row["results"].items()} for row in run_rows}
+        assert len(expected) == N
+        client.flushdb()
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+        )
+        try:
+            from assay.integrations.ray import AssayScorer
+
+            ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
+            scored = ds.map_batches(
+                AssayScorer,
+                fn_constructor_kwargs={"run_file": str(run_file)},
+                batch_format="pyarrow",
+                batch_size=5,
+                concurrency=2,
+                num_cpus=0.5,  # two actors leave a CPU for the read tasks (2 CPUs in all)
+            )
+            table = scored.to_arrow_refs()
+            rows = [r for ref in table for r in ray.get(ref).to_pylist()]
+        finally:
+            ray.shutdown()
+        judged = server.stats.requests
+    assert len(rows) == N and all(r["read_error"] is None for r in rows)
+    got = {r["trace_id"]: {k: r[k]["score"] for k in ("trajectory_strict_match", "correctness")} for r in rows}
+    assert got == expected
+    assert {r["run_id"] for r in rows} == {r["run_id"] for r in run_rows}  # the same stable run id
+    assert sum(1 for s in got.values() if s["trajectory_strict_match"] == 1.0) == N - N // 3
+    assert judged == 2 * N  # each trace judged once by assay run and once by the Ray job
+    assert client.dbsize() > 0  # the actors' judge drew its rate budget from the shared store
+
+
+def test_scorer_on_one_batch_without_ray(tmp_path: Path) -> None:
+    """The callable itself, as an actor calls it: a batch in, the score columns out (the Parquet
+    sink's schema, plus read_error for a row that is not a trace)."""
+    import pyarrow as pa
+
+    from assay.integrations.ray import AssayScorer
+
+    scorer = AssayScorer(
+        config={
+            "source": {"path": "unused.parquet"},
+            "normalize": {"reference": "reference"},
+            "evaluators": [{"name": "trajectory_match", "params": {"mode": "strict"}}],
+            "sink": {"path": "unused/"},
+        },
+        ds="2026-11-24",
+    )
+    msgs = agent_messages(("search", {"q": "x"}))
+    batch = pa.Table.from_pylist(
+        [
+            {"id": "a", "messages": json.dumps(msgs), "reference": json.dumps(msgs)},
+            {"id": "b", "messages": json.dumps(msgs), "reference": json.dumps(agent_messages(("fetch", {"id": 1})))},
+            {"id": "c", "messages": "not a trace", "reference": None},
+        ]
+    )
+    out = scorer(batch)
+    assert out.column_names == ["trace_id", "run_id", "ds", "position", "trajectory_strict_match", "read_error"]
+    rows = out.to_pylist()
+    assert [r["trace_id"] for r in rows[:2]] == ["a", "b"]
+    assert [r["trajectory_strict_match"]["score"] for r in rows[:2]] == [1.0, 0.0]
+    assert [r["trajectory_strict_match"]["passed"] for r in rows[:2]] == [True, False]
+    assert rows[0]["ds"] == "2026-11-24" and rows[0]["position"] == "batch:1"
+    assert rows[2]["trajectory_strict_match"] is None and "no outputs or trajectory" in rows[2]["read_error"]
+    scorer.close()

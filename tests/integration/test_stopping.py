@@ -1,0 +1,105 @@
+"""Stopping a run with real signals: the first SIGINT/SIGTERM drains in-flight work for at most
+the grace period and ends as soon as nothing is in flight; a second one abandons in-flight work at
+once; calls abandoned that way are counted apart, never as judge errors.
+
+The grace periods here are long (10 minutes): each run ending within the test's own timeout is the
+proof that it did not wait for them (no test measures a duration)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.testing.judge_server import JudgeServerThread
+from tests.conftest import agent_messages
+
+LONG_GRACE = 600
+
+
+def judged_run_file(tmp_path: Path, url: str) -> Path:
+    recs = [
+        {"id": f"t{i}", "inputs": f"q{i}", "messages": agent_messages(final=f"a{i}"), "reference_outputs": f"a{i}"}
+        for i in range(40)
+    ]
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    cfg = {
+        "source": {"path": "corpus.jsonl"},
+        "judges": {"standin": {"provider": "openai", "base_url": f"{url}/v1", "model": "judge-1", "timeout": 300}},
+        "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "standin"}}],
+        "sink": {"path": "out/"},
+        "limits": {"batch_size": 4, "grace_period_s": LONG_GRACE},
+    }
+    f = tmp_path / "run.yaml"
+    f.write_text(json.dumps(cfg))
+    return f
+
+
+def start(f: Path, *extra: str, **kw: Any) -> subprocess.Popen[str]:
+    """The run, its stderr going to ``err.txt`` beside the run file (read while it runs)."""
+    cmd = [sys.executable, "-m", "assay.cli", "run", str(f), "-q", "--no-cache", *extra]
+    err = (f.parent / "err.txt").open("w")
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True, cwd=f.parent, **kw)
+
+
+def stderr_of(f: Path) -> str:
+    return (f.parent / "err.txt").read_text()
+
+
+def wait_for(predicate: Any, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not predicate():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_second_signal_abandons_in_flight_work_at_once(tmp_path: Path, workers: str) -> None:
+    """Every judge call hangs: the first SIGINT leaves them the (long) grace period, the second
+    abandons them; the run still writes its summary, exits 130, and counts the hung calls as
+    abandoned, not as judge errors."""
+    with JudgeServerThread(latency=0.01, seed=5, hang_rate=1.0) as s:
+        f = judged_run_file(tmp_path, s.url)
+        proc = start(f, "--workers", workers)
+        wait_for(lambda: s.stats.requests >= 2, "judge requests")
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: "assay: stopping: reading no more" in stderr_of(f), "the stop message")
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    err = stderr_of(f)
+    assert proc.returncode == 130, err
+    assert "stopping now: abandoning" in err and "Traceback" not in err
+    summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    assert summary["status"] == "interrupted" and summary["exit_code"] == 130
+    judge = summary["judges"]["standin"]
+    assert judge["errors"] == 0 and summary["totals"]["errors"] == 0
+    assert judge["abandoned"] >= 2
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_a_stop_with_nothing_in_flight_does_not_wait_for_the_grace_period(tmp_path: Path) -> None:
+    """Reading stdin that sends nothing: SIGTERM finds nothing in flight, so the run ends at once
+    (the blocked read is abandoned) instead of after its ten-minute grace period."""
+    f = tmp_path / "run.yaml"
+    cfg = {
+        "source": {"path": "-"},
+        "evaluators": ["exact_match"],
+        "sink": {"path": "out/"},
+        "limits": {"grace_period_s": LONG_GRACE},
+    }
+    f.write_text(json.dumps(cfg))
+    proc = start(f, stdin=subprocess.PIPE)
+    wait_for(lambda: (tmp_path / ".assay" / "locks").is_dir(), "the run to start")
+    time.sleep(1.0)  # let it reach the read of stdin
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=120)
+    err = stderr_of(f)
+    assert proc.returncode == 130, err
+    assert "finishing 0 in-flight records" in err
+    assert json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())["status"] == "interrupted"

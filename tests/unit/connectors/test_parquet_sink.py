@@ -1,0 +1,176 @@
+"""The Parquet sink: parts or one file with the JSON sink's markers, the documented schema (wide and
+long), DuckDB means equal to the JSON sink's, exact resume from the staged parts, and a failed
+rerun that leaves the last whole output's rows in place."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import duckdb
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from assay.config import build_config
+from assay.connectors.parquet_schema import RESULT_FIELDS
+from assay.connectors.parquet_sink import ParquetSink, read_parquet_rows
+from assay.pipeline.run import execute
+from tests.conftest import agent_messages
+
+N = 40
+
+
+def corpus(tmp_path: Path, n: int = N) -> Path:
+    lines = []
+    for i in range(n):
+        calls = [("search", {"q": i % 3})] + ([("get_order", {"id": i})] if i % 4 else [])
+        ref = calls if i % 5 else calls[:1]
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"t{i}",
+                    "messages": agent_messages(*calls, final=f"a{i % 2}"),
+                    "reference_outputs": {"messages": agent_messages(*ref, final="a0")},
+                }
+            )
+        )
+    f = tmp_path / "traces.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    return f
+
+
+def run(tmp_path: Path, sink: dict[str, Any], *, ds: str | None = "2026-11-21", source: Path | None = None) -> Any:
+    cfg = build_config(
+        {
+            "source": {"path": str(source or corpus(tmp_path))},
+            "evaluators": ["trajectory_match:mode=unordered", "exact_match"],
+            "sink": sink,
+            "state_dir": str(tmp_path / ".assay"),
+            "limits": {"batch_size": 7},
+        },
+        ds=ds,
+    )
+    return anyio.run(lambda: execute(cfg))
+
+
+def test_directory_of_parts_with_markers_and_the_documented_schema(tmp_path: Path) -> None:
+    out = tmp_path / "scores" / "dt=2026-11-21"
+    report = run(tmp_path, {"path": str(out) + "/", "format": "parquet", "max_rows_per_part": 15})
+    assert report.exit_code == 0
+    parts = sorted(p.name for p in out.glob("part-*.parquet"))
+    assert parts == ["part-00000-00000.parquet", "part-00000-00001.parquet", "part-00000-00002.parquet"]
+    assert (out / "_SUCCESS").exists() and (out / "_SUMMARY.json").exists()
+    assert not (out / "_staging").exists()
+    assert list((out / "_dead_letter").glob("dead-*.jsonl")) or not (out / "_dead_letter").exists()
+    schema = pq.read_schema(out / parts[0])
+    assert schema.names == ["trace_id", "run_id", "ds", "position", "exact_match", "trajectory_unordered_match"]
+    assert [f.name for f in schema.field("exact_match").type] == [name for name, _ in RESULT_FIELDS]
+    meta = pq.ParquetFile(out / parts[0]).metadata
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    rows = duckdb.sql(f"select trace_id, ds, position from '{out}/part-*.parquet' order by position").fetchall()
+    assert len(rows) == N and {r[1] for r in rows} == {"2026-11-21"}
+    assert rows[0][2].endswith("traces.jsonl:1")
+
+
+def test_duckdb_means_equal_the_json_sinks(tmp_path: Path) -> None:
+    src = corpus(tmp_path)
+    run(tmp_path, {"path": str(tmp_path / "json") + "/"}, source=src)
+    run(tmp_path, {"path": str(tmp_path / "pq") + "/", "format": "parquet"}, source=src)
+    json_rows = [
+        orjson.loads(line) for p in (tmp_path / "json").glob("part-*.jsonl") for line in p.read_bytes().splitlines()
+    ]
+    for key in ("trajectory_unordered_match", "exact_match"):
+        want = sum(r["results"][key]["score"] for r in json_rows) / len(json_rows)
+        got = duckdb.sql(f"select avg({key}.score) from '{tmp_path}/pq/part-*.parquet'").fetchall()[0]
+        assert got is not None and got[0] == pytest.approx(want)
+        passed = duckdb.sql(f"select avg({key}.passed::int) from '{tmp_path}/pq/part-*.parquet'").fetchall()[0]
+        summary = json.loads((tmp_path / "pq" / "_SUMMARY.json").read_text())
+        assert passed is not None and passed[0] == pytest.approx(summary["evaluators"][key]["pass_rate"])
+    assert 0 < want < 1
+    # each result's identity survives the columnar schema (assay compare reads it)
+    back = {r["trace_id"]: r for p in sorted((tmp_path / "pq").glob("part-*.parquet")) for r in read_parquet_rows(p)}
+    for r in json_rows[:5]:
+        assert back[r["trace_id"]]["identity"] == r["identity"]
+        assert back[r["trace_id"]]["results"]["exact_match"]["score"] == r["results"]["exact_match"]["score"]
+
+
+def test_one_file_with_its_summary_beside_it_and_the_long_layout(tmp_path: Path) -> None:
+    target = tmp_path / "out.parquet"
+    assert run(tmp_path, {"path": str(target), "layout": "long"}).exit_code == 0
+    assert (tmp_path / "out.parquet._SUMMARY.json").exists()
+    assert not list(tmp_path.glob(".out.parquet*"))
+    t = pq.read_table(target)
+    assert t.num_rows == 2 * N
+    assert t.schema.names == ["trace_id", "run_id", "ds", "position", "key", *(n for n, _ in RESULT_FIELDS)]
+    assert sorted(set(t.column("key").to_pylist())) == ["exact_match", "trajectory_unordered_match"]
+    back = list(read_parquet_rows(target))
+    assert len(back) == 2 * N and back[0]["results"]
+
+
+def test_resume_drops_rows_written_after_the_commit(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+
+    def row(i: int) -> bytes:
+        return orjson.dumps(
+            {
+                "trace_id": f"t{i}",
+                "run_id": "r",
+                "position": {"file": "f", "line": i},
+                "results": {"k": {"key": "k", "score": 1.0, "value": True}},
+            }
+        )
+
+    async def first() -> Any:
+        sink = ParquetSink(str(out) + "/")
+        async with sink:
+            await sink.write_batch([row(i) for i in range(5)])
+            await sink.flush()
+            state = sink.snapshot()
+            await sink.write_batch([row(i) for i in range(5, 9)])  # never committed (a kill)
+        return state
+
+    state = anyio.run(first)
+
+    async def resume() -> None:
+        sink = ParquetSink(str(out) + "/", resume_state=state)
+        async with sink:
+            await sink.write_batch([row(i) for i in range(5, 10)])
+            await sink.flush()
+        publisher = ParquetSink(str(out) + "/", resume_state={"parts": [], "seq": 0, "current": None}, shard=99_999)
+        async with publisher:
+            summary = {"evaluators": {"k": {"threshold": 0.5}}}
+            await publisher.publish(summary, success=True)
+
+    anyio.run(resume)
+    ids = [r["trace_id"] for r in read_parquet_rows(out / "part-00000-00000.parquet")]
+    assert ids == [f"t{i}" for i in range(10)]
+
+
+def test_a_failed_rerun_leaves_the_last_whole_output_rows(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    src = corpus(tmp_path)
+    assert run(tmp_path, {"path": str(out) + "/", "format": "parquet"}, source=src).exit_code == 0
+    before = duckdb.sql(f"select count(*) from '{out}/part-*.parquet'").fetchall()[0]
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00truncated")
+    report = run(tmp_path, {"path": str(out) + "/", "format": "parquet"}, source=bad)
+    assert report.exit_code != 0
+    assert not (out / "_SUCCESS").exists()
+    assert duckdb.sql(f"select count(*) from '{out}/part-*.parquet'").fetchall()[0] == before
+
+
+def test_run_id_is_stable_for_a_run_file_and_day_and_the_invocation_is_in_the_summary(tmp_path: Path) -> None:
+    src = corpus(tmp_path)
+    seen = []
+    for ds in ("2026-11-21", "2026-11-21", "2026-11-22"):
+        out = tmp_path / "o"
+        run(tmp_path, {"path": str(out) + "/", "format": "parquet"}, source=src, ds=ds)
+        ids = duckdb.sql(f"select distinct run_id from '{out}/part-*.parquet'").fetchall()
+        summary = json.loads((out / "_SUMMARY.json").read_text())
+        assert ids == [(summary["run_id"],)]
+        seen.append((summary["run_id"], summary["invocation_id"]))
+    assert seen[0][0] == seen[1][0] != seen[2][0]
+    assert all(inv for _, inv in seen)

@@ -1,0 +1,79 @@
+"""The report reads lake outputs: Parquet parts, one Parquet file, and one day of a Delta table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from assay.config import build_config
+from assay.pipeline.run import execute
+from assay.report import expand_locations, iter_rows, read_run_info
+from tests.conftest import agent_messages
+
+
+def scored(tmp_path: Path, sink: dict[str, Any], ds: str = "2026-11-21") -> Any:
+    src = tmp_path / "t.jsonl"
+    src.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"t{i}",
+                    "messages": agent_messages(("s", {"q": i})),
+                    "reference": agent_messages(("s", {"q": i % 2})),
+                }
+            )
+            + "\n"
+            for i in range(12)
+        )
+    )
+    cfg = build_config(
+        {
+            "source": {"path": str(src)},
+            "evaluators": ["trajectory_match:mode=strict"],
+            "sink": sink,
+            "state_dir": str(tmp_path / ".a"),
+        },
+        ds=ds,
+    )
+    return anyio.run(lambda: execute(cfg))
+
+
+def scores(location: str) -> dict[str, float]:
+    info = read_run_info(location)
+    return {r["trace_id"]: r["results"]["trajectory_strict_match"]["score"] for r in iter_rows(info.store)}
+
+
+def test_parquet_parts_and_one_parquet_file_read_like_json_lines(tmp_path: Path) -> None:
+    scored(tmp_path, {"path": str(tmp_path / "json") + "/"})
+    scored(tmp_path, {"path": str(tmp_path / "pq") + "/", "format": "parquet"})
+    scored(tmp_path, {"path": str(tmp_path / "one.parquet")})
+    want = scores(str(tmp_path / "json"))
+    assert len(want) == 12 and 0 < sum(want.values()) < 12
+    assert scores(str(tmp_path / "pq")) == want
+    assert scores(str(tmp_path / "one.parquet")) == want
+    info = read_run_info(str(tmp_path / "one.parquet"))
+    assert info.complete is False and info.summary["counts"]["scored"] == 12
+
+
+def test_a_delta_table_is_one_run_per_day(tmp_path: Path) -> None:
+    for day in ("2026-11-21", "2026-11-22"):
+        assert scored(tmp_path, {"type": "delta", "path": str(tmp_path / "lake")}, ds=day).exit_code == 0
+    locations = expand_locations([str(tmp_path / "lake")])
+    assert [Path(p).name for p in locations] == ["ds=2026-11-21", "ds=2026-11-22"]
+    info = read_run_info(locations[0])
+    assert info.complete and info.partition == "2026-11-21" and info.summary["counts"]["scored"] == 12
+    assert len(scores(locations[1])) == 12
+
+
+def test_a_delta_table_in_the_long_layout_has_a_row_per_trace_and_key(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    assert scored(tmp_path, {"type": "delta", "path": str(tmp_path / "long"), "layout": "long"}).exit_code == 0
+    t = DeltaTable(str(tmp_path / "long")).to_pyarrow_table()
+    assert t.num_rows == 12 and set(t.column("key").to_pylist()) == {"trajectory_strict_match"}
+    assert {"score", "passed", "identity", "ds"} <= set(t.schema.names)
+    location = expand_locations([str(tmp_path / "long")])[0]
+    assert len(scores(location)) == 12
