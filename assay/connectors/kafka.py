@@ -236,10 +236,26 @@ def to_millis(t: datetime) -> int:
     return int(t.timestamp() * 1000)
 
 
+def resume_offsets(state: Any) -> dict[tuple[str, int], int]:
+    """The per-partition next offsets of a Kafka source's resume state (``{"offsets": [[topic,
+    partition, offset], …]}``); empty for none."""
+    rows = state.get("offsets") if isinstance(state, dict) else None
+    return {(str(t), int(p)): int(o) for t, p, o in rows or ()}
+
+
+def offsets_state(offsets: dict[tuple[str, int], int]) -> dict[str, Any] | None:
+    """A resume state holding these offsets (JSON: a list, since topic names are keys too)."""
+    return {"offsets": [[t, p, o] for (t, p), o in sorted(offsets.items())]} if offsets else None
+
+
 class KafkaConnector(BaseConnector):
     """The registry entry (``type: kafka``): a consumer-group source and an ``acks=all`` sink
-    (also the dead-letter role: the original bytes with headers). Its resume state is the group's
-    committed offsets (no state to merge); processes of one group scale side by side."""
+    (also the dead-letter role: the original bytes with headers).
+
+    Processes writing only to Kafka topics scale side by side in one group; their resume state is
+    the group's committed offsets. A run writing files or S3 owns its input: each writer reads a
+    fixed share of the partitions and its checkpoint holds the offsets its rows cover, which a
+    resume (with any number of writers) continues from."""
 
     source_config = KafkaSourceConfig
     sink_config = KafkaSinkConfig
@@ -248,7 +264,13 @@ class KafkaConnector(BaseConnector):
         return f"kafka://{','.join(config.servers())}/{config.topic}"
 
     def merge_resume_states(self, states: Any) -> Any:
-        return None  # the committed offsets are the checkpoint
+        """Per partition the furthest offset any writer made durable (a partition is read by one
+        writer at a time, and an offset only grows)."""
+        merged: dict[tuple[str, int], int] = {}
+        for state in states:
+            for key, offset in resume_offsets(state).items():
+                merged[key] = max(offset, merged.get(key, offset))
+        return offsets_state(merged)
 
     def joins_group(self, config: Any) -> bool:
         return bool(config.assignment == "group")
@@ -259,9 +281,16 @@ class KafkaConnector(BaseConnector):
     def build_source(self, config: Any, ctx: Any) -> Any:
         from assay.connectors.kafka_source import KafkaSource
 
-        # --workers N / --shard: every process is one consumer of the same group (Kafka splits
-        # the partitions); only ``assignment: manual`` uses the shard to pick its partitions
-        return KafkaSource(config, batch_size=ctx.batch_size, resume_state=ctx.resume_state, shard=ctx.shard)
+        # --workers N / --shard: processes writing Kafka topics are consumers of one group (Kafka
+        # splits the partitions); a run that owns its output (files, S3) takes a fixed share, as
+        # ``assignment: manual`` does
+        return KafkaSource(
+            config,
+            batch_size=ctx.batch_size,
+            resume_state=ctx.resume_state if ctx.owns_input else None,
+            shard=ctx.shard,
+            fixed_share=ctx.owns_input,
+        )
 
     def build_sink(self, config: Any, ctx: Any) -> Any:
         from assay.connectors.kafka_sink import KafkaSink

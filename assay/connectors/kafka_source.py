@@ -16,6 +16,10 @@
   only after the checkpoint covering them is saved (:meth:`KafkaSource.checkpointed`), never
   before: a stop can re-read records (the instant between the two), never skip one. A commit a
   rebalance defers is retried at the next checkpoint and at close.
+* A run that owns its output (files, S3: ``fixed_share``) does not let the group move partitions
+  between its writers: writer i of N reads every N-th partition (as ``assignment: manual``), its
+  checkpoint holds the offsets its rows cover (``snapshot``), and a resume starts each partition
+  there, whatever the group committed: the rows kept and the records read again meet exactly.
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ import anyio
 from anyio.abc import TaskGroup
 
 from assay.connectors.base import Source, Watermarks
-from assay.connectors.kafka import KafkaSourceConfig, client_kwargs, require_aiokafka, to_millis, unreachable
+from assay.connectors.kafka import (
+    KafkaSourceConfig,
+    client_kwargs,
+    offsets_state,
+    require_aiokafka,
+    resume_offsets,
+    to_millis,
+    unreachable,
+)
 from assay.exceptions import ConnectorError
 from assay.records import Envelope, Position
 
@@ -73,11 +85,11 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 class KafkaSource(Source):
     """Reads envelopes (payload = message value, key = message key) from a consumer group.
 
-    ``batch_size`` bounds the envelopes per batch; ``resume_state`` is ignored (the group's
-    committed offsets are the checkpoint). ``shard`` (index,
-    count) picks the partitions of ``assignment: manual``; a group splits them itself.
-    ``on_revoke``, when set by the engine, is awaited before a rebalance takes partitions away so
-    it can flush and acknowledge what is in flight.
+    ``batch_size`` bounds the envelopes per batch. ``fixed_share`` (a run that owns its output) or
+    ``assignment: manual``: no group join; ``shard`` (index, count) picks every count-th partition.
+    ``resume_state`` (the offsets of a checkpoint, :meth:`snapshot`) starts those partitions there
+    instead of at the group's committed offsets. ``on_revoke``, when set by the engine, is awaited
+    before a rebalance takes partitions away so it can flush and acknowledge what is in flight.
     """
 
     size_unit = "records"
@@ -89,11 +101,16 @@ class KafkaSource(Source):
         batch_size: int = 256,
         resume_state: Any = None,
         shard: tuple[int, int] | None = None,
+        fixed_share: bool = False,
     ) -> None:
         super().__init__()
         self.config = config
         self.batch_size = max(1, batch_size)
         self.shard = shard
+        self.fixed_share = fixed_share
+        self._static = fixed_share or config.assignment == "manual"
+        self._resume = resume_offsets(resume_state)
+        """Per partition the offset a checkpoint's rows end at: reading resumes there."""
         self.on_revoke: Callable[[], Awaitable[None]] | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._tg: TaskGroup | None = None
@@ -156,7 +173,7 @@ class KafkaSource(Source):
                         raise ConnectorError(
                             f"kafka source: topic(s) {', '.join(missing)} not found on {','.join(cfg.servers())}"
                         )
-                manual = await self._manual_partitions(consumer) if cfg.assignment == "manual" else None
+                manual = await self._manual_partitions(consumer) if self._static else None
                 if manual:
                     # find the group coordinator now: the fetcher's first lookup of the committed
                     # offsets would otherwise fail and retry after retry_backoff_ms
@@ -234,6 +251,15 @@ class KafkaSource(Source):
         # the end offsets corrected by the fetch high watermarks, once they are known
         return sum(max(0, self._stop_offset.get(tp, end) - self._starts.get(tp, 0)) for tp, end in self._end.items())
 
+    def snapshot(self) -> Any:
+        """With ``fixed_share``: per partition the next offset after what is durable (the
+        acknowledged prefix), beside the resume offsets of partitions this writer does not read
+        (several writers' states merge per partition). Otherwise None: the group's committed
+        offsets are the checkpoint."""
+        if not self.fixed_share:
+            return None
+        return offsets_state({**self._resume, **self._watermarks.positions()})
+
     # ---------------------------------------------------------------- engine side
 
     async def batches(self) -> AsyncIterator[list[Envelope]]:
@@ -308,10 +334,11 @@ class KafkaSource(Source):
         except TimeoutError as e:
             raise unreachable(self.config, "source") from e
         except (CommitFailedError, IllegalStateError) as e:
-            if self.config.assignment == "manual":
+            if self._static:
+                why = "a run writing files or S3" if self.fixed_share else "assignment: manual"
                 raise ConnectorError(
                     f"kafka source: commit to group {self.config.group_id!r} refused ({type(e).__name__}); "
-                    "with assignment: manual no other consumer may be a member of the group"
+                    f"while {why} reads the topics no other consumer may be a member of the group"
                 ) from e
             # a rebalance is under way: retried on the next commit, and at close
             log.warning("kafka source: commit deferred (%s)", e)
@@ -351,7 +378,14 @@ class KafkaSource(Source):
         """Resolve where newly assigned partitions start (seek for ``start``/``from_time``)."""
         cfg = self.config
         tps = [tp for tp in self._pending if tp in self._gen]
-        seek = [tp for tp in tps if self._first_assignment is not None and tp in self._first_assignment]
+        resumed = [tp for tp in tps if (tp.topic, tp.partition) in self._resume]
+        for tp in resumed:  # a checkpoint's rows end here: neither the group nor ``start`` decides
+            consumer.seek(tp, self._resume[(tp.topic, tp.partition)])
+        seek = [
+            tp
+            for tp in tps
+            if self._first_assignment is not None and tp in self._first_assignment and tp not in resumed
+        ]
         if seek and cfg.from_time is not None:
             found = await consumer.offsets_for_times({tp: to_millis(cfg.from_time) for tp in seek})
             for tp in seek:
@@ -365,7 +399,7 @@ class KafkaSource(Source):
         elif seek and cfg.start == "latest":
             await consumer.seek_to_end(*seek)
         if self._first_assignment is not None:
-            self._first_assignment -= set(seek)
+            self._first_assignment -= {*seek, *resumed}
         if cfg.stop_at == "end":
             unknown = [tp for tp in tps if tp not in self._end]
             if unknown:
@@ -539,6 +573,9 @@ class KafkaSource(Source):
                             starts[tp] = committed
                 elif self.config.start == "latest":
                     starts = dict(ends)
+                for tp in tps:
+                    if (tp.topic, tp.partition) in self._resume:
+                        starts[tp] = self._resume[(tp.topic, tp.partition)]
         except (TimeoutError, KafkaError, IllegalStateError) as e:
             log.warning("kafka source: no size estimate (%r)", e)
             return

@@ -59,6 +59,11 @@ class SourceContext:
     """Run-level connector options (the run file's ``s3:`` block)."""
     reads_text: bool = True
     """False: no evaluator reads message text; a columnar source may skip those columns."""
+    owns_input: bool = False
+    """The processes of this run own their share of the input outright (the run writes files or
+    S3, which one run owns at a time): a source split by a consumer group takes a fixed share
+    instead (``shard``; no rebalances among the run's own writers), and its ``resume_state``, saved
+    with the rows it covers, says where reading resumes."""
 
 
 @dataclass(frozen=True, slots=True)

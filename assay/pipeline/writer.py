@@ -25,7 +25,7 @@ from assay.pipeline.progress import ProgressSink, sample_gauges
 from assay.pipeline.runner import Pipeline, RunOptions
 from assay.pipeline.stopping import watch_flag, watch_signals
 from assay.pipeline.summary import RunStats, merge_judge_stats
-from assay.pipeline.targets import dead_letter_of
+from assay.pipeline.targets import dead_letter_of, scales_by_group
 from assay.sampling import prepare_sampling, samplers_of
 from assay.stages.evaluate import EvaluateStage
 from assay.stats.labels import load_labels
@@ -103,6 +103,7 @@ async def run_writer(
                 resume_state=state.get("source"),
                 options=config.s3,
                 reads_text=any(ev.reads_text for ev in evaluators),
+                owns_input=not scales_by_group(config),
             ),
         )
         sinks = {

@@ -5,7 +5,7 @@ and ``_SUCCESS`` only ever beside a whole output.
 
 Each case is a seeded random sequence of real ``assay run`` processes over a small corpus scored
 by a slow user evaluator (so a stop lands midway), for a directory, a file, an S3 prefix (moto) and
-a Kafka source (tansu) writing a directory (one consumer by default: see ``KAFKA_WORKERS``).
+a Kafka source (tansu) writing a directory (its writers read fixed shares of the partitions).
 ``ASSAY_LINEAGE_SEEDS`` (cases per output, default 2)
 and ``ASSAY_LINEAGE_TRACES`` (default 300) make it longer; a failure prints its seed and steps.
 """
@@ -36,10 +36,6 @@ N = int(os.environ.get("ASSAY_LINEAGE_TRACES", "300"))
 BAD = 3  # malformed lines: one dead letter each
 SLOW = slow_evaluator(0.01)
 KINDS = ["dir", "file", "s3", "kafka"]
-#: Worker counts a Kafka-source lineage draws from. A consumer group of 2-3 members can finish a run
-#: with offsets a rebalance left uncommitted, and the same command then replaces the output with
-#: those records only: a known open defect (issue 17), explored with ASSAY_LINEAGE_KAFKA_GROUPS=1.
-KAFKA_WORKERS = [1, 2, 3] if os.environ.get("ASSAY_LINEAGE_KAFKA_GROUPS") else [1]
 
 
 @dataclass
@@ -257,7 +253,7 @@ def test_random_lineage_ends_exact(kind: str, seed: int, tmp_path: Path, request
     f = tmp_path / "run.yaml"
     f.write_text(json.dumps(cfg))
 
-    counts = KAFKA_WORKERS if kind == "kafka" else [1, 2, 3]
+    counts = [1, 2, 3]
     trace: list[str] = []
     for _ in range(rng.randint(2, 4)):
         workers = rng.choice(counts)

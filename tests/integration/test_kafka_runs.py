@@ -7,6 +7,7 @@ group join."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import anyio
 import pytest
 
 from tests.support.kafka_broker import committed, create_topic, end_offsets, produce, read_topic
-from tests.support.runs import slow_evaluator
+from tests.support.runs import checkpointed_rows, slow_evaluator
 
 N = 6000
 BAD = 60
@@ -250,3 +251,51 @@ def test_kafka_to_directory_killed_twice_is_exact_and_a_rerun_reads_nothing_new(
     assert "nothing new" in again.stderr
     assert (out / "_SUMMARY.json").read_bytes() == summary and (out / "_SUCCESS").exists()
     assert sorted(_dir_rows(out)) == sorted(ids) and not (out / "_staging").exists()
+
+
+def test_kafka_to_directory_workers_two_killed_one_stopped_three_to_the_end_is_exact(
+    tmp_path: Path, bootstrap: str
+) -> None:
+    """Issue 17's worker-count sequence over a Kafka source: ``--workers 2`` killed (kill -9 of
+    every process), ``--workers 1`` stopped (SIGTERM), ``--workers 3`` to the end. The run's writers
+    read fixed shares of the partitions and resume from their checkpoints' offsets, so the output
+    holds every trace once, whatever the group had committed; the group ends at the topic's end."""
+    names = _setup(bootstrap)
+    (tmp_path / "slowmod.py").write_text(slow_evaluator(0.002))
+    f = _run_file(tmp_path, bootstrap, names, {"name": "python", "params": {"function": "slowmod:slow"}})
+    cfg = json.loads(f.read_text())
+    cfg["sink"] = {"path": "out/", "max_rows_per_part": 250}
+    cfg.pop("dead_letter")
+    cfg["limits"] = {"commit_interval_s": 0.2, "max_dead_letters": BAD, "grace_period_s": 5}
+    f.write_text(json.dumps(cfg))
+    out = tmp_path / "out"
+    for workers, sig, after in (("2", signal.SIGKILL, N // 4), ("1", signal.SIGTERM, N // 2)):
+        since = time.time()
+        proc = subprocess.Popen(
+            _cmd(f, "--workers", workers, "--wait-lock", "60"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and checkpointed_rows(tmp_path, since) < after:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        if sig == signal.SIGKILL:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.send_signal(sig)
+        proc.communicate(timeout=120)
+        assert not (out / "_SUCCESS").exists()
+    proc = subprocess.run(
+        _cmd(f, "--workers", "3", "--wait-lock", "60"), capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ids = _dir_rows(out)
+    assert len(ids) == N and set(ids) == {f"t{i}" for i in range(N)}, f"{len(ids)} rows, {len(set(ids))} ids"
+    dead = [line for p in (out / "_dead_letter").glob("*.jsonl") for line in p.read_text().splitlines()]
+    assert len(dead) == BAD
+    assert (out / "_SUCCESS").exists()
+    assert json.loads((out / "_SUMMARY.json").read_text())["counts"]["scored"] == N
+    assert _at_end(bootstrap, names)

@@ -93,3 +93,32 @@ def test_sink_hands_over_closed_batches_so_the_producer_does_not_linger() -> Non
     assert producer.sent and all(closed for _, _, closed in producer.sent)
     assert sum(n for _, n, _ in producer.sent) == 40
     assert len(producer.sent) > 3  # 600-byte batches: full ones are sent on the way
+
+
+def test_a_run_that_owns_its_output_takes_a_fixed_share_and_resumes_from_its_checkpoint() -> None:
+    """Issue 17: writers of a run writing files/S3 never rebalance among themselves (each reads a
+    fixed share, as with ``assignment: manual``), and the offsets their checkpoints hold, merged
+    per partition across any number of writers, are where a resume starts."""
+    from assay.connectors.kafka import CONNECTOR, offsets_state, resume_offsets
+    from assay.connectors.registry import SourceContext
+
+    cfg = KafkaSourceConfig(bootstrap_servers="localhost:1", topics=["a"], group_id="g")
+    state = offsets_state({("a", 0): 10, ("a", 2): 7})
+    owned = CONNECTOR.build_source(cfg, SourceContext(shard=(1, 3), resume_state=state, owns_input=True))
+    assert owned.fixed_share and owned._static and owned._resume == {("a", 0): 10, ("a", 2): 7}
+    shared = CONNECTOR.build_source(cfg, SourceContext(shard=(1, 3), resume_state=state))
+    assert not shared._static and shared._resume == {}  # group members: the committed offsets decide
+    assert shared.snapshot() is None
+
+    # before reading anything, a writer's snapshot keeps the resume offsets (it does not read them all)
+    assert resume_offsets(owned.snapshot()) == {("a", 0): 10, ("a", 2): 7}
+    owned._watermarks.start("a", 1, 4)
+    owned._watermarks.ack("a", 1, 4)
+    owned._watermarks.ack("a", 1, 6)  # not contiguous: 5 is not durable yet
+    assert resume_offsets(owned.snapshot()) == {("a", 0): 10, ("a", 1): 5, ("a", 2): 7}
+
+    merged = CONNECTOR.merge_resume_states(
+        [offsets_state({("a", 0): 10, ("a", 1): 3}), None, offsets_state({("a", 1): 5, ("a", 2): 7}), {"offsets": []}]
+    )
+    assert resume_offsets(merged) == {("a", 0): 10, ("a", 1): 5, ("a", 2): 7}
+    assert CONNECTOR.merge_resume_states([None, None]) is None
