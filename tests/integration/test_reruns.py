@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.disk import small_tmpfs
 from tests.support.runs import checkpointed_rows, slow_evaluator
 
 N = 600
@@ -250,15 +251,8 @@ def test_workers_lineage_two_killed_one_stopped_three_keeps_every_row(job: Path)
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 5 MB tmpfs (root only; skipped elsewhere)."""
-    where = tmp_path / "disk"
-    where.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(where)], capture_output=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.decode(errors='replace').strip()}")
-    try:
+    with small_tmpfs(tmp_path / "disk", "5m") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 @pytest.mark.parametrize("compression", ["none", "gzip"])

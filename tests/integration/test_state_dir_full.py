@@ -12,20 +12,14 @@ from pathlib import Path
 import pytest
 
 from assay.testing.judge_server import JudgeServerThread
+from tests.support.disk import small_tmpfs
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 256 KB tmpfs (root only; skipped elsewhere)."""
-    where = tmp_path / "disk"
-    where.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)], capture_output=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.decode(errors='replace').strip()}")
-    try:
+    with small_tmpfs(tmp_path / "disk", "256k") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 def test_a_full_state_dir_is_one_clear_error(tmp_path: Path, small_disk: Path) -> None:
