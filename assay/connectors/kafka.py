@@ -236,16 +236,25 @@ def to_millis(t: datetime) -> int:
     return int(t.timestamp() * 1000)
 
 
-def resume_offsets(state: Any) -> dict[tuple[str, int], int]:
-    """The per-partition next offsets of a Kafka source's resume state (``{"offsets": [[topic,
-    partition, offset], …]}``); empty for none."""
-    rows = state.get("offsets") if isinstance(state, dict) else None
+Offsets = dict[tuple[str, int], int]
+
+
+def resume_offsets(state: Any, field: str = "offsets") -> Offsets:
+    """Per partition the offsets of a Kafka source's resume state: ``offsets`` (where durable rows
+    end: reading resumes there) or ``origin`` (where this run began reading: a start-over reads
+    from there). JSON lists ``[[topic, partition, offset], …]``; empty for none."""
+    rows = state.get(field) if isinstance(state, dict) else None
     return {(str(t), int(p)): int(o) for t, p, o in rows or ()}
 
 
-def offsets_state(offsets: dict[tuple[str, int], int]) -> dict[str, Any] | None:
-    """A resume state holding these offsets (JSON: a list, since topic names are keys too)."""
-    return {"offsets": [[t, p, o] for (t, p), o in sorted(offsets.items())]} if offsets else None
+def offsets_state(offsets: Offsets, origin: Offsets | None = None) -> dict[str, Any] | None:
+    """A resume state holding these offsets (JSON lists, since topic names are keys too)."""
+    if not offsets and not origin:
+        return None
+    state: dict[str, Any] = {"offsets": [[t, p, o] for (t, p), o in sorted(offsets.items())]}
+    if origin:
+        state["origin"] = [[t, p, o] for (t, p), o in sorted(origin.items())]
+    return state
 
 
 class KafkaConnector(BaseConnector):
@@ -265,12 +274,21 @@ class KafkaConnector(BaseConnector):
 
     def merge_resume_states(self, states: Any) -> Any:
         """Per partition the furthest offset any writer made durable (a partition is read by one
-        writer at a time, and an offset only grows)."""
-        merged: dict[tuple[str, int], int] = {}
+        writer at a time, and an offset only grows), and the first offset the run read."""
+        merged: Offsets = {}
+        origin: Offsets = {}
         for state in states:
             for key, offset in resume_offsets(state).items():
                 merged[key] = max(offset, merged.get(key, offset))
-        return offsets_state(merged)
+            for key, offset in resume_offsets(state, "origin").items():
+                origin[key] = min(offset, origin.get(key, offset))
+        return offsets_state(merged, origin)
+
+    def restart_state(self, state: Any) -> Any:
+        """A start-over (``--fresh``, a changed run file) reads again from where the run began: the
+        records it read before are committed to the group and would not come again."""
+        origin = resume_offsets(state, "origin")
+        return offsets_state(origin, origin)
 
     def joins_group(self, config: Any) -> bool:
         return bool(config.assignment == "group")

@@ -111,6 +111,8 @@ class KafkaSource(Source):
         self._static = fixed_share or config.assignment == "manual"
         self._resume = resume_offsets(resume_state)
         """Per partition the offset a checkpoint's rows end at: reading resumes there."""
+        self._origin = resume_offsets(resume_state, "origin")
+        """Per partition the offset this run began reading at (a start-over reads from there)."""
         self.on_revoke: Callable[[], Awaitable[None]] | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._tg: TaskGroup | None = None
@@ -254,11 +256,11 @@ class KafkaSource(Source):
     def snapshot(self) -> Any:
         """With ``fixed_share``: per partition the next offset after what is durable (the
         acknowledged prefix), beside the resume offsets of partitions this writer does not read
-        (several writers' states merge per partition). Otherwise None: the group's committed
-        offsets are the checkpoint."""
+        (several writers' states merge per partition), and where the run began reading each
+        (``origin``). Otherwise None: the group's committed offsets are the checkpoint."""
         if not self.fixed_share:
             return None
-        return offsets_state({**self._resume, **self._watermarks.positions()})
+        return offsets_state({**self._resume, **self._watermarks.positions()}, self._origin)
 
     # ---------------------------------------------------------------- engine side
 
@@ -413,6 +415,7 @@ class KafkaSource(Source):
                 self._pending.discard(tp)
                 self._next[tp] = pos
                 self._watermarks.start(tp.topic, tp.partition, pos)
+                self._origin.setdefault((tp.topic, tp.partition), pos)
 
     # ---------------------------------------------------------------- poller
 

@@ -140,6 +140,13 @@ class BaseConnector:
             raise ConnectorError("this source cannot resume with another number of writers; run with --fresh")
         return found[0] if found else None
 
+    def restart_state(self, state: Any) -> Any:
+        """The resume state a run starting over (``--fresh``, a changed run file) begins from,
+        given the merged state of its interrupted attempts. None (the default): from the start, as
+        a first run does. A source that cannot be read again from the start (Kafka: its records
+        are committed) returns where the run began."""
+        return None
+
     def joins_group(self, config: Any) -> bool:
         """Whether processes reading this source split it by joining one consumer group."""
         return False
@@ -272,6 +279,15 @@ def summary_path(config: ConnectorConfig) -> Path | None:
 def merge_resume_states(config: ConnectorConfig, states: Iterable[Any]) -> Any:
     """The resume states of several writers reading ``config``, merged by its connector."""
     return _hook(config, "merge_resume_states")(states)
+
+
+def restart_state(config: ConnectorConfig, states: Iterable[Any]) -> Any:
+    """Where a run over ``config`` that starts over begins reading (see ``restart_state``)."""
+    hook = getattr(get_connector(config.type), "restart_state", None)
+    if hook is None or getattr(hook, "__func__", None) is BaseConnector.restart_state:
+        return None  # from the start: no need to merge (a default merge refuses different states)
+    found = [s for s in states if s is not None]
+    return hook(_hook(config, "merge_resume_states")(found)) if found else None
 
 
 def scales_by_group(source: ConnectorConfig, sinks: Iterable[ConnectorConfig]) -> bool:

@@ -81,6 +81,7 @@ class RunPlan:
             self.store.save_meta({**meta, "staged": False})
         if meta.get("publishing") and await self._sink("results", PUBLISHER, None).whole():
             self.store.clear()  # the last run completed and published; it was stopped before forgetting this
+        restart = self._restart_state()  # where a start-over of this run begins reading (Kafka: its origin)
         if fresh:
             self.store.clear()
         elif self.store.exists():
@@ -100,12 +101,21 @@ class RunPlan:
             await self.reset()
             self.store.clear()
             self.store.save_meta({"fingerprint": current, "staged": self.staged, "writers": n})
-            return {w: {"staged": self.staged} for w in range(n)}
+            if restart is None:
+                return {w: {"staged": self.staged} for w in range(n)}
+            self.store.save_carried({"source": restart})  # a stop before the first checkpoint keeps it
+            return {w: {"staged": self.staged, "source": restart} for w in range(n)}
         merge = functools.partial(registry.merge_resume_states, self.config.source)
         before = int(self.store.meta().get("writers", 0))  # writers earlier attempts started
         self.store.save_meta({**self.store.meta(), "writers": max(before, n)})
         states = await self.store.consolidate(n, self._finish_orphan, _carry, merge, before)
         return {w: {**st, "staged": self.staged} for w, st in states.items()}
+
+    def _restart_state(self) -> Any:
+        """The source's resume state for starting this run over (None: from the start), from the
+        checkpoints of its interrupted attempts."""
+        states = [st.get("source") for st in self.store.load().values()]
+        return registry.restart_state(self.config.source, [*states, self.store.carried().get("source")])
 
     async def reset(self) -> None:
         """Start over: every sink removes what earlier attempts wrote (``_SUCCESS`` first; a

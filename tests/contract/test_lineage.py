@@ -164,7 +164,6 @@ def _kafka_target(root: Path, request: pytest.FixtureRequest, corpus: list[bytes
         "stop_at": "end",
         "session_timeout_ms": 6000,
     }
-    target.fresh_ok = False  # --fresh does not rewind a consumer group: it reads only what is new
     return target
 
 

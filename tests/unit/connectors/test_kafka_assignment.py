@@ -122,3 +122,24 @@ def test_a_run_that_owns_its_output_takes_a_fixed_share_and_resumes_from_its_che
     )
     assert resume_offsets(merged) == {("a", 0): 10, ("a", 1): 5, ("a", 2): 7}
     assert CONNECTOR.merge_resume_states([None, None]) is None
+
+
+def test_a_start_over_reads_again_from_where_the_run_began() -> None:
+    """``--fresh`` (or a changed run file) in the middle of a run over a Kafka source: its records
+    read so far are committed to the group, so the start-over seeks back to the run's origin."""
+    from assay.connectors import registry
+    from assay.connectors.kafka import CONNECTOR, offsets_state, resume_offsets
+
+    cfg = KafkaSourceConfig(bootstrap_servers="localhost:1", topics=["a"], group_id="g")
+    a = offsets_state({("a", 0): 50, ("a", 1): 9}, {("a", 0): 20, ("a", 1): 4})
+    b = offsets_state({("a", 1): 30}, {("a", 1): 9})  # a later attempt resumed p1 at 9
+    merged = CONNECTOR.merge_resume_states([a, b])
+    assert resume_offsets(merged) == {("a", 0): 50, ("a", 1): 30}
+    assert resume_offsets(merged, "origin") == {("a", 0): 20, ("a", 1): 4}
+    restart = registry.restart_state(cfg, [a, None, b])
+    assert resume_offsets(restart) == resume_offsets(restart, "origin") == {("a", 0): 20, ("a", 1): 4}
+    assert registry.restart_state(cfg, [None]) is None
+    # a source that can be read again from the start begins there, without merging its states
+    from assay.connectors.path_config import SourceConfig
+
+    assert registry.restart_state(SourceConfig(path="x.jsonl"), [{"x": 1}, {"y": 2}]) is None
