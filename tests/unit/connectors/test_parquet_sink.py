@@ -215,3 +215,37 @@ def test_the_column_by_column_conversion_equals_the_row_by_row_one(tmp_path: Pat
     batches.append(by_column.batch().to_pylist())
     assert [len(b) for b in batches[:-1]] == [16] * (len(batches) - 1)  # row groups cut where they should be
     assert [r for b in batches for r in b] == expected
+
+
+def test_columns_are_built_as_pa_array_builds_them_without_importing_pandas(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    from assay.connectors.parquet_schema import column
+
+    samples: list[tuple[pa.DataType, list[Any]]] = [
+        (pa.bool_(), [True, False, None]),
+        (pa.float64(), [0.5, None, 1.0, -2.25]),
+        (pa.int64(), [1, None, 2**40, -3]),
+        (pa.string(), ["a", None, "ü✓", ""]),
+    ]
+    for t, pool in samples:
+        for n in (0, 1, 7, 8, 9, 64, 65, 300):
+            for values in ([pool[i % len(pool)] for i in range(n)], [v for v in pool if v is not None] * n, [None] * n):
+                got = column(values, t)
+                got.validate(full=True)
+                assert got.type == t and got.to_pylist() == values
+    # a run that publishes Parquet never pays for pandas (pyarrow's pa.array imports it)
+    code = (
+        "import sys, pathlib\n"
+        "from assay.connectors.parquet_schema import TableBuilder\n"
+        "b = TableBuilder(['k'])\n"
+        "b.add({'trace_id': 't', 'results': {'k': {'score': 1.0, 'value': True}}})\n"
+        "import pyarrow as pa, pyarrow.parquet as pq\n"
+        f"pq.write_table(pa.Table.from_batches([b.batch()]), {str(tmp_path / 'x.parquet')!r})\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
