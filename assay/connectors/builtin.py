@@ -48,6 +48,7 @@ def make_parquet_source(config: Any, ctx: SourceContext) -> Source:
         resume_state=ctx.resume_state,
         s3=s3_options(ctx.options),
         skip_text=not getattr(ctx, "reads_text", True),
+        skip_call_ids=not getattr(ctx, "reads_call_ids", True),
     )
     return AssembleExports(source, across_shard=ctx.shard)  # LangSmith / Langfuse exports: one record per trace id
 

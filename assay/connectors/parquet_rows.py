@@ -39,6 +39,11 @@ MAGIC = b"PAR1"
 SUFFIXES = (".parquet", ".pq", ".parq")
 BATCH_ROWS = 1024
 """Rows per record batch read from a row group (the unit converted to Python at once)."""
+READ_BUFFER = 1 << 20
+"""Bytes of a column chunk read at once from a local file (pyarrow's ``buffer_size``): without
+it a row group's chunks are read whole, which costs memory and page faults for nothing, since
+the batches are decoded a page at a time anyway. Remote files keep whole-chunk reads (one
+ranged GET per chunk)."""
 
 _loads = orjson.loads
 _JSON_START = frozenset("{[")
@@ -154,7 +159,7 @@ class ParquetInput:
         """The file, its footer read (row groups known); a ConnectorError names it if it is not Parquet."""
         try:
             if self.filesystem is None:
-                pf = pq.ParquetFile(self.path)
+                pf = pq.ParquetFile(self.path, buffer_size=READ_BUFFER)
             else:
                 pf = pq.ParquetFile(self.filesystem.open_input_file(self.path))
         except (OSError, pa.ArrowException) as exc:

@@ -60,8 +60,10 @@ def fill_builder(builder: TableBuilder, part: Path, row_group_rows: int = ROW_GR
             chunk = b"\n".join(lines)
             staged = decode_staged(chunk)
             if staged is not None:
-                for row in staged:
-                    builder.add_staged(row)
+                while staged:
+                    room = row_group_rows - builder.rows
+                    builder.add_staged_rows(staged[:room])
+                    staged = staged[room:]
                     if builder.rows >= row_group_rows:
                         yield builder.rows
                 continue

@@ -135,6 +135,8 @@ class ParquetSource(Source):
     run's ``s3:`` settings for ``s3://`` URLs; ``columns``: read only these top-level columns
     (default: all); ``skip_text``: leave the ``content`` of OpenAI message columns unread (no
     evaluator of the run reads text: :func:`~assay.connectors.parquet_traces.text_free_columns`);
+    ``skip_call_ids``: with ``skip_text``, leave the calls' ids and ``tool_call_id`` unread too (no
+    evaluator reads them);
     ``shard=(i, n)``; ``resume_state``: a :meth:`snapshot` of an earlier run.
     """
 
@@ -150,6 +152,7 @@ class ParquetSource(Source):
         s3: Any = None,
         columns: Sequence[str] | None = None,
         skip_text: bool = False,
+        skip_call_ids: bool = False,
     ) -> None:
         super().__init__()
         self.paths = list(paths)
@@ -162,6 +165,7 @@ class ParquetSource(Source):
         self.s3 = s3
         self.columns = list(columns) if columns else None
         self.skip_text = skip_text
+        self.skip_call_ids = skip_call_ids
         self.ledger = LineLedger.from_json(resume_state)  # grows with ack()
         self._resume = LineLedger.from_json(resume_state)  # what to skip; frozen during a run
         self.units: list[tuple[ParquetInput, RowGroup]] = []  # this shard's (file, row group), in order
@@ -239,15 +243,17 @@ class ParquetSource(Source):
             if self._group_done(name, group):
                 self._rows_done += group.rows
                 continue
-            pf = open_files.get(name)
-            if pf is None:
+            opened = open_files.get(name)
+            if opened is None:
                 open_files.clear()  # one file open at a time
-                pf = open_files[name] = inp.open()
+                pf = inp.open()
+                columns = self.columns
+                if self.skip_text and columns is None:
+                    columns = text_free_columns(pf, call_ids=not self.skip_call_ids)
+                opened = open_files[name] = (pf, columns)
+            pf, columns = opened
             done = self._resume.checker(name)
             plan = None
-            columns = self.columns
-            if self.skip_text and columns is None:
-                columns = text_free_columns(pf)
             for first, batch in inp.batches(pf, [group], columns=columns):
                 if plan is None:
                     plan = columnar_plan(batch.schema)

@@ -245,11 +245,13 @@ def columnar_plan(schema: pa.Schema) -> tuple[bool, str | None]:
     return True, ref
 
 
-def text_free_columns(pf: Any) -> list[str] | None:
+def text_free_columns(pf: Any, *, call_ids: bool = True) -> list[str] | None:
     """The columns of a Parquet file to read when no evaluator reads message text: every column,
     with the ``content`` of its OpenAI message-list columns (``messages``, the reference) left
-    out (and the calls' ``type``, which no reading uses); None when the file has no such column
-    (read everything). Roles, tool calls, ids stay."""
+    out (and the calls' ``type``, which no reading uses); with ``call_ids=False`` (no evaluator
+    reads which call a result answers) the calls' ``id`` and the messages' ``tool_call_id`` too.
+    None when the file has no such column (read everything). Roles, tool names and arguments,
+    ids of traces stay."""
     schema = pf.schema_arrow
     message_cols = {
         f.name for f in schema if (f.name == "messages" or f.name in REFERENCE_KEYS) and _message_list_type(f.type)
@@ -264,11 +266,20 @@ def text_free_columns(pf: Any) -> list[str] | None:
             continue
         for path in leaves:
             parts = path.split(".")
-            text = len(parts) == 4 and parts[3] == "content"
-            call_type = len(parts) == 7 and parts[3] == "tool_calls" and parts[6] == "type"  # always "function"
-            if parts[0] == name and not text and not call_type:
+            if parts[0] == name and not _unread_leaf(parts, call_ids):
                 out.append(path)
     return out
+
+
+def _unread_leaf(parts: list[str], call_ids: bool) -> bool:
+    """A leaf of a message-list column (``messages.list.element.<field>[.list.element.<field>…]``)
+    that no reading without text needs: the text, the calls' type (always "function"), and
+    unless ``call_ids`` the ids that pair calls with results."""
+    if len(parts) == 4:
+        return parts[3] == "content" or (not call_ids and parts[3] == "tool_call_id")
+    if len(parts) == 7 and parts[3] == "tool_calls":
+        return parts[6] == "type" or (not call_ids and parts[6] == "id")
+    return False
 
 
 class BatchRows:

@@ -59,6 +59,8 @@ class SourceContext:
     """Run-level connector options (the run file's ``s3:`` block)."""
     reads_text: bool = True
     """False: no evaluator reads message text; a columnar source may skip those columns."""
+    reads_call_ids: bool = True
+    """False: no evaluator reads tool-call ids; a columnar source may skip those columns."""
     owns_input: bool = False
     """The processes of this run own their share of the input outright (the run writes files or
     S3, which one run owns at a time): a source split by a consumer group takes a fixed share

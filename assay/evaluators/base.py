@@ -74,6 +74,11 @@ class BaseEvaluator(ABC, Generic[P]):
     #: does, a columnar source may leave those columns unread (the Parquet source reads only roles,
     #: tool calls and ids for a trajectory match). True unless a class says otherwise.
     reads_text: ClassVar[bool] = True
+    #: Whether scoring reads tool-call ids (``ToolCall.id``, ``Message.tool_call_id``: pairing a call
+    #: with its result). When no evaluator of a run does, a columnar source may leave those columns
+    #: unread too (they are most of what a trajectory match would decode). True unless a class says
+    #: otherwise.
+    reads_call_ids: ClassVar[bool] = True
     #: Example params shown by ``assay evaluators show``.
     example: ClassVar[dict[str, Any]] = {}
 

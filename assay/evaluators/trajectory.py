@@ -169,6 +169,7 @@ class TrajectoryMatch(Evaluator[TrajectoryMatchParams]):
     name: ClassVar[str] = "trajectory_match"
     reads_scenario: ClassVar[bool] = False
     reads_text: ClassVar[bool] = False  # tool calls and roles only
+    reads_call_ids: ClassVar[bool] = False  # names and arguments, never which call a result answers
     description: ClassVar[str] = (
         "Compare the agent's tool calls with a reference trajectory "
         "(strict | unordered | subset | superset | subsequence)."

@@ -103,6 +103,7 @@ async def run_writer(
                 resume_state=state.get("source"),
                 options=config.s3,
                 reads_text=any(ev.reads_text for ev in evaluators),
+                reads_call_ids=any(ev.reads_call_ids for ev in evaluators),
                 owns_input=not scales_by_group(config),
             ),
         )

@@ -174,3 +174,78 @@ def test_run_id_is_stable_for_a_run_file_and_day_and_the_invocation_is_in_the_su
         seen.append((summary["run_id"], summary["invocation_id"]))
     assert seen[0][0] == seen[1][0] != seen[2][0]
     assert all(inv for _, inv in seen)
+
+
+def staged_rows() -> list[dict[str, Any]]:
+    """Engine rows of every shape the conversion reads differently."""
+    out: list[dict[str, Any]] = []
+    for i in range(50):
+        res: dict[str, Any] = {"key": "k", "score": [1.0, 0.0, 1, None, 0.25, 0.6, 0.3][i % 7], "comment": f"c{i} ✓"}
+        res["value"] = [True, False, "yes", 3, {"a": [1]}, None][i % 6]
+        if i % 7 == 0:
+            res["threshold"] = 0.3
+        if i % 11 == 0:
+            res["error"] = "boom"
+        if i in (0, 13):  # usage, and (below) a missing result, only in the first row group
+            res["metadata"] = {"usage": {"input_tokens": 10, "output_tokens": 2, "cost_usd": 0.5}}
+        row: dict[str, Any] = {
+            "trace_id": f"t{i}" if i % 17 else i,
+            "run_id": "r",
+            "position": {"file": "a.jsonl", "line": i + 1} if i % 9 else {"topic": "t", "partition": 0, "offset": i},
+            "results": {"k": res} if i != 5 else {},
+            "identity": {"k": "id-k"} if i % 3 else {"k": {"evaluator": "x"}},
+        }
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("layout", ["wide", "long"])
+def test_the_column_by_column_conversion_equals_the_row_by_row_one(tmp_path: Path, layout: str) -> None:
+    from assay.connectors.parquet_schema import TableBuilder
+    from assay.connectors.parquet_sink import fill_builder
+
+    rows = staged_rows()
+    part = tmp_path / "part.jsonl"
+    part.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    by_row = TableBuilder(["k"], layout=layout, ds="2026-11-21", thresholds={"k": 0.6})
+    by_row.add_all(rows)
+    expected = by_row.batch().to_pylist()
+    by_column = TableBuilder(["k"], layout=layout, ds="2026-11-21", thresholds={"k": 0.6})
+    batches = [by_column.batch().to_pylist() for _ in fill_builder(by_column, part, row_group_rows=16)]
+    batches.append(by_column.batch().to_pylist())
+    assert [len(b) for b in batches[:-1]] == [16] * (len(batches) - 1)  # row groups cut where they should be
+    assert [r for b in batches for r in b] == expected
+
+
+def test_columns_are_built_as_pa_array_builds_them_without_importing_pandas(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    from assay.connectors.parquet_schema import column
+
+    samples: list[tuple[pa.DataType, list[Any]]] = [
+        (pa.bool_(), [True, False, None]),
+        (pa.float64(), [0.5, None, 1.0, -2.25]),
+        (pa.int64(), [1, None, 2**40, -3]),
+        (pa.string(), ["a", None, "ü✓", ""]),
+    ]
+    for t, pool in samples:
+        for n in (0, 1, 7, 8, 9, 64, 65, 300):
+            for values in ([pool[i % len(pool)] for i in range(n)], [v for v in pool if v is not None] * n, [None] * n):
+                got = column(values, t)
+                got.validate(full=True)
+                assert got.type == t and got.to_pylist() == values
+    # a run that publishes Parquet never pays for pandas (pyarrow's pa.array imports it)
+    code = (
+        "import sys, pathlib\n"
+        "from assay.connectors.parquet_schema import TableBuilder\n"
+        "b = TableBuilder(['k'])\n"
+        "b.add({'trace_id': 't', 'results': {'k': {'score': 1.0, 'value': True}}})\n"
+        "import pyarrow as pa, pyarrow.parquet as pq\n"
+        f"pq.write_table(pa.Table.from_batches([b.batch()]), {str(tmp_path / 'x.parquet')!r})\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
