@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,7 +16,7 @@ import orjson
 import typer
 
 from assay.config import RunConfig, build_config, load_run_file, parse_evaluator_spec
-from assay.exceptions import AssayError, ConfigError
+from assay.exceptions import EXIT_INTERRUPTED, AssayError, ConfigError
 
 if TYPE_CHECKING:
     from assay.observability.session import RunSession
@@ -633,16 +634,30 @@ def _root(
     """Batch-score corpora of LLM and agent traces."""
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    sys.stderr.write("assay: interrupted\n")
+    raise KeyboardInterrupt  # typer ends the command with exit 130
+
+
 def main() -> None:
     """Console-script entry point.
+
+    SIGTERM and SIGINT interrupt at once until a run installs its own handlers (which stop it
+    gracefully): a signal during start-up exits 130 with one line, never 143 or a traceback (start-up
+    writes nothing a resume depends on: a start-over forgets the checkpoint before it resets).
 
     On a normal exit the process ends without tearing the interpreter down (``os._exit`` after the
     atexit handlers and a flush): everything a command writes is closed and flushed by then, and
     the teardown of modules and objects of a large process costs tens of milliseconds per run."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # a background job's ignored SIGINT stays ignored
+            signal.signal(sig, _interrupt)
     try:
         app()
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
     else:
         code = 0
     if isinstance(code, str):

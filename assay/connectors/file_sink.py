@@ -46,6 +46,7 @@ import orjson
 
 from assay.connectors.base import Sink
 from assay.exceptions import ConfigError, ConnectorError
+from assay.processes import pid_alive
 
 CHUNK = 1 << 20
 SUCCESS = "_SUCCESS"
@@ -92,6 +93,20 @@ def write_json_atomic(path: Path, data: Any, *, indent: bool = True) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temp file behind
         raise
+    _sweep_dead_temps(path)
+
+
+def _sweep_dead_temps(path: Path) -> None:
+    """Remove the temp files of ``path`` that processes killed while writing it left behind."""
+    prefix = f".{path.name}."
+    try:
+        names = [f for f in os.listdir(path.parent) if f.startswith(prefix) and f.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix) : -len(".tmp")]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            (path.parent / name).unlink(missing_ok=True)
 
 
 def _fsync_dir(path: Path) -> None:

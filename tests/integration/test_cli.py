@@ -209,3 +209,42 @@ def test_user_function_from_the_current_directory(corpus: Path, tmp_path: Path) 
     )
     assert proc.returncode == 0, proc.stderr
     assert {r["results"]["few_calls"]["score"] for r in rows(out)} == {0.0}  # every trace makes 2 calls
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_during_start_up_exits_130_with_one_line(tmp_path: Path, sig: str) -> None:
+    """Issue 17: a signal before the run installs its own handlers (here: while a user evaluator's
+    module is imported) exits 130 saying so, never 143 or a traceback; nothing is published."""
+    import signal
+    import time
+
+    marker = tmp_path / "importing"
+    (tmp_path / "slowstart.py").write_text(
+        "import pathlib, time\n"
+        f"pathlib.Path({str(marker)!r}).touch()\n"
+        "time.sleep(30)\n"
+        "def score(outputs, reference_outputs, **kw):\n    return 1.0\n"
+    )
+    (tmp_path / "in.jsonl").write_text('{"id": "t0", "outputs": "a", "reference_outputs": "a"}\n')
+    cfg = {
+        "source": {"path": "in.jsonl"},
+        "evaluators": [{"name": "python", "params": {"function": "slowstart:score"}}],
+        "sink": {"path": "out/"},
+    }
+    (tmp_path / "run.yaml").write_text(json.dumps(cfg))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay.cli", "run", "run.yaml", "-q"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert marker.exists(), proc.communicate(timeout=60)
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "assay: interrupted" in err
+    assert not (tmp_path / "out" / "_SUCCESS").exists()

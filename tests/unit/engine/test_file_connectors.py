@@ -164,3 +164,23 @@ def test_a_staged_directory_swap_cut_short_is_finished_by_settle(tmp_path: Path)
     assert not (out / STAGING).exists() and not (out / "_SUCCESS").exists()
     got = [json.loads(x) for p in sorted(out.glob("part-*")) for x in p.read_text().splitlines()]
     assert got == [{"new": 0}, {"new": 1}, {"new": 2}]
+
+
+def test_an_atomic_json_write_removes_what_killed_writers_of_that_file_left(tmp_path: Path) -> None:
+    """A process killed (kill -9) while it wrote ``_SUMMARY.json`` left ``._SUMMARY.json.PID.tmp``:
+    the next write of that file removes it; a live process's temp file and other files' stay."""
+    import os
+    import subprocess
+    import sys
+
+    from assay.connectors.file_sink import write_json_atomic
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"._SUMMARY.json.{int(dead.stdout)}.tmp"
+    live = tmp_path / f"._SUMMARY.json.{os.getppid()}.tmp"
+    other = tmp_path / f".writer-0.json.{int(dead.stdout)}.tmp"
+    for f in (stale, live, other):
+        f.write_text("{")
+    write_json_atomic(tmp_path / "_SUMMARY.json", {"status": "ok"})
+    assert json.loads((tmp_path / "_SUMMARY.json").read_text()) == {"status": "ok"}
+    assert not stale.exists() and live.exists() and other.exists()
