@@ -35,7 +35,6 @@ per shard).
 from __future__ import annotations
 
 import zlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -78,19 +77,10 @@ class AssembleExports(GroupingSource):
     def describe(self) -> str:
         return self.inner.describe()
 
-    async def batches(self) -> AsyncIterator[list[Envelope]]:
-        async for batch in self.inner.batches():
-            out = self._feed(batch)
-            self._take_errors()
-            if out:
-                yield out
-            async for chunk in self._drained():
-                yield chunk
+    def _finish(self) -> list[Envelope]:
         self._flush_exports()
         self._flush_legacy()
-        self._take_errors()
-        async for chunk in self._drained():
-            yield chunk
+        return []
 
     def _flush_legacy(self) -> None:
         """The source ended: one record per trace id of the legacy pair's rows (module docs)."""

@@ -96,6 +96,33 @@ class GroupingSource(Source):
     def snapshot(self) -> Any:
         return self.inner.snapshot()
 
+    async def batches(self) -> AsyncIterator[list[Envelope]]:
+        """The inner batches through :meth:`_feed`, each followed by the traces of inputs that
+        ended; at the end of the stream, :meth:`_finish` and what it left to give out."""
+        async for batch in self.inner.batches():
+            out = self._feed(batch)
+            self._take_errors()
+            if out:
+                yield out
+            async for chunk in self._drained():
+                yield chunk
+        out = self._finish()
+        self._take_errors()
+        if out:
+            yield out
+        async for chunk in self._drained():
+            yield chunk
+
+    def _feed(self, batch: list[Envelope]) -> list[Envelope]:
+        """The records a batch of rows completes (rows held for later groups are not among them)."""
+        raise NotImplementedError
+
+    def _finish(self) -> list[Envelope]:
+        """The stream ended: the records still held that are complete now (groups of the last
+        input go to the drains)."""
+        self._flush_exports()
+        return []
+
     async def ack(self, positions: Sequence[Position]) -> None:
         expanded: list[Position] = []
         for p in positions:
@@ -189,22 +216,11 @@ class GroupSessions(GroupingSource):
     def describe(self) -> str:
         return f"sessions of {self.inner.describe()}"
 
-    async def batches(self) -> AsyncIterator[list[Envelope]]:
-        async for batch in self.inner.batches():
-            out = self._feed(batch)
-            self._take_errors()
-            if out:
-                yield out
-            async for chunk in self._drained():
-                yield chunk
+    def _finish(self) -> list[Envelope]:
         out = self._cut(final=True)  # the stream ended: the last session is complete
         out.extend(self._emit_all(self._spans.flush()))
         self._flush_exports()
-        self._take_errors()
-        if out:
-            yield out
-        async for chunk in self._drained():
-            yield chunk
+        return out
 
     def _feed(self, batch: list[Envelope]) -> list[Envelope]:
         out: list[Envelope] = []
