@@ -22,7 +22,7 @@ def row(i: int) -> dict[str, Any]:
     """Rows of every shape the schema meets: a key that appears late (dynamic keys), results
     with and without their own pass mark, usage, non-string values, errors."""
     results: dict[str, Any] = {
-        "a": {"key": "a", "score": (i % 10) / 10, "value": i % 2 == 0, "comment": f"c{i}", "threshold": None},
+        "a": {"key": "a", "score": (i % 10) / 10, "value": [True, 1, 0.0, "s", False][i % 5], "comment": f"c{i}"},
     }
     if i % 3:
         usage = {"input_tokens": i, "output_tokens": 2 * i, "cost_usd": i / 1000}
