@@ -122,6 +122,8 @@ def _strings(values: list[Any]) -> pa.Array:
     offsets the running sum of the lengths: a few C calls per column instead of one conversion
     per value; other text goes through Arrow's builder."""
     nulls = values.count(None)
+    if nulls == len(values):
+        return pa.nulls(nulls, pa.string())
     texts = values if not nulls else ["" if v is None else v for v in values]
     try:
         joined = "".join(texts)
