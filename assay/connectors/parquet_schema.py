@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 import msgspec
@@ -51,6 +52,10 @@ RESULT_FIELDS: list[tuple[str, pa.DataType]] = [
     ("identity", pa.string()),
 ]
 RESULT_TYPE = pa.struct(RESULT_FIELDS)
+OWN_THRESHOLD = ("threshold", pa.float64())
+"""The extra field of a result in the Parquet sink's staged segments: the row's own pass mark
+(null when the row has none; ``passed`` is then settled with the summary's at publish)."""
+SEGMENT_RESULT_TYPE = pa.struct([*RESULT_FIELDS, OWN_THRESHOLD])
 TOP_FIELDS: list[tuple[str, pa.DataType]] = [
     ("trace_id", pa.string()),
     ("run_id", pa.string()),
@@ -59,11 +64,15 @@ TOP_FIELDS: list[tuple[str, pa.DataType]] = [
 ]
 
 
-def result_schema(keys: Sequence[str], layout: str = "wide") -> pa.Schema:
-    """The table schema for these result keys (in this order)."""
+def result_schema(keys: Sequence[str], layout: str = "wide", *, own_threshold: bool = False) -> pa.Schema:
+    """The table schema for these result keys (in this order); ``own_threshold``: with each
+    result's own pass mark (:data:`OWN_THRESHOLD`, the staged segments' schema)."""
     if layout == "long":
-        return pa.schema([*TOP_FIELDS, ("key", pa.string()), *RESULT_FIELDS])
-    return pa.schema([*TOP_FIELDS, *((k, RESULT_TYPE) for k in keys)])
+        return pa.schema(
+            [*TOP_FIELDS, ("key", pa.string()), *RESULT_FIELDS, *([OWN_THRESHOLD] if own_threshold else [])]
+        )
+    struct = SEGMENT_RESULT_TYPE if own_threshold else RESULT_TYPE
+    return pa.schema([*TOP_FIELDS, *((k, struct) for k in keys)])
 
 
 def position_text(pos: Any) -> str | None:
@@ -108,15 +117,35 @@ def _bitmap(flags: bytes) -> bytes:
 _NUMBERS = {"double": "d", "int64": "q"}
 
 
+def _strings(values: list[Any]) -> pa.Array:
+    """A string column. ASCII text (ids, positions, most comments) is joined and encoded once, its
+    offsets the running sum of the lengths: a few C calls per column instead of one conversion
+    per value; other text goes through Arrow's builder."""
+    nulls = values.count(None)
+    if nulls == len(values):
+        return pa.nulls(nulls, pa.string())
+    texts = values if not nulls else ["" if v is None else v for v in values]
+    try:
+        joined = "".join(texts)
+    except TypeError:  # not all text: the builder says what is wrong
+        joined = "\u00ff"
+    if not joined.isascii() or len(joined) >= 1 << 31:
+        builder = pa.lib.StringBuilder()
+        builder.append_values(values)
+        return builder.finish()
+    offsets = array("i", accumulate(map(len, texts), initial=0))
+    validity = None if not nulls else pa.py_buffer(_bitmap(bytes([v is not None for v in values])))
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(joined.encode("ascii"))]
+    return pa.Array.from_buffers(pa.string(), len(values), buffers, null_count=nulls)
+
+
 def column(values: list[Any], type_: pa.DataType) -> pa.Array:
     """``pa.array(values, type=type_)`` for the schema's types (string, double, int64, bool; None
     is null) without going through ``pa.array``, whose first call imports pandas to ask whether a
     list is a pandas object (~0.2 s and ~50 MB for every run that publishes Parquet)."""
     n = len(values)
     if pa.types.is_string(type_):
-        builder = pa.lib.StringBuilder()
-        builder.append_values(values)
-        return builder.finish()
+        return _strings(values)
     nulls = values.count(None)
     if nulls == n:
         return pa.nulls(n, type_)
@@ -200,12 +229,13 @@ class _ResultColumns:
         "input_tokens",
         "missing",
         "output_tokens",
+        "own",
         "passed",
         "score",
         "value",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, own_threshold: bool = False) -> None:
         self.score: list[Any] = []
         self.value: list[Any] = []
         self.passed: list[Any] = []
@@ -216,6 +246,8 @@ class _ResultColumns:
         self.cost: list[Any] = []
         self.identity: list[Any] = []
         self.missing: list[bool] = []
+        self.own: list[Any] | None = [] if own_threshold else None
+        """Each result's own pass mark, when the builder keeps it (staged segments)."""
 
     def add_missing(self) -> None:
         for col in (self.score, self.value, self.passed, self.comment, self.error, self.identity):
@@ -224,11 +256,24 @@ class _ResultColumns:
         self.output_tokens.append(None)
         self.cost.append(None)
         self.missing.append(True)
+        if self.own is not None:
+            self.own.append(None)
 
     def add(
-        self, score: Any, value: Any, comment: Any, error: Any, usage: Any, identity: Any, threshold: float
+        self,
+        score: Any,
+        value: Any,
+        comment: Any,
+        error: Any,
+        usage: Any,
+        identity: Any,
+        threshold: float,
+        own: float | None = None,
     ) -> None:
-        """One result's fields, as the JSON row holds them (converted to the column types here)."""
+        """One result's fields, as the JSON row holds them (converted to the column types here);
+        ``own``: the result's own pass mark (already in ``threshold``), kept when asked."""
+        if self.own is not None:
+            self.own.append(own)
         if type(score) is not float:
             score = _float(score)
         self.score.append(score)
@@ -260,6 +305,8 @@ class _ResultColumns:
         own = res.get("threshold")
         if type(own) is float or type(own) is int:
             threshold = own
+        else:
+            own = None
         self.add(
             res.get("score"),
             res.get("value"),
@@ -268,6 +315,7 @@ class _ResultColumns:
             usage if type(usage) is dict else None,
             identity,
             threshold,
+            own,
         )
 
     def add_staged(self, res: _StagedResult | None, identity: Any, threshold: float) -> None:
@@ -278,14 +326,22 @@ class _ResultColumns:
         own = res.threshold
         if type(own) is float or type(own) is int:
             threshold = own
-        self.add(res.score, res.value, res.comment, res.error, None if md is None else md.usage, identity, threshold)
+        else:
+            own = None
+        usage = None if md is None else md.usage
+        self.add(res.score, res.value, res.comment, res.error, usage, identity, threshold, own)
 
     def add_present(self, results: list[_StagedResult], identities: list[Any], threshold: float) -> None:
         """Results present in every row and without usage (a deterministic evaluator's): the
         fields of :meth:`add` column by column."""
         scores = [s if type(s) is float else _float(s) for s in (r.score for r in results)]
         self.score.extend(scores)
-        self.value.extend([v if v is None or type(v) is str else _text(v) for v in (r.value for r in results)])
+        self.value.extend(
+            [
+                v if v is None or type(v) is str else ("true" if v else "false") if type(v) is bool else _text(v)
+                for v in (r.value for r in results)
+            ]
+        )
         self.passed.extend(
             [
                 None if s is None else s >= (t if type(t) is float or type(t) is int else threshold)
@@ -300,6 +356,8 @@ class _ResultColumns:
         self.output_tokens.extend(nones)
         self.cost.extend(nones)
         self.missing.extend([False] * len(results))
+        if self.own is not None:
+            self.own.extend([t if type(t) is float or type(t) is int else None for t in (r.threshold for r in results)])
 
     def arrays(self) -> list[pa.Array]:
         cols = (
@@ -313,12 +371,16 @@ class _ResultColumns:
             self.cost,
             self.identity,
         )
-        return [column(col, t) for col, (_, t) in zip(cols, RESULT_FIELDS, strict=True)]
+        arrays = [column(col, t) for col, (_, t) in zip(cols, RESULT_FIELDS, strict=True)]
+        if self.own is not None:
+            arrays.append(column(self.own, pa.float64()))
+        return arrays
 
     def struct(self) -> pa.StructArray:
         """The struct column; rows with no result under the key are null structs."""
         mask = column(self.missing, pa.bool_()) if any(self.missing) else None
-        return pa.StructArray.from_arrays(self.arrays(), fields=list(RESULT_TYPE), mask=mask)
+        type_ = RESULT_TYPE if self.own is None else SEGMENT_RESULT_TYPE
+        return pa.StructArray.from_arrays(self.arrays(), fields=list(type_), mask=mask)
 
 
 class TableBuilder:
@@ -331,19 +393,22 @@ class TableBuilder:
         layout: str = "wide",
         ds: str | None = None,
         thresholds: Mapping[str, float] | None = None,
+        own_threshold: bool = False,
     ) -> None:
         self.keys = list(keys)
         self.layout = layout
         self.ds = ds
         self.thresholds = dict(thresholds or {})
-        self.schema = result_schema(self.keys, layout)
+        self.own_threshold = own_threshold
+        """Keep each result's own pass mark (:data:`OWN_THRESHOLD`): the staged segments' schema."""
+        self.schema = result_schema(self.keys, layout, own_threshold=own_threshold)
         self._reset()
 
     def _reset(self) -> None:
         self.top: list[list[Any]] = [[], [], [], []]
-        self.cols: dict[str, _ResultColumns] = {k: _ResultColumns() for k in self.keys}
+        self.cols: dict[str, _ResultColumns] = {k: _ResultColumns(self.own_threshold) for k in self.keys}
         self.long_keys: list[str] = []
-        self.long = _ResultColumns()
+        self.long = _ResultColumns(self.own_threshold)
         self.rows = 0
 
     def _top(self, tid: Any, rid: Any, position: Any) -> None:
@@ -447,9 +512,11 @@ def summary_keys(summary: Mapping[str, Any]) -> tuple[list[str], dict[str, float
 
 
 __all__ = [
+    "OWN_THRESHOLD",
     "RESULT_FIELDS",
     "RESULT_TYPE",
     "ROW_GROUP_ROWS",
+    "SEGMENT_RESULT_TYPE",
     "TOP_FIELDS",
     "StagedRow",
     "TableBuilder",

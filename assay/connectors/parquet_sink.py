@@ -1,27 +1,32 @@
 """The Parquet sink (extra ``assay[lake]``): result rows as ``part-*.parquet`` in a directory, or as
 one ``.parquet`` file, with the JSON-lines sink's semantics (docs/lake.md).
 
-Only the encoding of a part differs from :class:`~assay.connectors.file_sink.LocalSink`, so rows
-go through one: it stages them as JSON-lines parts under ``<out>/_staging/`` (``.<name>.parts/``
-beside a file target), with its commits, exact resume and start-over. A Parquet file cannot be
-appended to after a commit, so the Parquet parts are written at :meth:`publish`, each staged part
-converted into the part of the same name (``part-00000-00001.jsonl`` → ``part-00000-00001.parquet``,
-zstd, row groups of :data:`~assay.connectors.parquet_schema.ROW_GROUP_ROWS`), or all of them into the
-one file, in a temp file renamed into place. Then the summary, then ``_SUCCESS``. The schema
-(:mod:`~assay.connectors.parquet_schema`) needs the run's result keys and thresholds: the summary
-has them.
+Rows are converted to columns as they arrive and staged as Arrow segments under ``<out>/_staging/``
+(``.<name>.parts/`` beside a file target), one finished and renamed into place at each commit
+(:mod:`~assay.connectors.parquet_segments`): :meth:`ParquetSink.snapshot` lists them, a resume
+removes the ones written after its checkpoint, ``aclose`` drops the segment being written. A
+Parquet file cannot be appended to after a commit, so the Parquet parts are written at
+:meth:`~ParquetSink.publish`, from the segments (no JSON is read back): ``part-SSSSS-NNNNN.parquet``
+per shard, a new part every ``max_rows_per_part`` rows, zstd, row groups of
+:data:`~assay.connectors.parquet_schema.ROW_GROUP_ROWS`, or all of them into the one file, each in a
+temp file renamed into place. Then the summary, then ``_SUCCESS``. The schema
+(:mod:`~assay.connectors.parquet_schema`) takes the run's result keys and thresholds from the summary.
 
 A run that starts over leaves the previous whole output's Parquet parts in place until its own
 successful publish replaces them (a failed rerun never destroys a good day's rows; it removes
 ``_SUCCESS`` and writes its own summary, so the failure is seen).
+
+:class:`StagedSink` (rows staged as JSON lines by a :class:`~assay.connectors.file_sink.LocalSink`,
+converted at publish) is the Delta sink's staging.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +36,30 @@ import orjson
 import pyarrow.parquet as pq
 
 from assay.connectors.base import Sink
-from assay.connectors.file_sink import SUCCESS, SUMMARY, LocalSink, _fsync_dir, write_json_atomic
+from assay.connectors.file_sink import (
+    SUCCESS,
+    SUMMARY,
+    LocalSink,
+    _fsync_dir,
+    os_error_message,
+    write_json_atomic,
+)
 from assay.connectors.framing import iter_lines, line_chunks
-from assay.connectors.parquet_schema import ROW_GROUP_ROWS, TableBuilder, decode_staged, summary_keys
+from assay.connectors.parquet_schema import (
+    ROW_GROUP_ROWS,
+    TableBuilder,
+    decode_staged,
+    result_schema,
+    summary_keys,
+)
+from assay.connectors.parquet_segments import (
+    SEGMENT_ROWS,
+    Segment,
+    segment_name,
+    segment_shard,
+    write_empty,
+    write_parts,
+)
 from assay.exceptions import ConnectorError
 
 STAGING = "_staging"
@@ -119,9 +145,10 @@ class StagedSink(Sink):
         await self.staging.aclose()
 
 
-class ParquetSink(StagedSink):
+class ParquetSink(Sink):
     """Result rows as Parquet (see the module docs). ``layout``: ``wide`` or ``long``; ``ds``: the
-    ``ds`` column; the other arguments are the staging :class:`LocalSink`'s."""
+    ``ds`` column; ``max_rows_per_part``: rows per Parquet part (a directory output; None: one part
+    per shard); ``resume_state``: a :meth:`snapshot` to resume from (None: start over)."""
 
     def __init__(
         self,
@@ -140,33 +167,187 @@ class ParquetSink(StagedSink):
         self.ds = ds
         if self.directory:
             self.out_dir = Path(path)
-            staging = self.out_dir / STAGING
+            self.staging_dir = self.out_dir / STAGING
             self.summary_path = self.out_dir / SUMMARY
         else:
             final = Path(path)
             self.out_dir = final.parent
-            staging = final.parent / f".{final.name}.parts"
+            self.staging_dir = final.parent / f".{final.name}.parts"
             self.summary_path = final.with_name(f"{final.name}.{SUMMARY}")
-        self.staging = LocalSink(
-            str(staging) + "/",
-            shard=shard,
-            max_rows_per_part=max_rows_per_part,
-            resume_state=resume_state,
-            marker=False,
-            create_empty=False,
-        )
-        self.staging.reset_only_shard = reset_only_shard
         self.shard = shard
+        self.max_rows = max_rows_per_part if self.directory else None
+        self.resume_state = resume_state
+        self.reset_only_shard = reset_only_shard
+        self.segments: list[str] = []
+        """This shard's committed segments, in order."""
+        self.seq = 0
+        self._builder: TableBuilder | None = None
+        self._segment: Segment | None = None
+        self._sealed: list[Segment] = []
+        """Segments ended since the last commit (a new result key): renamed at the next ``flush``."""
+        self._pending: list[bytes] = []
+        """Rows written and not yet converted (fewer than :data:`SEGMENT_ROWS`)."""
+        self._committed: dict[str, Any] = {"segments": [], "seq": 0}
+        self._dirty = False
+        self._failed = False
 
     def describe(self) -> str:
         return self.path
 
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(self._open)
+        except OSError as exc:
+            raise ConnectorError(f"cannot prepare output {self.path!r}: {exc}") from exc
+
+    def _open(self) -> None:
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        if self.resume_state is None:  # start over: this shard's (or every shard's) staged rows go
+            only = self.shard if self.reset_only_shard else None
+            for f in self.staging_dir.iterdir():
+                shard = segment_shard(f.name)
+                if shard is not None and only in (None, shard):
+                    f.unlink(missing_ok=True)
+            return
+        self._restore(self.resume_state)
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        """Back to a commit: this shard's segments written after it are removed."""
+        if "segments" not in state and (state.get("parts") or (state.get("current") or {}).get("rows")):
+            raise ConnectorError(
+                f"{self.path}: the checkpoint holds rows staged by an earlier version of assay; run again with --fresh"
+            )
+        keep = set(state.get("segments", []))
+        for f in self.staging_dir.iterdir():
+            if segment_shard(f.name) == self.shard and f.name not in keep:
+                f.unlink(missing_ok=True)
+        missing = [s for s in keep if not (self.staging_dir / s).exists()]
+        if missing:
+            raise ConnectorError(
+                f"{self.path}: parts recorded by the checkpoint are missing ({', '.join(sorted(missing)[:3])});"
+                " run again with --fresh to start over"
+            )
+        self.segments = sorted(keep)
+        self.seq = int(state.get("seq", 0))
+        self._committed = self._state()
+
+    def _state(self) -> dict[str, Any]:
+        return {"segments": list(self.segments), "seq": self.seq}
+
+    # -- writing ------------------------------------------------------------------------------
+
+    async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
+        """Rows are kept as they come and converted :data:`SEGMENT_ROWS` at a time (one decode and
+        a few list comprehensions per column for many rows, instead of per engine batch)."""
+        if not rows:
+            return
+        self._check()
+        self._dirty = True
+        self._pending.extend(rows)
+        if len(self._pending) >= SEGMENT_ROWS:
+            await self._in_thread(self._convert)
+
+    async def _in_thread(self, work: Callable[[], None]) -> None:
+        try:
+            await anyio.to_thread.run_sync(work)
+        except OSError as exc:
+            self._failed = True
+            raise ConnectorError(os_error_message(self.path, exc)) from exc
+
+    def _check(self) -> None:
+        if self._failed:
+            raise ConnectorError(f"{self.path}: an earlier write failed; rows after the last commit are discarded")
+
+    def _convert(self) -> None:
+        """The rows kept so far, as a record batch of the segment being written."""
+        rows, self._pending = self._pending, []
+        if not rows:
+            return
+        staged = decode_staged(b"\n".join(rows))
+        if staged is not None:
+            self._builder_for(set().union(*(r.results for r in staged))).add_staged_rows(staged)
+        else:  # rows of another shape: read as plain JSON
+            for line in rows:
+                rec = orjson.loads(line)
+                if isinstance(rec, dict):
+                    results = rec.get("results")
+                    self._builder_for(set(results) if isinstance(results, dict) else set()).add(rec)
+        self._spill()
+
+    def _builder_for(self, keys: set[str]) -> TableBuilder:
+        """The builder, for a schema with these result keys: a key the current segment lacks ends
+        it (one schema per segment)."""
+        builder = self._builder
+        if builder is not None and (self.layout == "long" or keys.issubset(builder.keys)):
+            return builder
+        wide = sorted(keys.union(builder.keys)) if builder is not None and self.layout != "long" else sorted(keys)
+        self._spill()
+        if self._segment is not None:
+            self._segment.seal()
+            self._sealed.append(self._segment)
+            self._segment = None
+        self._builder = TableBuilder(wide, layout=self.layout, ds=self.ds, own_threshold=True)
+        return self._builder
+
+    def _spill(self) -> None:
+        """The builder's rows as a record batch of the segment being written."""
+        builder = self._builder
+        if builder is None or not builder.rows:
+            return
+        if self._segment is None:
+            self._segment = Segment(self.staging_dir / segment_name(self.shard, self.seq), builder.schema)
+            self.seq += 1
+        self._segment.write(builder.batch())
+
+    async def flush(self) -> None:
+        """Make every row written so far durable: the segment being written finished and renamed
+        into place with the ones ended since the last commit."""
+        self._check()
+        await self._in_thread(self._flush)
+
+    def _flush(self) -> None:
+        self._convert()
+        if self._segment is not None:
+            self._segment.seal()
+            self._sealed.append(self._segment)
+            self._segment = None
+        for seg in self._sealed:
+            os.replace(seg.tmp, seg.final)
+            self.segments.append(seg.final.name)
+        self._sealed = []
+        _fsync_dir(self.staging_dir)
+        self._committed = self._state()
+        self._dirty = False
+
+    def snapshot(self) -> Any:
+        return self._committed
+
+    async def aclose(self) -> None:
+        """Discard what was written after the last commit (committed segments stay resumable)."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await anyio.to_thread.run_sync(self._close)
+            except OSError as exc:
+                raise ConnectorError(os_error_message(self.path, exc)) from exc
+
+    def _close(self) -> None:
+        for seg in [*self._sealed, *([self._segment] if self._segment is not None else [])]:
+            seg.discard()
+        self._sealed, self._segment, self._builder, self._pending = [], None, None, []
+        if self._dirty or self._failed:
+            self.segments = list(self._committed["segments"])
+            self.seq = int(self._committed["seq"])
+            self._dirty = self._failed = False
+
+    # -- publishing ---------------------------------------------------------------------------
+
     async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
-        """Convert the staged parts when the output is whole (``success``) or is one shard's
-        (``summary_name``), write the summary, then ``_SUCCESS`` when ``success``. A run that did
-        not succeed leaves the Parquet parts of the last whole output in place (its staged parts
-        stay for the resume) and removes ``_SUCCESS``."""
-        await self.staging.publish(summary, success=False)  # finishes the part being written
+        """Write the Parquet parts when the output is whole (``success``) or is one shard's
+        (``summary_name``), then the summary, then ``_SUCCESS`` when ``success``. What was written
+        is committed first. A run that did not succeed leaves the Parquet parts of the last whole
+        output in place (its staged segments stay for the resume) and removes ``_SUCCESS``."""
         with anyio.CancelScope(shield=True):
             try:
                 where: str = await anyio.to_thread.run_sync(self._publish, summary, success, summary_name)
@@ -174,22 +355,17 @@ class ParquetSink(StagedSink):
                 raise ConnectorError(f"cannot write {self.path!r}: {exc}") from exc
         return where
 
-    def _builder(self, summary: dict[str, Any]) -> TableBuilder:
-        keys, thresholds = summary_keys(summary)
-        return TableBuilder(keys, layout=self.layout, ds=self.ds, thresholds=thresholds)
-
     def _publish(self, summary: dict[str, Any], success: bool, summary_name: str | None) -> str:
-        staged = self.staging.all_parts()
+        if self._dirty and not self._failed:
+            self._flush()  # publishing commits what was written
+        self._close()
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if success or summary_name is not None:  # a whole output, or a shard's parts put in place
-            if self.directory:
-                self._convert_parts(staged, summary)
-            else:
-                write_parquet(Path(self.path), staged, self._builder(summary))
+            self._write_parts(summary)
         target = self.summary_path if summary_name is None else self.out_dir / summary_name
         write_json_atomic(target, summary)
         if success:
-            shutil.rmtree(self.staging.parts_dir, ignore_errors=True)
+            shutil.rmtree(self.staging_dir, ignore_errors=True)
             if self.directory:
                 (self.out_dir / SUCCESS).touch()
         elif self.directory:
@@ -197,17 +373,39 @@ class ParquetSink(StagedSink):
         _fsync_dir(self.out_dir)
         return str(target)
 
-    def _convert_parts(self, staged: list[Path], summary: dict[str, Any]) -> None:
-        """Every staged part as the Parquet part of the same name; Parquet parts of earlier runs
-        that no staged part replaces are removed (a rerun's output is only its own rows)."""
-        wanted = {p.name.split(".", 1)[0] + ".parquet": p for p in staged}
-        if not wanted:
-            wanted_empty = self.out_dir / "part-00000-00000.parquet"
-            write_parquet(wanted_empty, [], self._builder(summary))
-            wanted = {wanted_empty.name: wanted_empty}
-        else:
-            for name, part in sorted(wanted.items()):
-                write_parquet(self.out_dir / name, [part], self._builder(summary))
+    def _staged(self) -> dict[int, list[Path]]:
+        """Every shard's committed segments, in order."""
+        shards: dict[int, list[Path]] = {}
+        if self.staging_dir.is_dir():
+            for f in sorted(self.staging_dir.iterdir()):
+                shard = segment_shard(f.name)
+                if shard is not None and not f.name.startswith("."):
+                    shards.setdefault(shard, []).append(f)
+        return shards
+
+    def _write_parts(self, summary: dict[str, Any]) -> None:
+        """Each shard's segments as its Parquet parts (``part-SSSSS-NNNNN.parquet``), or every
+        shard's as the one file; Parquet parts of earlier runs that none replaces are removed (a
+        rerun's output is only its own rows)."""
+        keys, thresholds = summary_keys(summary)
+        schema = result_schema(keys, self.layout)
+        staged = self._staged()
+        if not self.directory:
+            target = Path(self.path)
+            if not write_parts(
+                [s for _, segs in sorted(staged.items()) for s in segs], schema, thresholds, [target], None
+            ):
+                write_empty(target, schema)
+            return
+        written: list[Path] = []
+        for shard, segs in sorted(staged.items()):
+            names = (self.out_dir / f"part-{shard:05d}-{i:05d}.parquet" for i in itertools.count())
+            written += write_parts(segs, schema, thresholds, names, self.max_rows)
+        if not written:
+            empty = self.out_dir / "part-00000-00000.parquet"
+            write_empty(empty, schema)
+            written.append(empty)
+        wanted = {p.name for p in written}
         for f in self.out_dir.iterdir():
             if _PART.match(f.name) and f.name not in wanted:
                 f.unlink(missing_ok=True)

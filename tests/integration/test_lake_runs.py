@@ -160,6 +160,8 @@ def test_parquet_to_parquet_killed_then_resumed_is_exact(days: Path) -> None:
     )
     assert rows.fetchall()[0] == (N, N, N)
     assert (out / "_SUCCESS").exists() and not (out / "_staging").exists()
+    sizes = [pq.ParquetFile(p).metadata.num_rows for p in sorted(out.glob("part-*.parquet"))]
+    assert sizes == [70] * (N // 70) + ([N % 70] if N % 70 else [])  # cut as before the kill
 
 
 def test_parquet_in_and_out_with_two_workers(days: Path) -> None:
