@@ -57,19 +57,31 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=600, help="traces per process")
     ap.add_argument("--rps", type=float, default=20.0)
+    ap.add_argument(
+        "--limit",
+        choices=["window", "spacing", "spacing-any", "bucket", "second"],
+        default="window",
+        help="the judge's limiter: sliding 1 s window (default), strict spacing of 1/R, ...",
+    )
+    ap.add_argument("--budgets", default="shared,none", help="which pairs to run: shared, none or both")
     args = ap.parse_args()
     server_args = argparse.Namespace(
-        latency_low=0.2, latency_high=0.6, limit="window", window=False, seed=1, burst=None, coarse=True
-    )
+        latency_low=0.2, latency_high=0.6, limit=args.limit, window=False, seed=1, burst=None, coarse=True,
+        bare=False, announce=False,
+    )  # fmt: skip
     rows = []
+    wanted = set(args.budgets.split(","))
     with RedisServer() as redis:
-        for label, redis_url in (("shared_limit (Redis)", redis.url), ("no shared_limit", None)):
+        pairs = [("shared_limit (Redis)", redis.url, "shared"), ("no shared_limit", None, "none")]
+        for label, redis_url in ((label, url) for label, url, key in pairs if key in wanted):
             with ServerProcess(server_args, args.rps) as server, tempfile.TemporaryDirectory() as d:
                 wall = run_pair(Path(d), server.url, redis_url, args.n, args.rps)
                 stats = server.stats()
             rows.append((label, wall, stats["requests"], stats["rate_limited"]))
     ideal = 2 * args.n / args.rps
-    print(f"# 2 processes x {args.n} traces, judge limit {args.rps:g} req/s (sliding 1 s window, Retry-After only),")
+    kinds = {"window": "sliding 1 s window", "spacing": "strict spacing 1/R", "spacing-any": "strict spacing 1/R "
+             "after any request", "bucket": f"bucket {args.rps:g}", "second": "fixed 1 s window"}  # fmt: skip
+    print(f"# 2 processes x {args.n} traces, judge limit {args.rps:g} req/s ({kinds[args.limit]}, Retry-After only),")
     print(f"# each process configured with the whole rpm ({args.rps * 60:g}); ideal wall 2N/R = {ideal:.1f} s")
     print("| budget | wall s | wall / ideal | % of ceiling | requests | 429s (% of requests) |")
     print("|---|---:|---:|---:|---:|---:|")

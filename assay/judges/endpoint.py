@@ -58,6 +58,7 @@ from assay.judges.budget import Budget
 from assay.judges.cache import JudgeCache, cache_key
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.guard import CircuitBreaker, Secrets
+from assay.judges.hedge import HedgePolicy
 from assay.judges.limits import Limits
 from assay.judges.providers import get_provider_class
 from assay.judges.retry import wait_for
@@ -67,6 +68,7 @@ from assay.resources import AsyncResource
 
 if TYPE_CHECKING:
     import aiohttp
+    from anyio.streams.memory import MemoryObjectSendStream
     from tenacity import RetryCallState
 
 log = logging.getLogger(__name__)
@@ -101,6 +103,8 @@ class EndpointStats:
     retries: int = 0
     cached: int = 0
     budget_refusals: int = 0
+    hedges: int = 0
+    """Attempts sent again while the first copy was still unanswered (see assay/judges/hedge.py)."""
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=_LATENCY_SAMPLES))
     """Seconds from send to answer of successful attempts (the most recent 20,000)."""
@@ -127,6 +131,7 @@ class EndpointStats:
             "retries": self.retries,
             "cached": self.cached,
             "budget_refusals": self.budget_refusals,
+            "hedges": self.hedges,
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
             "cost_usd": round(self.usage.cost_usd, 8),
@@ -170,6 +175,7 @@ class JudgeEndpoint(AsyncResource):
             scope = f"{cfg.resolved_base_url()}|{cfg.model}"
             self.limits.shared = SharedRate(cfg.shared_limit, name, rpm=cfg.rpm, tpm=cfg.tpm, scope=scope)
         self.breaker = CircuitBreaker(name, budget=cfg.max_retries + 1)
+        self.hedge = HedgePolicy(cfg.timeout)
         self._auth_error: JudgeAuthError | None = None
         self._url = self.provider.url()
         self._api_key: str | None = None
@@ -462,7 +468,7 @@ class JudgeEndpoint(AsyncResource):
         try:
             async for attempt in retrying:
                 with attempt:
-                    result = await self._attempt(payload, estimated, url, parse)
+                    result = await self._hedged(payload, estimated, url, parse)
         except JudgeRetryableError as exc:
             self.breaker.check()  # an outage: one error for the run, not one per trace
             tries = f"{retrying.statistics.get('attempt_number', attempts)} attempt(s)"
@@ -471,6 +477,62 @@ class JudgeEndpoint(AsyncResource):
             raise JudgeError(f"judge {self.name!r}: gave up after {tries}; last error: {exc}") from exc
         assert result is not None
         return result
+
+    async def _hedged(
+        self,
+        payload: bytes,
+        estimated: int,
+        url: str | None,
+        parse: Callable[[Any], WireReply] | None,
+    ) -> tuple[WireReply, float]:
+        """One attempt, sent a second time when it is still unanswered :meth:`HedgePolicy.delay`
+        after it left (a hung request): the first answer wins and the other copy is cancelled; when
+        one copy fails with a retryable error the other is still waited for."""
+        self.hedge.earn()
+        delay = self.hedge.delay()
+        if delay is None:
+            return await self._attempt(payload, estimated, url, parse)
+        send, recv = anyio.create_memory_object_stream[tuple[WireReply, float] | Exception](2)
+        sent = anyio.Event()
+        outcome: tuple[WireReply, float] | Exception | None = None
+        with send, recv:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._attempt_into, send.clone(), sent, payload, estimated, url, parse)
+                await sent.wait()  # the hedge delay counts from the send, not from the queue for a slot
+                with anyio.move_on_after(delay):
+                    outcome = await recv.receive()
+                if outcome is None:
+                    hedged = self.hedge.allow()
+                    if hedged:
+                        self.stats.hedges += 1
+                        tg.start_soon(self._attempt_into, send.clone(), anyio.Event(), payload, estimated, url, parse)
+                    outcome = await recv.receive()
+                    if hedged and isinstance(outcome, JudgeRetryableError):
+                        outcome = await recv.receive()  # the other copy may still answer
+                tg.cancel_scope.cancel()  # the copy still open, if any
+        assert outcome is not None
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def _attempt_into(
+        self,
+        send: MemoryObjectSendStream[tuple[WireReply, float] | Exception],
+        sent: anyio.Event,
+        payload: bytes,
+        estimated: int,
+        url: str | None,
+        parse: Callable[[Any], WireReply] | None,
+    ) -> None:
+        """:meth:`_attempt`, its answer or error put into ``send``; ``sent`` is set once it left."""
+        with send:
+            try:
+                result: tuple[WireReply, float] | Exception = await self._attempt(payload, estimated, url, parse, sent)
+            except Exception as exc:  # handed to the waiting call, which raises it
+                result = exc
+            finally:
+                sent.set()
+            await send.send(result)
 
     def _count_retry(self, state: RetryCallState) -> None:
         self.stats.retries += 1
@@ -487,6 +549,7 @@ class JudgeEndpoint(AsyncResource):
         estimated: int,
         url: str | None = None,
         parse: Callable[[Any], WireReply] | None = None,
+        sent: anyio.Event | None = None,
     ) -> tuple[WireReply, float]:
         import aiohttp
 
@@ -496,6 +559,8 @@ class JudgeEndpoint(AsyncResource):
             async with self.limits.slot(estimated) as sent_at:
                 self._fail_fast()  # the breaker may have opened while this call waited its turn
                 self.stats.requests += 1
+                if sent is not None:
+                    sent.set()
                 try:
                     async with session.post(url or self._url, data=payload, headers=self._headers) as resp:
                         status = resp.status
@@ -563,6 +628,7 @@ class JudgeEndpoint(AsyncResource):
             reply.data = self.secrets.redact_value(reply.data)
         self.stats.ok += 1
         self.stats.latencies.append(latency)
+        self.hedge.observe(latency)
         self.limits.settle_tokens(estimated, reply.input_tokens + reply.output_tokens)
         return reply, latency
 
