@@ -537,3 +537,25 @@ def test_at_a_low_rate_a_wrong_rpm_is_not_refused_at_every_other_request(limit: 
     accepted, refused = bucket_server_run(3 * limit, limit)
     assert accepted >= 0.9 * limit * 60
     assert refused <= 0.25 * (accepted + refused)
+
+
+def test_a_process_sharing_a_budget_takes_scattered_refusals_for_jitter_and_many_for_a_wrong_rpm() -> None:
+    """A process that sends half of a shared budget (15 of 30/s) is refused now and then: no cut,
+    although it sends far less than its rate. When most of its sends are refused, it cuts."""
+    ctl = AdaptiveRate(30.0)
+    ctl.shared = True
+    t = 10.0
+    for i in range(200):
+        t = 10.0 + i / 15
+        ctl.record_send(t)
+        if i % 25 == 24:
+            ctl.on_rate_limited(now=t + 0.001, sent_at=t, delay=1.0)
+    assert ctl.decreases == 0 and ctl.jitter_refusals == 8
+    assert ctl.rate == pytest.approx(30 * PACE_MARGIN)
+    for i in range(1, 25):  # then two sends in three refused
+        sent = t + i / 15
+        ctl.record_send(sent)
+        if i % 3:
+            ctl.on_rate_limited(now=sent + 0.001, sent_at=sent, delay=1.0)
+    assert ctl.decreases >= 1
+    assert ctl.rate is not None and ctl.rate < 30 * PACE_MARGIN
