@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import sqlite3
 import time
@@ -62,6 +63,7 @@ from assay.judges.hedge import HedgePolicy
 from assay.judges.limits import Limits
 from assay.judges.providers import get_provider_class
 from assay.judges.retry import wait_for
+from assay.judges.turns import FIRST, RETRY
 from assay.judges.verdict import usable_answer
 from assay.judges.wire import WireReply, estimate_input_tokens
 from assay.resources import AsyncResource
@@ -468,7 +470,8 @@ class JudgeEndpoint(AsyncResource):
         try:
             async for attempt in retrying:
                 with attempt:
-                    result = await self._hedged(payload, estimated, url, parse)
+                    first = attempt.retry_state.attempt_number == 1
+                    result = await self._hedged(payload, estimated, url, parse, FIRST if first else RETRY)
         except JudgeRetryableError as exc:
             self.breaker.check()  # an outage: one error for the run, not one per trace
             tries = f"{retrying.statistics.get('attempt_number', attempts)} attempt(s)"
@@ -484,31 +487,31 @@ class JudgeEndpoint(AsyncResource):
         estimated: int,
         url: str | None,
         parse: Callable[[Any], WireReply] | None,
+        priority: int = FIRST,
     ) -> tuple[WireReply, float]:
         """One attempt, sent a second time when it is still unanswered :meth:`HedgePolicy.delay`
-        after it left (a hung request): the first answer wins and the other copy is cancelled; when
-        one copy fails with a retryable error the other is still waited for."""
-        self.hedge.earn()
-        delay = self.hedge.delay()
-        if delay is None:
-            return await self._attempt(payload, estimated, url, parse)
+        after it left (a hung request): the first outcome wins, answer or error, and the other
+        copy is cancelled (an error is retried by the caller at once, with a new hedge)."""
         send, recv = anyio.create_memory_object_stream[tuple[WireReply, float] | Exception](2)
         sent = anyio.Event()
         outcome: tuple[WireReply, float] | Exception | None = None
         with send, recv:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._attempt_into, send.clone(), sent, payload, estimated, url, parse)
+                tg.start_soon(self._attempt_into, send.clone(), sent, payload, estimated, url, parse, priority)
                 await sent.wait()  # the hedge delay counts from the send, not from the queue for a slot
-                with anyio.move_on_after(delay):
+                self.hedge.earn()  # per send, not per call: calls queued at the start earn nothing yet
+                delay = self.hedge.delay()  # known by now even when the call came before any answer
+                with anyio.move_on_after(math.inf if delay is None else delay):
                     outcome = await recv.receive()
                 if outcome is None:
                     hedged = self.hedge.allow()
                     if hedged:
                         self.stats.hedges += 1
-                        tg.start_soon(self._attempt_into, send.clone(), anyio.Event(), payload, estimated, url, parse)
+                        copy = anyio.Event()
+                        tg.start_soon(self._attempt_into, send.clone(), copy, payload, estimated, url, parse, RETRY)
+                    # the first outcome decides: an error of either copy is retried at once (the
+                    # other is cancelled), not after the hung copy's timeout
                     outcome = await recv.receive()
-                    if hedged and isinstance(outcome, JudgeRetryableError):
-                        outcome = await recv.receive()  # the other copy may still answer
                 tg.cancel_scope.cancel()  # the copy still open, if any
         assert outcome is not None
         if isinstance(outcome, Exception):
@@ -523,11 +526,14 @@ class JudgeEndpoint(AsyncResource):
         estimated: int,
         url: str | None,
         parse: Callable[[Any], WireReply] | None,
+        priority: int,
     ) -> None:
         """:meth:`_attempt`, its answer or error put into ``send``; ``sent`` is set once it left."""
         with send:
             try:
-                result: tuple[WireReply, float] | Exception = await self._attempt(payload, estimated, url, parse, sent)
+                result: tuple[WireReply, float] | Exception = await self._attempt(
+                    payload, estimated, url, parse, sent, priority
+                )
             except Exception as exc:  # handed to the waiting call, which raises it
                 result = exc
             finally:
@@ -550,13 +556,14 @@ class JudgeEndpoint(AsyncResource):
         url: str | None = None,
         parse: Callable[[Any], WireReply] | None = None,
         sent: anyio.Event | None = None,
+        priority: int = FIRST,
     ) -> tuple[WireReply, float]:
         import aiohttp
 
         self._fail_fast()
         session = self._acquire_session()
         try:
-            async with self.limits.slot(estimated) as sent_at:
+            async with self.limits.slot(estimated, priority) as sent_at:
                 self._fail_fast()  # the breaker may have opened while this call waited its turn
                 self.stats.requests += 1
                 if sent is not None:

@@ -6,7 +6,7 @@ unanswered for :meth:`HedgePolicy.delay` — HEDGE_FACTOR times the endpoint's r
 HEDGE_QUANTILE latency, never less than HEDGE_MIN_S, never once that reaches the ``timeout`` —
 the endpoint sends the same request again while the first stays open; the first answer wins and
 the other copy is cancelled (a slow first copy that answers after all is used, nothing is lost).
-A budget keeps hedges rare whatever happens to the latency: each attempt earns HEDGE_SHARE of a
+A budget keeps hedges rare whatever happens to the latency: each send earns HEDGE_SHARE of a
 hedge (at most HEDGE_BURST saved up), each hedge spends one, so at most about 5 % of the sends
 are hedges (like gRPC's retry throttling), and a latency shift costs no storm of copies.
 

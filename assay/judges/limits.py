@@ -31,6 +31,8 @@ from typing import Any, Literal
 import anyio
 import anyio.lowlevel
 
+from assay.judges.turns import FIRST, TurnQueue
+
 #: The pacer runs at this fraction of the configured rate. A server counting requests in a sliding
 #: one-second window refuses an exactly paced client whenever jitter bunches requests together;
 #: 2% of headroom absorbs about 20 ms of jitter there, for a small, predictable cost.
@@ -614,7 +616,7 @@ class Limits:
         self._clock = clock
         self._due = -math.inf
         """The grid time of the last send."""
-        self._pace_lock: anyio.Lock | None = None
+        self._pace_lock: TurnQueue | None = None
         self._wake: anyio.Event | None = None
         """Set when a slot is handed back: the sender waiting on the clock looks again at once."""
         self._last_send = -math.inf
@@ -631,7 +633,7 @@ class Limits:
         """How late the event loop wakes a sleeping sender (moving average, seconds)."""
         self._token_debt = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sem: anyio.CapacityLimiter | None = None
+        self._sem: TurnQueue | None = None
         self._tokens: Any = None  # aiolimiter.AsyncLimiter (imported lazily)
 
     @property
@@ -646,12 +648,12 @@ class Limits:
         self._shared = value
         self.control.shared = value is not None
 
-    def _bind_loop(self) -> tuple[anyio.CapacityLimiter, Any]:
+    def _bind_loop(self) -> tuple[TurnQueue, Any]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._sem is None:
             self._loop = loop
-            self._sem = anyio.CapacityLimiter(self._wanted_cap())
-            self._pace_lock = anyio.Lock()
+            self._sem = TurnQueue(self._wanted_cap())
+            self._pace_lock = TurnQueue(1)
             self._wake = anyio.Event()
             self._tokens = None
             if self.tpm is not None:
@@ -662,24 +664,25 @@ class Limits:
         return self._sem, self._tokens
 
     @asynccontextmanager
-    async def slot(self, estimated_tokens: int) -> AsyncIterator[float]:
-        """Wait for a place in flight, token capacity and a send time; yield the send time."""
+    async def slot(self, estimated_tokens: int, priority: int = FIRST) -> AsyncIterator[float]:
+        """Wait for a place in flight, token capacity and a send time; yield the send time.
+        ``priority``: :data:`~assay.judges.turns.RETRY` goes ahead of first attempts in both lines
+        (the in-flight places and the pacer), see :mod:`assay.judges.turns`."""
         sem, tokens = self._bind_loop()
-        borrower = object()  # one task may hold several slots (nested or sequential calls)
-        await sem.acquire_on_behalf_of(borrower)
+        await sem.acquire(priority)
         try:
             if tokens is not None:
                 amount = self._token_amount(estimated_tokens, float(tokens.max_rate))
                 if amount > 0:
                     await tokens.acquire(amount)
-            sent_at = await self._wait_turn(estimated_tokens)
+            sent_at = await self._wait_turn(estimated_tokens, priority)
             self.in_flight += 1
             try:
                 yield sent_at
             finally:
                 self.in_flight -= 1
         finally:
-            sem.release_on_behalf_of(borrower)
+            sem.release()
 
     def _wanted_cap(self) -> int:
         return self.cap.update(rate=self.control.current(self._clock()), in_flight=self.in_flight)
@@ -695,8 +698,8 @@ class Limits:
         if self._sem is None or self.cap.fixed is not None:
             return
         wanted = self._wanted_cap()
-        if wanted != self._sem.total_tokens:
-            self._sem.total_tokens = wanted
+        if wanted != self._sem.total:
+            self._sem.total = wanted
 
     def _token_amount(self, estimated: int, capacity: float) -> float:
         amount = estimated + self._token_debt
@@ -708,7 +711,7 @@ class Limits:
         if self.tpm is not None:
             self._token_debt += actual - estimated
 
-    async def _wait_turn(self, estimated_tokens: int = 0) -> float:
+    async def _wait_turn(self, estimated_tokens: int = 0, priority: int = FIRST) -> float:
         """Wait for this request's send time; senders queue one behind the other (FIFO), and only
         the first of them waits on the clock, so a new rate or a pause applies at once (no slots
         reserved ahead at an old rate).
@@ -724,7 +727,7 @@ class Limits:
         at a time, so the processes' sends interleave in Redis's order)."""
         control = self.control
         assert self._pace_lock is not None
-        async with self._pace_lock:
+        async with self._pace_lock.turn(priority):
             while True:
                 now = self._clock()
                 if now < control.blocked_until:
