@@ -52,6 +52,10 @@ class ServerProcess:
             self.cmd.append("--bare")
         if args.announce:
             self.cmd.append("--announce")
+        if getattr(args, "error_rate", 0.0):
+            self.cmd += ["--error-rate", str(args.error_rate)]
+        if getattr(args, "hang_rate", 0.0):
+            self.cmd += ["--hang-rate", str(args.hang_rate)]
         self.url = ""
 
     def __enter__(self) -> ServerProcess:
@@ -99,7 +103,7 @@ def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespa
             "provider": "openai",
             "base_url": f"{server.url}/v1",
             "model": "m",
-            "timeout": 10,
+            "timeout": args.timeout,
         }
         if factor > 0:
             judge["rpm"] = rps * 60 * factor
@@ -147,6 +151,11 @@ def run(workdir: Path, n: int, rps: float, factor: float, args: argparse.Namespa
         "lost": n - scored,
         "p50": summary["judges"]["j"]["latency_p50_s"],
         "p99": summary["judges"]["j"]["latency_p99_s"],
+        "500s": stats["server_errors"],
+        "hangs": stats["hangs"],
+        "decreases": summary["judges"]["j"].get("rate_decreases"),
+        "final_rpm": summary["judges"]["j"].get("rate_rpm"),
+        "configured_rpm": summary["judges"]["j"].get("configured_rpm"),
     }
 
 
@@ -175,6 +184,9 @@ def main() -> None:
     )
     ap.add_argument("--announce", action="store_true", help="server announces its limit per minute in every answer")
     ap.add_argument("--diagnose", action="store_true", help="print where the time went (server arrival log)")
+    ap.add_argument("--error-rate", type=float, default=0.0, help="share of requests the server answers 500")
+    ap.add_argument("--hang-rate", type=float, default=0.0, help="share of requests the server never answers")
+    ap.add_argument("--timeout", type=float, default=10.0, help="the judge's request timeout (seconds)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         workdir = Path(d)
@@ -190,22 +202,34 @@ def main() -> None:
     limit = args.limit or ("window" if args.window else "bucket")
     kind = kinds.get(limit, f"bucket {args.burst or args.rps:g}")
     hints = ", no hint in a 429" if args.bare else ", Retry-After only" if args.coarse else ""
+    faults = ""
+    if args.error_rate or args.hang_rate:
+        faults = f", {args.error_rate:.1%} 500s, {args.hang_rate:.1%} hangs (timeout {args.timeout:g} s)"
     print(
         f"# {args.n} traces, server limit {args.rps:g} req/s ({kind}{hints}), "
-        f"latency {args.latency_low}-{args.latency_high} s; ideal wall N/R = {args.n / args.rps:.1f} s"
+        f"latency {args.latency_low}-{args.latency_high} s{faults}; ideal wall N/R = {args.n / args.rps:.1f} s"
     )
     print(
         "| scenario | exit | wall s | wall / ideal | calls/s (% of ceiling) | server requests | 429s (% of requests) "
-        "| retries | lost | p50 / p99 s |"
+        "| retries | lost | p50 / p99 s | 500s / hangs | rate cuts | final rate (% of rpm) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         rate = args.n / r["wall_s"]  # type: ignore[operator]
         print(
             f"| {r['scenario']} | {r['exit']} | {r['wall_s']:.1f} | {r['wall_s'] / r['ideal_s']:.3f} | "  # type: ignore[operator]
             f"{rate:.2f} ({rate / args.rps:.1%}) | {r['requests']} | {r['429']} "
-            f"({r['429'] / max(r['requests'], 1):.1%}) | {r['retries']} | {r['lost']} | {r['p50']} / {r['p99']} |"
+            f"({r['429'] / max(r['requests'], 1):.1%}) | {r['retries']} | {r['lost']} | {r['p50']} / {r['p99']} "
+            f"| {r['500s']} / {r['hangs']} | {r['decreases']} | {final_rate(r, args)} |"
         )  # type: ignore[operator]
+
+
+def final_rate(r: dict[str, Any], args: argparse.Namespace) -> str:
+    """The adaptive rate at the end of the run, as a share of the configured rpm."""
+    rpm, configured = r["final_rpm"], r["configured_rpm"]
+    if rpm is None or not configured:
+        return "-" if rpm is None else f"{rpm:g} rpm"
+    return f"{rpm:g} rpm ({rpm / configured:.0%})"
 
 
 if __name__ == "__main__":

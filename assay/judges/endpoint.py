@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import sqlite3
 import time
@@ -58,15 +59,18 @@ from assay.judges.budget import Budget
 from assay.judges.cache import JudgeCache, cache_key
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.guard import CircuitBreaker, Secrets
+from assay.judges.hedge import HedgePolicy
 from assay.judges.limits import Limits
 from assay.judges.providers import get_provider_class
 from assay.judges.retry import wait_for
+from assay.judges.turns import FIRST, RETRY
 from assay.judges.verdict import usable_answer
 from assay.judges.wire import WireReply, estimate_input_tokens
 from assay.resources import AsyncResource
 
 if TYPE_CHECKING:
     import aiohttp
+    from anyio.streams.memory import MemoryObjectSendStream
     from tenacity import RetryCallState
 
 log = logging.getLogger(__name__)
@@ -101,6 +105,8 @@ class EndpointStats:
     retries: int = 0
     cached: int = 0
     budget_refusals: int = 0
+    hedges: int = 0
+    """Attempts sent again while the first copy was still unanswered (see assay/judges/hedge.py)."""
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=_LATENCY_SAMPLES))
     """Seconds from send to answer of successful attempts (the most recent 20,000)."""
@@ -127,6 +133,7 @@ class EndpointStats:
             "retries": self.retries,
             "cached": self.cached,
             "budget_refusals": self.budget_refusals,
+            "hedges": self.hedges,
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
             "cost_usd": round(self.usage.cost_usd, 8),
@@ -170,6 +177,7 @@ class JudgeEndpoint(AsyncResource):
             scope = f"{cfg.resolved_base_url()}|{cfg.model}"
             self.limits.shared = SharedRate(cfg.shared_limit, name, rpm=cfg.rpm, tpm=cfg.tpm, scope=scope)
         self.breaker = CircuitBreaker(name, budget=cfg.max_retries + 1)
+        self.hedge = HedgePolicy(cfg.timeout)
         self._auth_error: JudgeAuthError | None = None
         self._url = self.provider.url()
         self._api_key: str | None = None
@@ -462,7 +470,8 @@ class JudgeEndpoint(AsyncResource):
         try:
             async for attempt in retrying:
                 with attempt:
-                    result = await self._attempt(payload, estimated, url, parse)
+                    first = attempt.retry_state.attempt_number == 1
+                    result = await self._hedged(payload, estimated, url, parse, FIRST if first else RETRY)
         except JudgeRetryableError as exc:
             self.breaker.check()  # an outage: one error for the run, not one per trace
             tries = f"{retrying.statistics.get('attempt_number', attempts)} attempt(s)"
@@ -471,6 +480,65 @@ class JudgeEndpoint(AsyncResource):
             raise JudgeError(f"judge {self.name!r}: gave up after {tries}; last error: {exc}") from exc
         assert result is not None
         return result
+
+    async def _hedged(
+        self,
+        payload: bytes,
+        estimated: int,
+        url: str | None,
+        parse: Callable[[Any], WireReply] | None,
+        priority: int = FIRST,
+    ) -> tuple[WireReply, float]:
+        """One attempt, sent a second time when it is still unanswered :meth:`HedgePolicy.delay`
+        after it left (a hung request): the first outcome wins, answer or error, and the other
+        copy is cancelled (an error is retried by the caller at once, with a new hedge)."""
+        send, recv = anyio.create_memory_object_stream[tuple[WireReply, float] | Exception](2)
+        sent = anyio.Event()
+        outcome: tuple[WireReply, float] | Exception | None = None
+        with send, recv:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._attempt_into, send.clone(), sent, payload, estimated, url, parse, priority)
+                await sent.wait()  # the hedge delay counts from the send, not from the queue for a slot
+                self.hedge.earn()  # per send, not per call: calls queued at the start earn nothing yet
+                delay = self.hedge.delay()  # known by now even when the call came before any answer
+                with anyio.move_on_after(math.inf if delay is None else delay):
+                    outcome = await recv.receive()
+                if outcome is None:
+                    hedged = self.hedge.allow()
+                    if hedged:
+                        self.stats.hedges += 1
+                        copy = anyio.Event()
+                        tg.start_soon(self._attempt_into, send.clone(), copy, payload, estimated, url, parse, RETRY)
+                    # the first outcome decides: an error of either copy is retried at once (the
+                    # other is cancelled), not after the hung copy's timeout
+                    outcome = await recv.receive()
+                tg.cancel_scope.cancel()  # the copy still open, if any
+        assert outcome is not None
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def _attempt_into(
+        self,
+        send: MemoryObjectSendStream[tuple[WireReply, float] | Exception],
+        sent: anyio.Event,
+        payload: bytes,
+        estimated: int,
+        url: str | None,
+        parse: Callable[[Any], WireReply] | None,
+        priority: int,
+    ) -> None:
+        """:meth:`_attempt`, its answer or error put into ``send``; ``sent`` is set once it left."""
+        with send:
+            try:
+                result: tuple[WireReply, float] | Exception = await self._attempt(
+                    payload, estimated, url, parse, sent, priority
+                )
+            except Exception as exc:  # handed to the waiting call, which raises it
+                result = exc
+            finally:
+                sent.set()
+            await send.send(result)
 
     def _count_retry(self, state: RetryCallState) -> None:
         self.stats.retries += 1
@@ -487,15 +555,19 @@ class JudgeEndpoint(AsyncResource):
         estimated: int,
         url: str | None = None,
         parse: Callable[[Any], WireReply] | None = None,
+        sent: anyio.Event | None = None,
+        priority: int = FIRST,
     ) -> tuple[WireReply, float]:
         import aiohttp
 
         self._fail_fast()
         session = self._acquire_session()
         try:
-            async with self.limits.slot(estimated) as sent_at:
+            async with self.limits.slot(estimated, priority) as sent_at:
                 self._fail_fast()  # the breaker may have opened while this call waited its turn
                 self.stats.requests += 1
+                if sent is not None:
+                    sent.set()
                 try:
                     async with session.post(url or self._url, data=payload, headers=self._headers) as resp:
                         status = resp.status
@@ -563,6 +635,7 @@ class JudgeEndpoint(AsyncResource):
             reply.data = self.secrets.redact_value(reply.data)
         self.stats.ok += 1
         self.stats.latencies.append(latency)
+        self.hedge.observe(latency)
         self.limits.settle_tokens(estimated, reply.input_tokens + reply.output_tokens)
         return reply, latency
 

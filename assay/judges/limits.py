@@ -31,6 +31,8 @@ from typing import Any, Literal
 import anyio
 import anyio.lowlevel
 
+from assay.judges.turns import FIRST, TurnQueue
+
 #: The pacer runs at this fraction of the configured rate. A server counting requests in a sliding
 #: one-second window refuses an exactly paced client whenever jitter bunches requests together;
 #: 2% of headroom absorbs about 20 ms of jitter there, for a small, predictable cost.
@@ -65,6 +67,10 @@ RECLAIM_SHARE = 0.1
 RECLAIM_MIN_S = 0.003
 RECLAIM_MAX_SHARE = 0.5
 RECLAIM_FAILURES = 2
+#: A slot of a shared budget reached later than this share of its interval is let go: the next
+#: slot is another process's, and sending now would leave less than 1/R before it (the shared
+#: stream's margin is 1 - SHARED_PACE_MARGIN of an interval).
+SHARED_LATE_SHARE = 0.024
 #: The most the pacer wakes ahead of a slot to make up for the event loop's lateness.
 MAX_LATENESS_S = 0.005
 #: Seconds without a 429 after which the rate is raised one step.
@@ -227,6 +233,9 @@ class AdaptiveRate:
         self.rate = ceiling
         """The rate currently allowed (None: unlimited)."""
         self.adaptive = adaptive
+        self.shared = False
+        """The rate is one process's part of a budget shared with others (``shared_limit``): what
+        this process sends is its share, not the rate, so jitter is judged against the former."""
         self.blocked_until = 0.0
         self.generation = 0
         """Bumped on every new pause: pacer reservations made before it are void."""
@@ -375,6 +384,11 @@ class AdaptiveRate:
         ACCEPT_WINDOW_S are rare (at most JITTER_SHARE of the sends, one always allowed). A rate
         above a limit shows as far fewer accepted than sent, or as frequent refusals (against a
         strict limiter, about every other request)."""
+        if self.shared:
+            # A shared budget's slots are spaced in Redis at the configured rate, and this process
+            # sends only its share of them (what it sends and what it is refused says little about
+            # the limit): a refusal is timing jitter unless most of its recent sends were refused.
+            return len(self._history) < JITTER_RECENT or self._recent_share() < FAR_SHARE
         sending = self.rate if self.rate is not None else self.measured(now)
         if accepted is not None and sending is not None and accepted < JITTER_ACCEPTED * sending:
             return False
@@ -498,7 +512,9 @@ class AdaptiveRate:
         # that crossed it. Many refusals: we are far above the limit, back off hard.
         recent = self._recent_share()
         crossed = self.rate is not None and recent <= CROSSED_SHARE
-        sending = [r for r in (self.rate, None if crossed else self.measured(now)) if r is not None]
+        # (a process sharing a budget sends only its share: that is no rate it was refused at)
+        own = None if crossed or (self.shared and self.rate is not None) else self.measured(now)
+        sending = [r for r in (self.rate, own) if r is not None]
         if not sending and (recent := self._recent_rate(now)) is not None:
             sending = [recent]
         current = min(sending) if sending else MIN_RATE
@@ -593,15 +609,14 @@ class Limits:
         """This process's share of a limit the provider announces (0: announcements are ignored)."""
         self._announced: float | None = None
         self.cap = InFlightCap(max_concurrency)
-        self.shared: Any = None
-        """A :class:`~assay.judges.shared_limit.SharedRate` when the budget is shared via Redis."""
+        self._shared: Any = None
         self.max_concurrency = max_concurrency
         self.tpm = tpm
         self.in_flight = 0
         self._clock = clock
         self._due = -math.inf
         """The grid time of the last send."""
-        self._pace_lock: anyio.Lock | None = None
+        self._pace_lock: TurnQueue | None = None
         self._wake: anyio.Event | None = None
         """Set when a slot is handed back: the sender waiting on the clock looks again at once."""
         self._last_send = -math.inf
@@ -612,19 +627,33 @@ class Limits:
         self._reclaim_failures = 0
         """Sends in a reclaimed slot refused too, in a row (the limiter counts its refusals)."""
         self._send_count = 0
+        self.shared_skipped = 0
+        """Slots of a shared budget let go because they were reached late."""
         self._lateness = 0.0
         """How late the event loop wakes a sleeping sender (moving average, seconds)."""
         self._token_debt = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sem: anyio.CapacityLimiter | None = None
+        self._sem: TurnQueue | None = None
         self._tokens: Any = None  # aiolimiter.AsyncLimiter (imported lazily)
 
-    def _bind_loop(self) -> tuple[anyio.CapacityLimiter, Any]:
+    @property
+    def shared(self) -> Any:
+        """A :class:`~assay.judges.shared_limit.SharedRate` when the budget is shared via Redis:
+        its reserved slots are the send times (this process's pacer then only keeps its own sends
+        under the rate and honours pauses)."""
+        return self._shared
+
+    @shared.setter
+    def shared(self, value: Any) -> None:
+        self._shared = value
+        self.control.shared = value is not None
+
+    def _bind_loop(self) -> tuple[TurnQueue, Any]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._sem is None:
             self._loop = loop
-            self._sem = anyio.CapacityLimiter(self._wanted_cap())
-            self._pace_lock = anyio.Lock()
+            self._sem = TurnQueue(self._wanted_cap())
+            self._pace_lock = TurnQueue(1)
             self._wake = anyio.Event()
             self._tokens = None
             if self.tpm is not None:
@@ -635,27 +664,25 @@ class Limits:
         return self._sem, self._tokens
 
     @asynccontextmanager
-    async def slot(self, estimated_tokens: int) -> AsyncIterator[float]:
-        """Wait for a place in flight, token capacity and a send time; yield the send time."""
+    async def slot(self, estimated_tokens: int, priority: int = FIRST) -> AsyncIterator[float]:
+        """Wait for a place in flight, token capacity and a send time; yield the send time.
+        ``priority``: :data:`~assay.judges.turns.RETRY` goes ahead of first attempts in both lines
+        (the in-flight places and the pacer), see :mod:`assay.judges.turns`."""
         sem, tokens = self._bind_loop()
-        borrower = object()  # one task may hold several slots (nested or sequential calls)
-        await sem.acquire_on_behalf_of(borrower)
+        await sem.acquire(priority)
         try:
             if tokens is not None:
                 amount = self._token_amount(estimated_tokens, float(tokens.max_rate))
                 if amount > 0:
                     await tokens.acquire(amount)
-            sent_at = await self._wait_turn()
-            if self.shared is not None:  # the budget shared with other processes, via Redis
-                await self.shared.wait_turn(estimated_tokens)
-                sent_at = self._clock()
+            sent_at = await self._wait_turn(estimated_tokens, priority)
             self.in_flight += 1
             try:
                 yield sent_at
             finally:
                 self.in_flight -= 1
         finally:
-            sem.release_on_behalf_of(borrower)
+            sem.release()
 
     def _wanted_cap(self) -> int:
         return self.cap.update(rate=self.control.current(self._clock()), in_flight=self.in_flight)
@@ -671,8 +698,8 @@ class Limits:
         if self._sem is None or self.cap.fixed is not None:
             return
         wanted = self._wanted_cap()
-        if wanted != self._sem.total_tokens:
-            self._sem.total_tokens = wanted
+        if wanted != self._sem.total:
+            self._sem.total = wanted
 
     def _token_amount(self, estimated: int, capacity: float) -> float:
         amount = estimated + self._token_debt
@@ -684,7 +711,7 @@ class Limits:
         if self.tpm is not None:
             self._token_debt += actual - estimated
 
-    async def _wait_turn(self) -> float:
+    async def _wait_turn(self, estimated_tokens: int = 0, priority: int = FIRST) -> float:
         """Wait for this request's send time; senders queue one behind the other (FIFO), and only
         the first of them waits on the clock, so a new rate or a pause applies at once (no slots
         reserved ahead at an old rate).
@@ -693,10 +720,14 @@ class Limits:
         up), but two actual sends are never closer than ``min_gap`` and the sliding window never
         holds more than the rate allows. Sleeps end early by the loop's usual lateness and the last
         fraction of a millisecond is waited by yielding, so sends land on time; the final check and
-        the record happen with no await between them."""
+        the record happen with no await between them.
+
+        With a budget shared through Redis, the sender whose turn it is then reserves the next
+        slot of the shared stream and waits for it just as precisely (one reservation per process
+        at a time, so the processes' sends interleave in Redis's order)."""
         control = self.control
         assert self._pace_lock is not None
-        async with self._pace_lock:
+        async with self._pace_lock.turn(priority):
             while True:
                 now = self._clock()
                 if now < control.blocked_until:
@@ -704,6 +735,8 @@ class Limits:
                     continue
                 rate = control.current(now)
                 if rate is None:
+                    if self._shared is not None:
+                        now = await self._shared_turn(estimated_tokens)
                     control.record_send(now)
                     self._last_send = self._due = now
                     return now
@@ -714,6 +747,8 @@ class Limits:
                 due = max(due, self._last_send + control.min_gap(rate), self._not_before)
                 wait = max(due - now, control.window_wait(now, rate))
                 if wait <= 0:
+                    if self._shared is not None:
+                        now = await self._shared_turn(estimated_tokens)
                     control.record_send(now)
                     if due == self._not_before:
                         self._reclaim_sent = now
@@ -737,6 +772,36 @@ class Limits:
                 if timer.cancelled_caught:  # woken by the clock, not by a slot handed back
                     self._lateness = min(0.9 * self._lateness + 0.1 * (self._clock() - planned), MAX_LATENESS_S)
 
+    async def _shared_turn(self, estimated_tokens: int) -> float:
+        """Reserve the shared budget's next slot and wait for it (the last moments without
+        yielding, as for a local slot); returns the send time.
+
+        A slot this process reached late (the event loop busy with other work when it was due)
+        is let go and another reserved: the next slot is another process's, and a strict limiter
+        would refuse that send for coming too soon after this one (a refusal costs the slot too,
+        plus a retry)."""
+        shared = self._shared
+        interval = shared.interval or 1.0
+        late_by = SHARED_LATE_SHARE * interval
+        while True:
+            until = await shared.reserve_at(estimated_tokens, self._clock)
+            while True:
+                now = self._clock()
+                wait = until - now
+                if wait <= 0:
+                    break
+                if wait < min(BLOCK_S, BLOCK_SHARE * interval):
+                    while self._clock() < until:  # no await: nothing else may take the loop now
+                        pass
+                    now = self._clock()
+                    break
+                planned = now + max(wait - self._lateness - WAKE_EARLY_S - BLOCK_S / 2, 0.0)
+                await anyio.sleep(planned - now)
+                self._lateness = min(0.9 * self._lateness + 0.1 * max(self._clock() - planned, 0.0), MAX_LATENESS_S)
+            if now - until <= late_by or shared.interval is None:
+                return now
+            self.shared_skipped += 1
+
     def on_rate_limited(self, *, sent_at: float, delay: float | None) -> float | None:
         """A 429 for the request sent at ``sent_at``: returns how long that request should wait
         before it is tried again (the server's hint, or a single pacing interval when the refusal
@@ -748,7 +813,8 @@ class Limits:
         # the refused request was the last one sent, and the slot before it was not reclaimed
         # too (two in a row are no jitter)
         reclaim = (
-            sent_at == self._last_send
+            self._shared is None  # a shared slot is Redis's: the next one is already someone's
+            and sent_at == self._last_send
             and self._send_count - self._reclaimed_at > JITTER_RECENT
             and self._reclaim_failures < RECLAIM_FAILURES
         )
@@ -784,6 +850,7 @@ class Limits:
             "configured_rpm": None if control.configured is None else round(control.configured * 60.0, 2),
             "rate_decreases": control.decreases,
             "jitter_429s": control.jitter_refusals,
+            "shared_slots_skipped": self.shared_skipped,
             "paused_s": round(max(control.blocked_until - now, 0.0), 3),
             "in_flight": self.in_flight,
             "max_in_flight": self.cap.value,

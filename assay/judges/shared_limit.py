@@ -20,21 +20,29 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from assay.exceptions import ConfigError, JudgeUnavailableError
 
-#: The pacing runs at this fraction of the configured rate (the same margin as the local pacer).
-SHARED_PACE_MARGIN = 0.98
+#: The pacing runs at this fraction of the configured rate: wider than the local pacer's, as the
+#: sends of different processes cannot see each other's lateness (a send a millisecond late
+#: crowds the next process's slot at a strict limiter).
+SHARED_PACE_MARGIN = 0.97
 #: Seconds of token capacity the shared token stream may run ahead.
 TOKEN_BURST_S = 10.0
+#: The Redis clock is mapped onto this process's by the quickest of the last CLOCK_SAMPLES round
+#: trips (a slow one, the event loop busy when the answer came, would place the slot late).
+CLOCK_SAMPLES = 16
 
 # KEYS[1]: request TAT; KEYS[2]: token TAT.
 # ARGV[1]: request interval (µs, 0: no request limit); ARGV[2]: µs per token (0: no token limit);
 # ARGV[3]: tokens of this request; ARGV[4]: token burst tolerance (µs).
-# Returns the microseconds to wait before sending (the reserved slot).
+# Returns {the server's time, the microseconds to wait before sending (the reserved slot)}.
 GCRA_LUA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -59,7 +67,7 @@ if per_token > 0 then
   local new_tat = tat + per_token * tonumber(ARGV[3])
   redis.call('SET', KEYS[2], string.format('%.0f', new_tat), 'PX', math.floor((new_tat - now) / 1000) + 60000)
 end
-return wait
+return {now, wait}
 """
 
 
@@ -87,6 +95,8 @@ class SharedRate:
         self.us_per_token = 0.0 if tpm is None else 60e6 / tpm
         self.token_tolerance_us = round(TOKEN_BURST_S * 1e6)
         self.reservations = 0
+        self._clock_samples: deque[tuple[float, float]] = deque(maxlen=CLOCK_SAMPLES)
+        """(round trip, Redis time - local time at its middle) of recent reservations (seconds)."""
         self._client: Any = None
         self._script: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -111,18 +121,61 @@ class SharedRate:
         """Reserve the next send slot (and ``tokens`` of the token budget); seconds to wait."""
         if not self.active:
             return 0.0
+        _, wait_us = await self._call(tokens)
+        return wait_us / 1e6
+
+    async def reserve_at(self, tokens: int, clock: Callable[[], float] = time.monotonic) -> float:
+        """Reserve the next send slot; its time on ``clock``. Every holder of the budget sends at
+        its own slot's time, so the slots must be placed on each process's clock as precisely as
+        Redis placed them on its own (a strict limiter refuses a send a millisecond early): the
+        offset between the clocks is taken from the quickest recent round trip, not from when this
+        answer happened to be read."""
+        if not self.active:
+            return clock()
+        if not self._clock_samples:
+            await self._calibrate(clock)
+        before = clock()
+        now_us, wait_us = await self._call(tokens)
+        after = clock()
+        redis_now = now_us / 1e6
+        self._clock_samples.append((after - before, redis_now - (before + after) / 2))
+        _, offset = min(self._clock_samples)
+        return redis_now + wait_us / 1e6 - offset
+
+    async def _calibrate(self, clock: Callable[[], float]) -> None:
+        """Map the Redis clock onto ``clock`` before the first reservation (whose round trip also
+        opens the connection and loads the script, so says little about the offset)."""
+        self._bind()
+        from redis.exceptions import RedisError
+
+        for _ in range(CLOCK_SAMPLES // 2):
+            before = clock()
+            try:
+                seconds, micros = await self._client.time()
+            except (RedisError, OSError) as exc:
+                raise JudgeUnavailableError(f"shared rate limit: Redis at {self.url} failed: {exc}") from exc
+            after = clock()
+            self._clock_samples.append((after - before, seconds + micros / 1e6 - (before + after) / 2))
+
+    async def _call(self, tokens: int) -> tuple[float, float]:
+        """One run of the script: (the Redis server's time, the wait), in microseconds."""
         script = self._bind()
         from redis.exceptions import RedisError
 
         try:
-            waited_us = await script(
+            now_us, wait_us = await script(
                 keys=self.keys,
                 args=[self.request_interval_us, self.us_per_token, max(tokens, 0), self.token_tolerance_us],
             )
         except (RedisError, OSError) as exc:
             raise JudgeUnavailableError(f"shared rate limit: Redis at {self.url} failed: {exc}") from exc
         self.reservations += 1
-        return max(float(waited_us), 0.0) / 1e6
+        return float(now_us), max(float(wait_us), 0.0)
+
+    @property
+    def interval(self) -> float | None:
+        """Seconds between two reserved request slots (None: no request limit)."""
+        return self.request_interval_us / 1e6 if self.request_interval_us else None
 
     async def wait_turn(self, tokens: int) -> None:
         """Reserve a slot and sleep until it comes."""

@@ -378,6 +378,8 @@ class JudgeServer:
             return self._client_error(provider, self.fail_status, "stand-in judge: injected client error")
         try:
             body = await request.json(loads=orjson.loads)
+        except ConnectionResetError:  # the client gave up on this request (a hedged copy, cancelled)
+            return web.Response(status=499)
         except (ValueError, orjson.JSONDecodeError):
             return self._client_error(provider, 400, "request body is not JSON")
         problem = self._check(request, provider, body)

@@ -14,6 +14,7 @@ import pytest
 
 from assay.exceptions import ConfigError, JudgeUnavailableError
 from assay.judges.config import parse_judge_config
+from assay.judges.limits import Limits
 from assay.judges.shared_limit import SHARED_PACE_MARGIN, SharedRate
 from assay.pipeline.shard import share_judge
 from assay.testing.judge_server import JudgeServerThread
@@ -195,3 +196,51 @@ def test_two_processes_share_one_budget_through_redis(tmp_path: Path, redis_serv
         assert len(rows) == n and all(r["results"]["correctness"]["score"] is not None for r in rows)
     assert shared_429 <= 0.05 * shared_requests
     assert alone_429 > 3 * max(shared_429, 1)  # two full budgets against one limit
+
+
+def test_two_pacers_sharing_one_budget_send_in_distinct_slots_one_interval_apart(redis_server: RedisServer) -> None:
+    """Two processes' pacers (two Limits, each with its own SharedRate) with senders queued on
+    both: every send goes out in a slot of its own, the slots (read as Redis reserved them, in
+    microseconds of its clock) are at least one emission interval apart whoever holds them, and
+    both pacers get a fair part of them."""
+    slots: list[tuple[float, str]] = []
+
+    def recording(shared: SharedRate, name: str) -> SharedRate:
+        call = shared._call
+
+        async def _call(tokens: int) -> tuple[float, float]:
+            now_us, wait_us = await call(tokens)
+            slots.append((now_us + wait_us, name))
+            return now_us, wait_us
+
+        shared._call = _call  # type: ignore[method-assign]
+        return shared
+
+    async def main() -> int:
+        pacers = []
+        for name in "ab":
+            limits = Limits(max_concurrency=None, rps=20.0, tpm=None)
+            limits.shared = recording(SharedRate(redis_server.url, "j", rpm=1200, tpm=None, scope="t-pacers"), name)
+            pacers.append(limits)
+
+        async def sender(limits: Limits) -> None:
+            for _ in range(4):
+                async with limits.slot(1):
+                    pass
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for limits in pacers:
+                    for _ in range(3):
+                        tg.start_soon(sender, limits)
+            return sum(limits.shared_skipped for limits in pacers)
+        finally:
+            for limits in pacers:
+                await limits.shared.aclose()
+
+    skipped = anyio.run(main)
+    interval_us = round(60e6 / (1200 * SHARED_PACE_MARGIN))
+    times = sorted(t for t, _ in slots)
+    assert len(slots) == 24 + skipped  # one reservation per send, one more per late slot let go
+    assert all(later - earlier >= interval_us for earlier, later in itertools.pairwise(times))
+    assert min(sum(1 for _, name in slots if name == who) for who in "ab") >= 8

@@ -537,3 +537,53 @@ def test_at_a_low_rate_a_wrong_rpm_is_not_refused_at_every_other_request(limit: 
     accepted, refused = bucket_server_run(3 * limit, limit)
     assert accepted >= 0.9 * limit * 60
     assert refused <= 0.25 * (accepted + refused)
+
+
+def test_a_process_sharing_a_budget_takes_scattered_refusals_for_jitter_and_many_for_a_wrong_rpm() -> None:
+    """A process that sends half of a shared budget (15 of 30/s) is refused now and then: no cut,
+    although it sends far less than its rate. When most of its sends are refused, it cuts."""
+    ctl = AdaptiveRate(30.0)
+    ctl.shared = True
+    t = 10.0
+    for i in range(200):
+        t = 10.0 + i / 15
+        ctl.record_send(t)
+        if i % 25 == 24:
+            ctl.on_rate_limited(now=t + 0.001, sent_at=t, delay=1.0)
+    assert ctl.decreases == 0 and ctl.jitter_refusals == 8
+    assert ctl.rate == pytest.approx(30 * PACE_MARGIN)
+    for i in range(1, 25):  # then two sends in three refused
+        sent = t + i / 15
+        ctl.record_send(sent)
+        if i % 3:
+            ctl.on_rate_limited(now=sent + 0.001, sent_at=sent, delay=1.0)
+    assert ctl.decreases >= 1
+    assert ctl.rate is not None and ctl.rate < 30 * PACE_MARGIN
+
+
+def test_retries_go_ahead_of_first_attempts_and_a_cancelled_waiter_leaves_the_line() -> None:
+    from anyio import wait_all_tasks_blocked
+
+    from assay.judges.turns import FIRST, RETRY, TurnQueue
+
+    async def main() -> tuple[list[str], int]:
+        gate, order = TurnQueue(1), []
+
+        async def one(name: str, priority: int) -> None:
+            async with gate.turn(priority):
+                order.append(name)
+
+        await gate.acquire()  # held: everyone else queues
+        async with anyio.create_task_group() as tg:
+            for name, priority in (("new-1", FIRST), ("retry-1", RETRY), ("new-2", FIRST), ("retry-2", RETRY)):
+                tg.start_soon(one, name, priority)
+                await wait_all_tasks_blocked()
+            with anyio.CancelScope() as scope:  # a waiter that gives up
+                scope.cancel()
+                await gate.acquire(RETRY)
+            gate.release()
+        return order, gate.borrowed
+
+    order, borrowed = anyio.run(main)
+    assert order == ["retry-1", "retry-2", "new-1", "new-2"]
+    assert borrowed == 0
