@@ -63,6 +63,11 @@ class JudgeConfig(BaseModel):
     max_retries: int = Field(default=6, ge=0)
     """Retries after the first attempt, on 429, 5xx, timeouts and connection errors (never on
     other 4xx). When they are exhausted the call fails with a JudgeError."""
+    hedge: bool = True
+    """Send an attempt a second time when it is still unanswered 1.5x past the recent p99 latency
+    (a hung request), at most ~5 % of sends; the first answer wins. The other copy may be billed by
+    the provider: the summary counts them (``hedges``). ``false``: a hung attempt waits out
+    ``timeout`` and is retried."""
     max_concurrency: int | None = Field(default=None, gt=0)
     """A hard cap on requests in flight. Unset (the default): the cap follows Little's law, the
     rate being sent × the measured tail latency × 1.5, between 4 and 512, so setting only ``rpm``

@@ -177,7 +177,7 @@ class JudgeEndpoint(AsyncResource):
             scope = f"{cfg.resolved_base_url()}|{cfg.model}"
             self.limits.shared = SharedRate(cfg.shared_limit, name, rpm=cfg.rpm, tpm=cfg.tpm, scope=scope)
         self.breaker = CircuitBreaker(name, budget=cfg.max_retries + 1)
-        self.hedge = HedgePolicy(cfg.timeout)
+        self.hedge = HedgePolicy(cfg.timeout, enabled=cfg.hedge)
         self._auth_error: JudgeAuthError | None = None
         self._url = self.provider.url()
         self._api_key: str | None = None

@@ -46,8 +46,10 @@ HEDGE_BURST = 10.0
 class HedgePolicy:
     """The hedge delay of one endpoint (from its recent latencies) and the hedge budget."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, *, enabled: bool = True) -> None:
         self.timeout = timeout
+        self.enabled = enabled
+        """False (the judge's ``hedge: false``): no attempt is ever sent twice."""
         self._latencies: deque[float] = deque(maxlen=HEDGE_WINDOW)
         self._since = 0
         self._tail: float | None = None
@@ -66,7 +68,7 @@ class HedgePolicy:
 
     def delay(self) -> float | None:
         """Seconds after its send an unanswered attempt is hedged (None: not hedged)."""
-        if self._tail is None:
+        if self._tail is None or not self.enabled:
             return None
         delay = max(HEDGE_FACTOR * self._tail, HEDGE_MIN_S)
         return delay if delay < self.timeout else None

@@ -92,3 +92,28 @@ def test_no_hedge_before_the_tail_is_known_or_past_the_timeout() -> None:
     for _ in range(HEDGE_MIN_SAMPLES * 10):
         policy.observe(2.5)  # 1.5 x 2.5 s is past the 3 s timeout: the timeout decides
     assert policy.delay() is None
+
+
+def test_hedge_false_never_sends_an_attempt_twice() -> None:
+    """``hedge: false`` (a user who pays per request and would rather wait): the hung request is
+    waited out to its timeout and retried; no copy is ever sent while it is open."""
+    hung: list[int] = []
+
+    async def rule(body: dict[str, Any]) -> dict[str, Any]:
+        if not hung:
+            hung.append(1)
+            await anyio.sleep(30)
+        return {"score": True}
+
+    async def go() -> tuple[dict[str, Any], int]:
+        async with JudgeServer(rule=rule) as server:
+            cfg = {"base_url": server.url + "/v1", "model": "m", "timeout": 2, "max_retries": 1, "hedge": False}
+            async with JudgeEndpoint("j", cfg) as judge:
+                for _ in range(HEDGE_MIN_SAMPLES):
+                    judge.hedge.observe(0.01)  # a known tail: with hedging on, a copy would go at 1 s
+                await judge.complete(REQUEST)
+                return judge.stats.to_dict(), server.stats.requests
+
+    stats, requests = anyio.run(go)
+    assert requests == 2
+    assert (stats["ok"], stats["hedges"], stats["timeouts"], stats["retries"]) == (1, 0, 1, 1)
