@@ -36,7 +36,7 @@ import os
 import re
 import shutil
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -109,7 +109,18 @@ def _sweep_dead_temps(path: Path) -> None:
             (path.parent / name).unlink(missing_ok=True)
 
 
-def _fsync_dir(path: Path) -> None:
+def require_recorded(where: str, directory: Path, names: Iterable[str]) -> None:
+    """A ConnectorError when a file a checkpoint records as committed is gone from ``directory``
+    (removed by hand, or by another tool): the output cannot be resumed exactly."""
+    missing = sorted(n for n in names if not (directory / n).exists())
+    if missing:
+        raise ConnectorError(
+            f"{where}: parts recorded by the checkpoint are missing ({', '.join(missing[:3])});"
+            " run again with --fresh to start over"
+        )
+
+
+def fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -308,7 +319,7 @@ class LocalSink(Sink):
 
     def _withdraw(self, marker: Path) -> None:
         marker.unlink(missing_ok=True)
-        _fsync_dir(self.out_dir)
+        fsync_dir(self.out_dir)
 
     async def settle(self) -> bool:
         """Finish a swap a stop cut short (see ``_swap``); True when there was one."""
@@ -334,12 +345,7 @@ class LocalSink(Sink):
             if name == cur_name:
                 continue
             f.unlink(missing_ok=True)  # written after the last commit: redone by this run
-        missing = [p for p in keep if not (self.parts_dir / p).exists()]
-        if missing:
-            raise ConnectorError(
-                f"{self.path}: parts recorded by the checkpoint are missing ({', '.join(sorted(missing)[:3])});"
-                " run again with --fresh to start over"
-            )
+        require_recorded(self.path, self.parts_dir, keep)
         self.parts = sorted(keep)
         self.seq = int(state.get("seq", 0))
         if current:
@@ -410,7 +416,7 @@ class LocalSink(Sink):
             os.replace(full.tmp, full.final)
             self.parts.append(full.final.name)
         self._full = []
-        _fsync_dir(self.parts_dir)
+        fsync_dir(self.parts_dir)
         self._committed = self._state(committed)
         self._dirty = False
 
@@ -485,7 +491,7 @@ class LocalSink(Sink):
         write_json_atomic(target, summary)
         if success and self.success_path is not None:
             self.success_path.touch()
-            _fsync_dir(self.out_dir)
+            fsync_dir(self.out_dir)
         return str(target)
 
     async def discard(self) -> None:
@@ -522,7 +528,7 @@ class LocalSink(Sink):
                     _append(f, out)
             os.fsync(out.fileno())
         os.replace(tmp, final)
-        _fsync_dir(final.parent)
+        fsync_dir(final.parent)
         shutil.rmtree(self.parts_dir, ignore_errors=True)
 
     def _swap(self) -> None:
@@ -537,7 +543,7 @@ class LocalSink(Sink):
         for name in sorted(names):
             if (staging / name).exists():
                 os.replace(staging / name, self.out_dir / name)
-        _fsync_dir(self.out_dir)
+        fsync_dir(self.out_dir)
         shutil.rmtree(staging, ignore_errors=True)
 
 

@@ -106,7 +106,7 @@ def parquet_files(paths: Sequence[str]) -> list[str] | None:
 # -- Arrow → Python ----------------------------------------------------------------------------
 
 
-def _decode_json_text(values: list[Any]) -> list[Any]:
+def decode_json_text(values: list[Any]) -> list[Any]:
     """Text values that are JSON objects or arrays, parsed; anything else as it was."""
     out = values
     for i, v in enumerate(values):
@@ -127,7 +127,7 @@ def batch_records(batch: pa.RecordBatch | pa.Table, *, decode_json: bool = True)
         for f in batch.schema:
             if is_text(f.type):
                 name = f.name
-                for row, value in zip(rows, _decode_json_text([r[name] for r in rows]), strict=True):
+                for row, value in zip(rows, decode_json_text([r[name] for r in rows]), strict=True):
                     row[name] = value
     return rows
 

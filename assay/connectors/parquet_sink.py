@@ -40,8 +40,9 @@ from assay.connectors.file_sink import (
     SUCCESS,
     SUMMARY,
     LocalSink,
-    _fsync_dir,
+    fsync_dir,
     os_error_message,
+    require_recorded,
     write_json_atomic,
 )
 from assay.connectors.framing import iter_lines, line_chunks
@@ -223,12 +224,7 @@ class ParquetSink(Sink):
         for f in self.staging_dir.iterdir():
             if segment_shard(f.name) == self.shard and f.name not in keep:
                 f.unlink(missing_ok=True)
-        missing = [s for s in keep if not (self.staging_dir / s).exists()]
-        if missing:
-            raise ConnectorError(
-                f"{self.path}: parts recorded by the checkpoint are missing ({', '.join(sorted(missing)[:3])});"
-                " run again with --fresh to start over"
-            )
+        require_recorded(self.path, self.staging_dir, keep)
         self.segments = sorted(keep)
         self.seq = int(state.get("seq", 0))
         self._committed = self._state()
@@ -317,7 +313,7 @@ class ParquetSink(Sink):
             os.replace(seg.tmp, seg.final)
             self.segments.append(seg.final.name)
         self._sealed = []
-        _fsync_dir(self.staging_dir)
+        fsync_dir(self.staging_dir)
         self._committed = self._state()
         self._dirty = False
 
@@ -370,7 +366,7 @@ class ParquetSink(Sink):
                 (self.out_dir / SUCCESS).touch()
         elif self.directory:
             (self.out_dir / SUCCESS).unlink(missing_ok=True)
-        _fsync_dir(self.out_dir)
+        fsync_dir(self.out_dir)
         return str(target)
 
     def _staged(self) -> dict[int, list[Path]]:

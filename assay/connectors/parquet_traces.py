@@ -22,10 +22,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from assay.connectors.parquet_rows import batch_records, is_text
+from assay.connectors.parquet_rows import batch_records, decode_json_text, is_text
 from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
 from assay.traces.normalize import CONTEXT_KEYS, ID_KEYS, INPUT_KEYS, REFERENCE_KEYS, USAGE_KEYS
-from assay.traces.openai import _ARGS_MEMO, args_defects, object_args, parse_args, reset_args_memo
+from assay.traces.openai import ARGS_MEMO, args_defects, object_args, parse_args, reset_args_memo
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
@@ -135,7 +135,7 @@ class _Messages:
         fn_name, fn_args, call_id = (self.fn_name, self.fn_args, self.call_id) if coffs is not None else ((), (), ())
         out: list[Message] = []
         append = out.append
-        memo = _ARGS_MEMO
+        memo = ARGS_MEMO
         roles = _ROLES
         for i in range(start, end):
             ro = role[i]
@@ -180,9 +180,7 @@ class _Columnar:
             if f.name in _SIMPLE:
                 values = batch.column(f.name).to_pylist()
                 if is_text(f.type):
-                    from assay.connectors.parquet_rows import _decode_json_text
-
-                    values = _decode_json_text(values)
+                    values = decode_json_text(values)
                 self.simple[f.name] = values
 
         # the first column of each group that the table has (as the decoder takes the first key present)

@@ -130,7 +130,7 @@ def parse_message(msg: Any, index: int) -> Message:
 #: Parsed arguments by their JSON text. A trace and its reference usually repeat the same calls, so
 #: each distinct argument text is parsed once per record (``reset_args_memo`` at each record; the
 #: size cap bounds library use). Calls with equal text share one dict: evaluators never mutate args.
-_ARGS_MEMO: dict[str, dict[str, Any]] = {}
+ARGS_MEMO: dict[str, dict[str, Any]] = {}
 _MEMO_CAP = 4096
 
 
@@ -140,7 +140,7 @@ _DEFECTS = [0]
 
 
 def reset_args_memo() -> None:
-    _ARGS_MEMO.clear()
+    ARGS_MEMO.clear()
     _DEFECTS[0] = 0
 
 
@@ -166,7 +166,7 @@ def _fast_call(tc: Any, i: int, j: int) -> ToolCall:
 def object_args(raw: str) -> dict[str, Any] | None:
     """The arguments text parsed, when it is a JSON object (memoized per record); else None (the
     caller then goes through ``parse_args``, which flags and counts the defect)."""
-    args = _ARGS_MEMO.get(raw)
+    args = ARGS_MEMO.get(raw)
     if args is None:
         try:
             parsed = _loads(raw)
@@ -174,9 +174,9 @@ def object_args(raw: str) -> dict[str, Any] | None:
             return None
         if type(parsed) is not dict:
             return None
-        if len(_ARGS_MEMO) >= _MEMO_CAP:
-            _ARGS_MEMO.clear()
-        _ARGS_MEMO[raw] = args = parsed
+        if len(ARGS_MEMO) >= _MEMO_CAP:
+            ARGS_MEMO.clear()
+        ARGS_MEMO[raw] = args = parsed
     return args
 
 
@@ -193,7 +193,7 @@ def parse_plain_openai(messages: list[Any]) -> list[Message] | None:
     out: list[Message] = []
     append = out.append
     roles = _FAST_ROLES
-    memo = _ARGS_MEMO
+    memo = ARGS_MEMO
     for i, m in enumerate(messages):
         if type(m) is not dict:
             return None

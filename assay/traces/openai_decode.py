@@ -25,7 +25,7 @@ from assay.exceptions import NormalizationError
 from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
 from assay.traces.normalize import CONTEXT_KEYS
 from assay.traces.openai import (
-    _ARGS_MEMO,
+    ARGS_MEMO,
     args_defects,
     has_anthropic_blocks,
     object_args,
@@ -148,7 +148,7 @@ def _messages(wire: list[_Message]) -> list[Message] | None:
     ``parse_messages`` for role aliases and legacy function calls); None if it would not."""
     if not wire:
         return None
-    memo = _ARGS_MEMO
+    memo = ARGS_MEMO
     out: list[Message] = []
     append = out.append
     for m in wire:
