@@ -43,12 +43,14 @@ The commit protocol (one place: :mod:`assay.pipeline.commit`)::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Hashable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
+import anyio
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from assay.exceptions import ConnectorError
 from assay.records import Envelope, Failure, Position
 from assay.resources import AsyncResource
 
@@ -168,6 +170,43 @@ class Sink(AsyncResource, ABC):
 
     def describe(self) -> str:
         return type(self).__name__
+
+
+async def threaded_batches(
+    envelopes: Iterator[Envelope],
+    size: int,
+    *,
+    stopped: Callable[[], bool],
+    after_batch: Callable[[], None] | None = None,
+    abandon_on_cancel: bool = False,
+) -> AsyncIterator[list[Envelope]]:
+    """Batches of ``size`` from a blocking iterator of envelopes, each read in a worker thread
+    (file and Parquet sources). A ConnectorError raised while reading is raised after the batch
+    of what was read before it; ``after_batch`` runs in the thread after each batch read without
+    one. Stops at the iterator's end or once ``stopped()``; ``abandon_on_cancel``: a read that may
+    wait forever (stdin) is not waited for when the run stops."""
+
+    def next_batch() -> tuple[list[Envelope], ConnectorError | None]:
+        batch: list[Envelope] = []
+        try:
+            for env in envelopes:
+                batch.append(env)
+                if len(batch) >= size:
+                    break
+        except ConnectorError as exc:  # the records read before the fault still go out
+            return batch, exc
+        if after_batch is not None:
+            after_batch()
+        return batch, None
+
+    while not stopped():
+        batch, fault = await anyio.to_thread.run_sync(next_batch, abandon_on_cancel=abandon_on_cancel)
+        if batch:
+            yield batch
+        if fault is not None:
+            raise fault
+        if not batch:
+            return
 
 
 class Watermarks:

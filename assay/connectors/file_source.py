@@ -21,11 +21,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import IO, Any
 
-import anyio
-import anyio.to_thread
 import orjson
 
-from assay.connectors.base import Source
+from assay.connectors.base import Source, threaded_batches
 from assay.connectors.compression import compression_of_suffix, detect_compression, open_stream
 from assay.connectors.framing import (
     INPUT_FORMATS,
@@ -353,31 +351,16 @@ class FileSource(Source):
             async for batch in self._grouped.batches():
                 yield batch
             return
-        it = self._iter_envelopes()
-        size = self.batch_size
-
-        def next_batch() -> tuple[list[Envelope], ConnectorError | None]:
-            batch: list[Envelope] = []
-            try:
-                for env in it:
-                    batch.append(env)
-                    if len(batch) >= size:
-                        break
-            except ConnectorError as exc:  # the records read before the fault still go out
-                return batch, exc
-            self._count_read()
-            return batch, None
-
         # a read of stdin may wait for input forever: a stopping run does not wait for it
         waits = any(path == "-" for path in self.paths)
-        while not self._stopped:
-            batch, fault = await anyio.to_thread.run_sync(next_batch, abandon_on_cancel=waits)
-            if batch:
-                yield batch
-            if fault is not None:
-                raise fault
-            if not batch:
-                return
+        async for batch in threaded_batches(
+            self._iter_envelopes(),
+            self.batch_size,
+            stopped=lambda: self._stopped,
+            after_batch=self._count_read,
+            abandon_on_cancel=waits,
+        ):
+            yield batch
 
 
 __all__ = ["FileSource", "stream_envelopes"]

@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from assay.connectors.base import Source
+from assay.connectors.base import Source, threaded_batches
 from assay.connectors.ledger import LineLedger
 from assay.connectors.parquet_rows import ParquetInput, RowGroup, has_parquet_suffix, parquet_files
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan, text_free_columns
@@ -266,28 +266,8 @@ class ParquetSource(Source):
                 self._rows_done += batch.num_rows
 
     async def batches(self) -> AsyncIterator[list[Envelope]]:
-        it = self._iter_envelopes()
-        size = self.batch_size
-
-        def next_batch() -> tuple[list[Envelope], ConnectorError | None]:
-            batch: list[Envelope] = []
-            try:
-                for env in it:
-                    batch.append(env)
-                    if len(batch) >= size:
-                        break
-            except ConnectorError as exc:  # the rows read before the fault still go out
-                return batch, exc
-            return batch, None
-
-        while not self._stopped:
-            batch, fault = await anyio.to_thread.run_sync(next_batch)
-            if batch:
-                yield batch
-            if fault is not None:
-                raise fault
-            if not batch:
-                return
+        async for batch in threaded_batches(self._iter_envelopes(), self.batch_size, stopped=lambda: self._stopped):
+            yield batch
 
     async def aclose(self) -> None:
         pass
