@@ -298,25 +298,13 @@ class JudgeEndpoint(AsyncResource):
         """
         self._read_key()
         cfg = self.config
-        try:
-            body, cache_id = self.body_and_key(request)
-        except JudgeRequestError as exc:
-            self.stats.errors += 1
-            raise JudgeRequestError(f"judge {self.name!r}: {exc}") from exc
+        body, cache_id = self.request_body(request)
         key = None
         if self.cache is not None:
             key = cache_id
             hit = await self._cache_get(key)
             if hit is not None and usable_answer(str(hit.get("text", "")), hit.get("data"), request.schema):
-                self.stats.cached += 1
-                self.stats.usage.cached_calls += 1
-                return JudgeResponse(
-                    text=str(hit.get("text", "")),
-                    data=hit.get("data"),
-                    usage=JudgeUsage(cached_calls=1),
-                    model=str(hit.get("model", "")),
-                    cached=True,
-                )
+                return self.replay(hit)
         self._fail_fast()
         estimated = estimate_input_tokens(request) + self._expected_output_tokens(request)
         reserved = 0.0
@@ -409,6 +397,26 @@ class JudgeEndpoint(AsyncResource):
                 if self.cache is not None:
                     await self._cache_put(keys[text], WireReply("", {"embedding": vector}, 0, 0, reply.model))
         return [vectors[t] for t in texts]
+
+    def request_body(self, request: JudgeRequest) -> tuple[dict[str, Any], str]:
+        """:meth:`body_and_key`, its refusal counted as an error and named after this judge."""
+        try:
+            return self.body_and_key(request)
+        except JudgeRequestError as exc:
+            self.stats.errors += 1
+            raise JudgeRequestError(f"judge {self.name!r}: {exc}") from exc
+
+    def replay(self, hit: dict[str, Any]) -> JudgeResponse:
+        """A cached answer as this call's response (counted as cached, costing nothing)."""
+        self.stats.cached += 1
+        self.stats.usage.cached_calls += 1
+        return JudgeResponse(
+            text=str(hit.get("text", "")),
+            data=hit.get("data"),
+            usage=JudgeUsage(cached_calls=1),
+            model=str(hit.get("model", "")),
+            cached=True,
+        )
 
     async def _cache_get(self, key: str) -> dict[str, Any] | None:
         assert self.cache is not None

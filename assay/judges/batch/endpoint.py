@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.exceptions import JudgeError, JudgeRequestError
-from assay.judges.base import JudgeRequest, JudgeResponse, JudgeUsage
+from assay.judges.base import JudgeRequest, JudgeResponse
 from assay.judges.batch.ledger import DONE, EXHAUSTED, INVALID, Ledger
 from assay.judges.endpoint import JudgeEndpoint
 from assay.judges.wire import estimate_input_tokens
@@ -64,22 +64,10 @@ class BatchEndpoint(JudgeEndpoint):
             raise JudgeError(f"judge {self.name!r}: mode: batch needs the judge cache (it is the join)")
         self._read_key()
         cfg = self.config
-        try:
-            body, key = self.body_and_key(request)
-        except JudgeRequestError as exc:
-            self.stats.errors += 1
-            raise JudgeRequestError(f"judge {self.name!r}: {exc}") from exc
+        body, key = self.request_body(request)
         hit = await self._cache_get(key)
         if hit is not None:
-            self.stats.cached += 1
-            self.stats.usage.cached_calls += 1
-            return JudgeResponse(
-                text=str(hit.get("text", "")),
-                data=hit.get("data"),
-                usage=JudgeUsage(cached_calls=1),
-                model=str(hit.get("model", "")),
-                cached=True,
-            )
+            return self.replay(hit)
         ledger = self._ledger()
         line = await ledger.call(ledger.line, key)
         state = line["state"] if line is not None else None
