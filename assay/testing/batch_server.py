@@ -41,20 +41,18 @@ import contextlib
 import datetime as dt
 import hashlib
 import random
-import socket
 import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from assay.testing.judge_server import JudgeServer, Rule, Verdict
-from assay.testing.threaded import ServerThread, parse_range
+from assay.testing.threaded import LoopbackServer, ServerThread, parse_range
 
 
 @dataclass(slots=True)
@@ -107,7 +105,7 @@ class _Batch:
     error_file_id: str | None = None
 
 
-class BatchServer:
+class BatchServer(LoopbackServer):
     """``async with BatchServer(...) as server:``; OpenAI and Anthropic clients use ``server.url + "/v1"``."""
 
     def __init__(
@@ -134,8 +132,7 @@ class BatchServer:
         self.fail_first_download = fail_first_download
         self._failed_once: set[str] = set()
         self.judge = JudgeServer(rule=rule, responses=responses, api_key=api_key, latency=latency, seed=seed)
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.delay = delay
         self.line_error_rate = line_error_rate
         self.invalid_rate = invalid_rate
@@ -149,20 +146,6 @@ class BatchServer:
         """Draws of poll and download failures (apart, so they do not shift the batches' delays)."""
         self._batches: dict[str, _Batch] = {}
         self._files: dict[str, bytes] = {}
-        self._runner: web.AppRunner | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    async def __aenter__(self) -> BatchServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
 
     async def start(self) -> None:
         app = web.Application(client_max_size=512 * 1024 * 1024)
@@ -180,20 +163,11 @@ class BatchServer:
         r.add_get("/v1/messages/batches/{id}/results", self._anthropic_results)
         r.add_post("/v1/messages/batches/{id}/cancel", self._anthropic_cancel)
         r.add_get("/stats", self._get_stats)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
-        await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(runner, sock, backlog=1024).start()
-        self._runner = runner
+        await self.serve(app)
 
     async def stop(self) -> None:
         await self.judge.stop()
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        await super().stop()
 
     # --- shared --------------------------------------------------------------------------------
 

@@ -55,19 +55,17 @@ import inspect
 import itertools
 import math
 import random
-import socket
 import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Literal
 
 import orjson
 from aiohttp import web
 
-from assay.testing.threaded import ServerThread, parse_range
+from assay.testing.threaded import LoopbackServer, ServerThread, parse_range
 
 Verdict = dict[str, Any] | str
 
@@ -203,7 +201,7 @@ LIMIT_KINDS: tuple[str, ...] = ("bucket", "window", "spacing", "spacing-any", "m
 Limiter = TokenBucket | SlidingWindow | StrictSpacing | FixedWindow
 
 
-class JudgeServer:
+class JudgeServer(LoopbackServer):
     """The stand-in judge; ``async with JudgeServer(...) as server:`` then use ``server.url``.
 
     ``server.url`` is the server root: OpenAI clients use ``server.url + "/v1"``, Anthropic clients
@@ -233,8 +231,7 @@ class JudgeServer:
     ) -> None:
         self.rule = rule
         self._responses = itertools.cycle(list(responses)) if responses else None
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.latency = latency
         self.error_rate = error_rate
         self.hang_rate = hang_rate
@@ -249,12 +246,7 @@ class JudgeServer:
         self.announce_limits = announce_limits
         self._bucket: Limiter | None = None
         self.set_rate_limit(rps, burst)
-        self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def set_rate_limit(self, rps: float | None, burst: float | None = None) -> None:
         """Change (or remove) the rate limit while running."""
@@ -271,28 +263,12 @@ class JudgeServer:
         else:
             self._bucket = TokenBucket(rps, burst if burst is not None else max(1.0, rps))
 
-    async def __aenter__(self) -> JudgeServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
-
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         self.add_routes(app)
         app.router.add_get("/stats", self._get_stats)
         app.router.add_delete("/stats", self._reset_stats)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
-        await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(runner, sock, backlog=1024).start()
-        self._runner = runner
+        await self.serve(app)
 
     def add_routes(self, app: web.Application) -> None:
         """Mount the chat endpoints on ``app`` (the stand-in batch server serves them too)."""
@@ -320,9 +296,7 @@ class JudgeServer:
     async def stop(self) -> None:
         if self._stopping is not None:
             self._stopping.set()  # wake the hung handlers so shutdown does not wait for them
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        await super().stop()
 
     # --- handlers ------------------------------------------------------------------------------
 

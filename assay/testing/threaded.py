@@ -1,12 +1,59 @@
-"""A stand-in server (judge, batch API) on a background thread with its own event loop, for sync
-tests, benchmarks and the CLI: ``with JudgeServerThread() as s: s.url``."""
+"""Stand-in servers (judge, batch API): :class:`LoopbackServer`, the aiohttp serving both share,
+and :class:`ServerThread`, one on a background thread with its own event loop for sync tests,
+benchmarks and the CLI: ``with JudgeServerThread() as s: s.url``."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Self, TypeVar, cast
+
+from aiohttp import web
+
+
+class LoopbackServer:
+    """An aiohttp application served on ``host:port`` (port 0: a free one, known after
+    :meth:`serve`), as an async context manager; subclasses build the app in ``start``."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def serve(self, app: web.Application) -> None:
+        """Serve ``app`` (no access log, no signal handlers of its own)."""
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        await web.SockSite(runner, sock, backlog=1024).start()
+        self._runner = runner
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
 
 S = TypeVar("S")
 """The server: an async context manager (``async with``) that serves at its ``url``."""
