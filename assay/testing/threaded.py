@@ -12,10 +12,12 @@ from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
 from aiohttp import web
 
+from assay.resources import AsyncResource
 
-class LoopbackServer:
+
+class LoopbackServer(AsyncResource):
     """An aiohttp application served on ``host:port`` (port 0: a free one, known after
-    :meth:`serve`), as an async context manager; subclasses build the app in ``start``."""
+    :meth:`serve`); ``async with`` starts and stops it; subclasses build the app in ``start``."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
@@ -26,13 +28,10 @@ class LoopbackServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    async def __aenter__(self) -> Self:
+    async def open(self) -> None:
         await self.start()
-        return self
 
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def aclose(self) -> None:
         await self.stop()
 
     async def start(self) -> None:
