@@ -428,15 +428,8 @@ class JudgeEndpoint(AsyncResource):
 
     async def _cache_put(self, key: str, reply: WireReply) -> None:
         assert self.cache is not None
-        value = {
-            "text": reply.text,
-            "data": reply.data,
-            "model": reply.model,
-            "input_tokens": reply.input_tokens,
-            "output_tokens": reply.output_tokens,
-        }
         try:
-            await self.cache.put(key, value)
+            await self.cache.put(key, reply.cache_value())
         except sqlite3.Error as exc:
             log.warning("judge cache write failed (%s)", exc)
 

@@ -45,6 +45,16 @@ class WireReply:
     output_tokens: int
     model: str
 
+    def cache_value(self) -> dict[str, Any]:
+        """What the judge cache keeps of this answer (real-time and batch alike)."""
+        return {
+            "text": self.text,
+            "data": self.data,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
 
 def provider_for(cfg: JudgeConfig) -> JudgeProvider:
     """The provider object of ``cfg`` (its class looked up by ``cfg.provider``)."""

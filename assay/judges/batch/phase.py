@@ -315,15 +315,7 @@ async def _ingest(
             if not reply.text.strip():
                 outcomes.append((line.custom_id, "retry", "an empty answer", reply.input_tokens, 0, 0.0))
                 continue
-            value = {
-                "text": reply.text,
-                "data": reply.data,
-                "model": reply.model,
-                "input_tokens": reply.input_tokens,
-                "output_tokens": reply.output_tokens,
-                "batch": remote.id,
-            }
-            answers.append((line.custom_id, value))
+            answers.append((line.custom_id, {**reply.cache_value(), "batch": remote.id}))
             outcomes.append((line.custom_id, "done", None, reply.input_tokens, reply.output_tokens, cost))
         else:
             outcomes.append((line.custom_id, line.outcome, line.error, 0, 0, 0.0))
