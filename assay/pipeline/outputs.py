@@ -81,8 +81,9 @@ class RunPlan:
             self.store.save_meta({**meta, "staged": False})
         if meta.get("publishing") and await self._sink("results", PUBLISHER, None).whole():
             self.store.clear()  # the last run completed and published; it was stopped before forgetting this
-        restart = self._restart_state()  # where a start-over of this run begins reading (Kafka: its origin)
+        restart = None  # where a start-over of an interrupted run begins reading (Kafka: its origin)
         if fresh:
+            restart = self._restart_state()
             self.store.clear()
         elif self.store.exists():
             changed = fingerprint_change(meta.get("fingerprint"), current)
@@ -93,6 +94,7 @@ class RunPlan:
                     file=sys.stderr,
                     flush=True,
                 )
+                restart = self._restart_state()
                 self.store.clear()
         if not self.store.exists():
             # a whole output stays in place until this run's output is whole (not for one shard:
