@@ -111,6 +111,7 @@ def airflow(airflow_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     (home / "dags").mkdir()
     shutil.copy(REPO / "examples" / "airflow" / "assay_nightly.py", home / "dags")
     shutil.copy(HERE / "exit_codes_dag.py", home / "dags")
+    shutil.copy(HERE / "batch_deferrable_dag.py", home / "dags")
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
@@ -126,6 +127,8 @@ def airflow(airflow_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         "ASSAY_TEST_RUN_FILE": str(REPO / "examples" / "quickstart" / "run.yaml"),
         "ASSAY_TEST_OUT": str(work / "codes"),
         "ASSAY_TEST_FAKE": str(HERE / "fake_assay.py"),
+        # the deferrable batch DAG (its run file is written by the test)
+        "ASSAY_BATCH_RUN_FILE": str(work / "batch" / "run.yaml"),
     }
     af = Airflow(airflow_bin, home, env)
     af.run("db", "migrate")
@@ -172,3 +175,55 @@ def test_exit_codes_map_to_task_states(airflow: Airflow) -> None:
     logs = "\n".join(p.read_text(errors="replace") for p in (airflow.home / "logs").rglob("*.log"))
     logs += result.stdout + result.stderr
     assert "assay exited 3: a quality gate failed" in logs and "reason-3" in logs
+
+
+def test_deferrable_batch_run_defers_while_batches_are_pending_then_collects(airflow: Airflow) -> None:
+    """``deferrable=True`` over a ``mode: batch`` judge: the first invocation submits and exits 75,
+    the task defers to the trigger (which polls the stand-in batch API), then the same command
+    collects, scores and publishes; no line is submitted twice and no real-time call is made."""
+    from assay.testing.batch_server import BatchServerThread
+
+    run = Path(airflow.env["ASSAY_BATCH_RUN_FILE"])
+    run.parent.mkdir(parents=True, exist_ok=True)
+    (run.parent / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"t{i}", "inputs": f"q {i}", "outputs": f"a {i}", "reference_outputs": f"a {i}"}) + "\n"
+            for i in range(40)
+        )
+    )
+    with BatchServerThread(delay=(2.0, 3.0), seed=3) as server:
+        run.write_text(
+            json.dumps(
+                {
+                    "source": {"path": "corpus.jsonl"},
+                    "state_dir": "state",
+                    "judges": {
+                        "gpt": {
+                            "provider": "openai",
+                            "base_url": f"{server.url}/v1",
+                            "model": "judge-1",
+                            "mode": "batch",
+                            "batch": {"max_requests": 15, "poll_interval_s": 0.2},
+                        }
+                    },
+                    "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "gpt"}}],
+                    "sink": {"path": "out/"},
+                }
+            )
+        )
+        result = airflow.run("dags", "test", "assay_batch_deferrable", "2026-11-22")
+        stats = server.stats
+        assert stats.batches == 3 and len(stats.submissions) == 40
+        assert set(stats.submissions.values()) == {1}  # each line submitted once: the rerun collected
+        assert server.server.judge.stats.requests == 0  # no real-time call
+    assert airflow.states("assay_batch_deferrable") == {("score", -1): ("success", 1)}
+    summary = airflow.xcom("assay_batch_deferrable", "score")
+    assert summary["status"] == "ok" and summary["counts"]["read"] == 40
+    out = run.parent / "out"
+    assert (out / "_SUCCESS").exists()
+    scored = [json.loads(line) for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
+    assert sorted(r["trace_id"] for r in scored) == sorted(f"t{i}" for i in range(40))
+    assert all(r["results"]["correctness"]["score"] in (0.0, 1.0) for r in scored)
+    logs = "\n".join(p.read_text(errors="replace") for p in (airflow.home / "logs").rglob("*.log"))
+    logs += result.stdout + result.stderr
+    assert "deferring until they finish" in logs
