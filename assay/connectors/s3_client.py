@@ -13,18 +13,24 @@ S3Url(bucket='lake', key='traces/dt=2026-11-21/', pattern=None)
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import os
 import posixpath
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+import anyio
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.exceptions import ConfigError, ConnectorError
 
 INSTALL_HINT = "S3 support needs aiobotocore: pip install 'assay[s3]'"
+PART_SIZE = 8 << 20
+"""Multipart piece size (S3 needs >= 5 MiB for every piece but the last)."""
 T = TypeVar("T")
 
 
@@ -228,6 +234,38 @@ class S3Client:
             if not page.get("IsTruncated"):
                 return
             token = page.get("NextContinuationToken")
+
+    async def exists(self, bucket: str, key: str) -> bool:
+        """Whether an object has exactly this key."""
+        return any([o["Key"] == key async for o in self.list_objects(bucket, key)])
+
+    async def upload_file(self, bucket: str, key: str, path: str | os.PathLike[str], *, piece: int = PART_SIZE) -> None:
+        """A local file as one object: one PutObject up to ``piece`` bytes, else a multipart upload
+        in ``piece``-sized pieces (memory: one piece), aborted when it fails. The object appears
+        whole or not at all."""
+        url = f"s3://{bucket}/{key}"
+        raw = self.raw
+        size = await anyio.to_thread.run_sync(os.path.getsize, path)
+        async with await anyio.open_file(path, "rb") as f:
+            if size <= piece:
+                await self.call(url, raw.put_object, Bucket=bucket, Key=key, Body=await f.read())
+                return
+            upload = await self.call(url, raw.create_multipart_upload, Bucket=bucket, Key=key)
+            ids = {"Bucket": bucket, "Key": key, "UploadId": upload["UploadId"]}
+            try:
+                pieces: list[dict[str, Any]] = []
+                while data := await f.read(piece):
+                    number = len(pieces) + 1
+                    out = await self.call(url, raw.upload_part, PartNumber=number, Body=data, **ids)
+                    pieces.append({"PartNumber": number, "ETag": out["ETag"]})
+                await self.call(url, raw.complete_multipart_upload, MultipartUpload={"Parts": pieces}, **ids)
+            except BaseException:
+                with (
+                    anyio.CancelScope(shield=True),
+                    contextlib.suppress(Exception),
+                ):  # the next publish aborts leftovers too
+                    await raw.abort_multipart_upload(**ids)
+                raise
 
     async def delete_keys(self, bucket: str, keys: list[str]) -> None:
         """Delete objects (1,000 per request); a key that does not exist is not an error."""

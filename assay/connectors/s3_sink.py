@@ -30,10 +30,9 @@ import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Sink
-from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
+from assay.connectors.s3_client import PART_SIZE, S3Client, S3Config, parse_s3_url
 from assay.exceptions import ConfigError
 
-PART_SIZE = 8 << 20  # multipart piece size (S3 needs >= 5 MiB for every piece but the last)
 SUCCESS = "_SUCCESS"
 SUMMARY = "_SUMMARY.json"
 STAGING = "_staging/"
@@ -216,17 +215,12 @@ class S3Sink(Sink):
         ]
         await self._client.delete_keys(self.bucket, extra)
 
-    async def _exists(self, key: str) -> bool:
-        return any([o["Key"] == key async for o in self._client.list_objects(self.bucket, key)])
-
     async def whole(self) -> bool:
         """Whether a whole output is published here (``_SUCCESS``)."""
         if self._open:
-            return await self._exists(self.dir + SUCCESS)
+            return await self._client.exists(self.bucket, self.dir + SUCCESS)
         async with S3Client(self.config) as client:
-            return any(
-                [o["Key"] == self.dir + SUCCESS async for o in client.list_objects(self.bucket, self.dir + SUCCESS)]
-            )
+            return await client.exists(self.bucket, self.dir + SUCCESS)
 
     async def withdraw(self) -> None:
         """Remove the success marker: the output is about to change."""
@@ -235,7 +229,7 @@ class S3Sink(Sink):
 
     async def settle(self) -> bool:
         """Finish a swap a stop cut short (see ``_swap``); True when there was one."""
-        if not await self._exists(self.dir + STAGING + SWAP):
+        if not await self._client.exists(self.bucket, self.dir + STAGING + SWAP):
             return False
         await self._swap()
         return True
