@@ -93,17 +93,22 @@ def is_parquet_sink(config: Any) -> bool:
 
 
 def parquet_sink(config: Any, ctx: SinkContext) -> Sink:
-    """The Parquet sink of a local ``sink:`` section (results only: dead letters stay JSON lines)."""
-    if str(config.path).startswith("s3://"):
-        raise ConfigError("sink.format: parquet is written to local paths; for s3:// use type: delta")
+    """The Parquet sink of a ``sink:`` section (results only: dead letters stay JSON lines). An
+    ``s3://`` path gets the same output, staged under the run's ``state_dir`` and uploaded when the
+    run publishes (:mod:`~assay.connectors.s3_parquet`)."""
     if getattr(config, "compression", "auto") not in ("auto", "none"):
         raise ConfigError("sink.compression: Parquet parts are zstd-compressed inside; leave compression unset")
     try:
         from assay.connectors.parquet_sink import ParquetSink
     except ImportError as exc:
         raise ConfigError(f"sink: Parquet output needs pyarrow ({exc.name}); install assay[lake]") from exc
-    return ParquetSink(
-        config.path,
+    path = str(config.path)
+    remote = path.startswith("s3://")
+    if remote:
+        from assay.connectors.s3_parquet import S3ParquetSink, staging_path
+
+    sink = ParquetSink(
+        staging_path(path, ctx.state_dir) if remote else path,
         shard=ctx.shard,
         max_rows_per_part=getattr(config, "max_rows_per_part", None),
         resume_state=ctx.resume_state,
@@ -111,6 +116,7 @@ def parquet_sink(config: Any, ctx: SinkContext) -> Sink:
         ds=getattr(config, "ds", None),
         reset_only_shard=ctx.reset_only_shard,
     )
+    return S3ParquetSink(path, sink, s3=s3_options(ctx.options)) if remote else sink
 
 
 def s3_options(options: Any) -> Any:

@@ -34,6 +34,7 @@ import orjson
 from pydantic import Field
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.connectors.file_sink import LocalSink
 from assay.connectors.parquet_sink import StagedSink
 from assay.connectors.registry import BaseConnector
 from assay.exceptions import ConfigError, ConnectorError
@@ -134,11 +135,10 @@ class _Store:
                 path.touch()
 
 
-class DeltaSink(StagedSink):
+class DeltaSink(StagedSink[LocalSink]):
     """Stages rows, then replaces one day of a Delta table in one commit (see the module docs)."""
 
     def __init__(self, config: DeltaSinkConfig, *, shard: int = 0, resume_state: Any = None, s3: Any = None) -> None:
-        from assay.connectors.file_sink import LocalSink
         from assay.pipeline.checkpoint import CheckpointStore
 
         if not config.ds:

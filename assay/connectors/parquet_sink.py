@@ -28,7 +28,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -39,7 +39,6 @@ from assay.connectors.base import Sink
 from assay.connectors.file_sink import (
     SUCCESS,
     SUMMARY,
-    LocalSink,
     fsync_dir,
     os_error_message,
     require_recorded,
@@ -64,6 +63,7 @@ from assay.connectors.parquet_segments import (
 from assay.exceptions import ConnectorError
 
 STAGING = "_staging"
+S = TypeVar("S", bound=Sink)
 _PART = re.compile(r"^part-(\d{5})-(\d{5})\.parquet$")
 
 
@@ -123,12 +123,12 @@ def write_parquet(
     return rows
 
 
-class StagedSink(Sink):
-    """A sink whose rows are staged as JSON lines by a local file sink (``self.staging``: its
-    parts, commits and exact resume) and turned into the real output only at publish (Parquet
-    parts, a Delta commit)."""
+class StagedSink(Sink, Generic[S]):
+    """A sink whose rows are staged by a local sink (``self.staging``: its parts, commits and exact
+    resume) and turned into the real output only at publish (a Delta commit from JSON lines,
+    Parquet parts uploaded to S3)."""
 
-    staging: LocalSink
+    staging: S
 
     async def open(self) -> None:
         await self.staging.open()

@@ -81,6 +81,9 @@ class SinkContext:
     staged: bool = False
     """Write into the sink's staging area; ``publish(success=True)`` swaps it in (a run that
     started over while a whole output was published: a failure leaves that output in place)."""
+    state_dir: str = ".assay"
+    """The run's state dir: where a sink that builds its output at publish (Parquet on S3) stages
+    rows on local disk."""
 
 
 class Connector(Protocol):

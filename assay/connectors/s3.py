@@ -51,8 +51,13 @@ class S3Connector(BaseConnector):
     schemes = ("s3",)
 
     def default_dead_letter(self, config: Any) -> ConnectorConfig | None:
-        """``_dead_letter/`` under the results prefix."""
-        return DeadLetterConfig(type="s3", path=str(config.path).rstrip("/") + "/_dead_letter/")
+        """``_dead_letter/`` under the results prefix; beside one ``.parquet`` object,
+        ``_dead_letter/<its name without .parquet>/`` in its folder."""
+        path = str(config.path)
+        if path.endswith(".parquet"):
+            folder, _, name = path.rpartition("/")
+            return DeadLetterConfig(type="s3", path=f"{folder}/_dead_letter/{name.removesuffix('.parquet')}/")
+        return DeadLetterConfig(type="s3", path=path.rstrip("/") + "/_dead_letter/")
 
     def merge_resume_states(self, states: Iterable[Any]) -> Any:
         """The union of the writers' object ledgers."""
@@ -91,7 +96,11 @@ class S3Connector(BaseConnector):
         return AssembleExports(source)  # objects are sharded whole: a trace's rows stay together
 
     def build_sink(self, config: Any, ctx: Any) -> Sink:
+        from assay.connectors.builtin import is_parquet_sink, parquet_sink
+
         results = getattr(ctx, "role", "results") == "results"
+        if results and is_parquet_sink(config):
+            return parquet_sink(config, ctx)
         return S3Sink(
             config.path,
             s3=s3_config(getattr(ctx, "options", None)),

@@ -67,7 +67,13 @@ class RunPlan:
         return build_sink(
             cfg,
             SinkContext(
-                role, writer, state, self.config.s3, reset_only_shard=self.shard is not None, staged=self.staged
+                role,
+                writer,
+                state,
+                self.config.s3,
+                reset_only_shard=self.shard is not None,
+                staged=self.staged,
+                state_dir=self.config.state_dir,
             ),
         )
 

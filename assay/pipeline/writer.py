@@ -108,16 +108,18 @@ async def run_writer(
             ),
         )
         sinks = {
-            "results": build_sink(
-                config.sink,
-                SinkContext("results", writer, sink_states.get("results", EMPTY_SINK_STATE), config.s3, staged=staged),
-            ),
-            "dead_letter": build_sink(
-                dead_letter_of(config),
+            role: build_sink(
+                section,
                 SinkContext(
-                    "dead_letter", writer, sink_states.get("dead_letter", EMPTY_SINK_STATE), config.s3, staged=staged
+                    role,
+                    writer,
+                    sink_states.get(role, EMPTY_SINK_STATE),
+                    config.s3,
+                    staged=staged,
+                    state_dir=config.state_dir,
                 ),
-            ),
+            )
+            for role, section in (("results", config.sink), ("dead_letter", dead_letter_of(config)))
         }
 
         def checkpoint_state() -> dict[str, Any]:

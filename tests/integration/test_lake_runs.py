@@ -19,27 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from tests.conftest import agent_messages
+from tests.support.lake import N, traces, write_parquet
 from tests.support.runs import checkpointed_rows, slow_evaluator
 from tests.support.s3_server import S3Server
-
-N = 300
-
-
-def traces(n: int = N, day: str = "") -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"{day}t{i}",
-            "messages": agent_messages(("search", {"q": i % 4}), final=f"a{i % 3}"),
-            "reference": agent_messages(("search", {"q": i % 2}), final="a0"),
-        }
-        for i in range(n)
-    ]
-
-
-def write_parquet(path: Path, rows: list[dict[str, Any]], row_group_size: int = 50) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=row_group_size)
 
 
 def run_file(tmp_path: Path, sink: dict[str, Any], *, evaluators: list[Any] | None = None, **extra: Any) -> Path:
