@@ -53,6 +53,9 @@ SUCCESS = "_SUCCESS"
 SUMMARY = "_SUMMARY.json"
 STAGING = "_staging"
 SWAP = "_SWAP.json"
+OPEN = "_OPEN"
+"""In a staging area from its start-over until it is swapped in: a resumed publish whose staging
+area is empty and lacks it was swapped in already (a stop came before the run was forgotten)."""
 _EXT = {"none": "", "gzip": ".gz", "zstd": ".zst"}
 
 
@@ -290,6 +293,9 @@ class LocalSink(Sink):
                 for f in self.parts_dir.iterdir():
                     if pattern.match(f.name) or f.name in (SUMMARY, SWAP):
                         f.unlink(missing_ok=True)
+            if self.directory:
+                self.parts_dir.mkdir(parents=True, exist_ok=True)
+                (self.parts_dir / OPEN).touch()
             return
         if self.marker and self.success_path is not None:
             self.success_path.unlink(missing_ok=True)
@@ -345,7 +351,9 @@ class LocalSink(Sink):
             if name == cur_name:
                 continue
             f.unlink(missing_ok=True)  # written after the last commit: redone by this run
-        require_recorded(self.path, self.parts_dir, keep)
+        # swapped in by a publish that a stop cut short before the run was forgotten: in place
+        swapped = self.staged and not (self.parts_dir / OPEN).exists()
+        require_recorded(self.path, self.out_dir if swapped else self.parts_dir, keep)
         self.parts = sorted(keep)
         self.seq = int(state.get("seq", 0))
         if current:
@@ -510,6 +518,10 @@ class LocalSink(Sink):
     def _finalize_rows(self) -> None:
         parts = self.all_parts()
         if self.directory:
+            if self.staged and not parts and not (self.parts_dir / OPEN).exists():
+                # swapped in already, by a publish that a stop cut short before the run was forgotten
+                shutil.rmtree(self.parts_dir, ignore_errors=True)
+                return
             if not parts and self.create_empty:
                 self.parts_dir.mkdir(parents=True, exist_ok=True)
                 (self.parts_dir / f"{self.prefix}-00000-00000.jsonl{_EXT[self.compression]}").touch()

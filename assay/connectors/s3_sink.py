@@ -37,6 +37,9 @@ SUCCESS = "_SUCCESS"
 SUMMARY = "_SUMMARY.json"
 STAGING = "_staging/"
 SWAP = "_SWAP.json"
+OPEN = "_OPEN"
+"""In a staging area from its start-over until it is swapped in: a resumed publish whose staging
+area is empty and lacks it was swapped in already (a stop came before the run was forgotten)."""
 _EXT = {"none": "", "gzip": ".gz", "zstd": ".zst"}
 
 
@@ -196,6 +199,9 @@ class S3Sink(Sink):
         await self._client.abort_uploads(self.bucket, mine)
         stale = [o["Key"] async for o in self._client.list_objects(self.bucket, mine) if self._is_part(o["Key"])]
         await self._client.delete_keys(self.bucket, stale)
+        if self.staged:
+            opened = self.pdir + OPEN
+            await self._client.call(self._where(opened), self._client.raw.put_object, Bucket=self.bucket, Key=opened)
 
     def _is_part(self, key: str, base: str | None = None) -> bool:
         name = key[len(base or self.pdir) :]
@@ -369,15 +375,17 @@ class S3Sink(Sink):
         (``summary_name``, default ``_SUMMARY.json``), then ``_SUCCESS`` last when ``success``.
         Returns the summary's URL (None for the dead-letter role, which publishes nothing). A
         staged run that is not whole leaves the output as it was: its summary goes to the staging
-        area."""
+        area. An empty staging area without ``_OPEN`` was swapped in already: it is not again."""
         await self.flush()
         raw = self._client.raw
+        names = []
         if success and self.staged:
             names = [
                 o["Key"][len(self.pdir) :]
                 async for o in self._client.list_objects(self.bucket, f"{self.pdir}{self.prefix}-")
                 if self._is_part(o["Key"])
             ]
+        if success and self.staged and (names or await self._client.exists(self.bucket, self.pdir + OPEN)):
             swap = self.pdir + SWAP
             await self._client.call(
                 self._where(swap), raw.put_object, Bucket=self.bucket, Key=swap, Body=orjson.dumps(names)

@@ -353,6 +353,53 @@ def test_multipart_upload_for_a_large_part(s3: S3Config, client: Any, bucket: st
     assert get(client, bucket, "big/part-00000-00000.jsonl") == b"\n".join(rows) + b"\n"
 
 
+def test_upload_file_puts_a_small_file_and_pieces_a_large_one(
+    s3: S3Config, client: Any, bucket: str, tmp_path: Any
+) -> None:
+    from assay.connectors.s3_client import S3Client
+
+    small, large = tmp_path / "small.bin", tmp_path / "large.bin"
+    small.write_bytes(b"tiny")
+    large.write_bytes(bytes(range(256)) * (11 << 12))  # 11 MiB: pieces of 5, 5 and 1 MiB
+
+    async def main() -> None:
+        async with S3Client(s3) as c:
+            await c.upload_file(bucket, "u/small.bin", small, piece=5 << 20)
+            await c.upload_file(bucket, "u/large.bin", large, piece=5 << 20)
+            assert await c.exists(bucket, "u/large.bin") and not await c.exists(bucket, "u/large")
+
+    anyio.run(main)
+    assert get(client, bucket, "u/small.bin") == b"tiny"
+    assert get(client, bucket, "u/large.bin") == large.read_bytes()
+    assert client.head_object(Bucket=bucket, Key="u/large.bin")["ETag"].strip('"').endswith("-3")
+    assert not client.list_multipart_uploads(Bucket=bucket).get("Uploads")
+
+
+def test_a_staged_publish_resumed_after_its_swap_keeps_the_swapped_rows(s3: S3Config, client: Any, bucket: str) -> None:
+    """A stop after a staged sink's swap but before the run was forgotten: the resumed publish
+    finds the staging area empty, without ``_OPEN``, and does not swap nothing in (which would
+    delete the rows swapped in); a staged run that wrote no rows still replaces the output."""
+    url = f"s3://{bucket}/dl/"
+
+    async def main() -> None:
+        async with S3Sink(url, s3=s3, prefix="dead", markers=False) as old:
+            await old.write_batch([b'{"old":1}'])
+            await old.publish({}, success=True)
+        async with S3Sink(url, s3=s3, prefix="dead", markers=False, staged=True) as new:
+            await new.write_batch([b'{"new":1}', b'{"new":2}'])
+            await new.publish({}, success=True)
+            state = new.snapshot()
+        assert read_rows(client, bucket, "dl/") == [{"new": 1}, {"new": 2}]
+        async with S3Sink(url, s3=s3, prefix="dead", markers=False, staged=True, resume_state=state) as again:
+            await again.publish({}, success=True)
+        assert read_rows(client, bucket, "dl/") == [{"new": 1}, {"new": 2}]
+        async with S3Sink(url, s3=s3, prefix="dead", markers=False, staged=True) as empty:
+            await empty.publish({}, success=True)
+
+    anyio.run(main)
+    assert read_rows(client, bucket, "dl/") == [] and keys(client, bucket, "dl/") == []
+
+
 def test_resume_drops_parts_completed_after_the_snapshot(s3: S3Config, client: Any, bucket: str) -> None:
     url = f"s3://{bucket}/out/"
 

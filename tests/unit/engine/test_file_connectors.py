@@ -166,6 +166,36 @@ def test_a_staged_directory_swap_cut_short_is_finished_by_settle(tmp_path: Path)
     assert got == [{"new": 0}, {"new": 1}, {"new": 2}]
 
 
+def test_a_staged_publish_resumed_after_its_swap_keeps_the_swapped_rows(tmp_path: Path) -> None:
+    """A stop after a staged directory's swap but before the run was forgotten: the resumed
+    publish finds the staging area gone (no ``_OPEN``) and swaps nothing in, which would delete the
+    rows swapped in; a staged run that wrote no rows still replaces the output."""
+    from assay.connectors.file_sink import STAGING, LocalSink
+
+    out = tmp_path / "out"
+
+    def rows() -> list[dict[str, int]]:
+        return [json.loads(x) for p in sorted(out.glob("part-*")) for x in p.read_text().splitlines()]
+
+    async def go() -> None:
+        async with LocalSink(str(out) + "/") as old:
+            await old.write_batch([b'{"old":1}'])
+            await old.publish({"status": "ok"}, success=True)
+        async with LocalSink(str(out) + "/", staged=True) as new:
+            await new.write_batch([b'{"new":1}', b'{"new":2}'])
+            await new.publish({"status": "ok"}, success=True)
+            state = new.snapshot()
+        assert rows() == [{"new": 1}, {"new": 2}] and not (out / STAGING).exists()
+        async with LocalSink(str(out) + "/", staged=True, resume_state=state) as again:
+            await again.publish({"status": "ok"}, success=True)
+        assert rows() == [{"new": 1}, {"new": 2}] and not (out / STAGING).exists()
+        async with LocalSink(str(out) + "/", staged=True) as empty:
+            await empty.publish({"status": "ok"}, success=True)
+
+    anyio.run(go)
+    assert rows() == [] and (out / "_SUCCESS").exists()
+
+
 def test_an_atomic_json_write_removes_what_killed_writers_of_that_file_left(tmp_path: Path) -> None:
     """A process killed (kill -9) while it wrote ``_SUMMARY.json`` left ``._SUMMARY.json.PID.tmp``:
     the next write of that file removes it; a live process's temp file and other files' stay."""
