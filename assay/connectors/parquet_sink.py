@@ -356,6 +356,9 @@ class ParquetSink(Sink):
             self._flush()  # publishing commits what was written
         self._close()
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.directory:  # first: a stop while the parts are replaced leaves no marker beside them
+            (self.out_dir / SUCCESS).unlink(missing_ok=True)
+            fsync_dir(self.out_dir)
         if success or summary_name is not None:  # a whole output, or a shard's parts put in place
             self._write_parts(summary)
         target = self.summary_path if summary_name is None else self.out_dir / summary_name
@@ -364,8 +367,6 @@ class ParquetSink(Sink):
             shutil.rmtree(self.staging_dir, ignore_errors=True)
             if self.directory:
                 (self.out_dir / SUCCESS).touch()
-        elif self.directory:
-            (self.out_dir / SUCCESS).unlink(missing_ok=True)
         fsync_dir(self.out_dir)
         return str(target)
 
