@@ -110,32 +110,32 @@ class S3ParquetSink(StagedSink[ParquetSink]):
         docs); ``_SUCCESS`` is removed first. Returns the summary's URL."""
         key = self.summary_key(summary_name)
         body = orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=str)
-        with anyio.CancelScope(shield=True):
-            parts: list[Path] = []
-            shards: set[int] | None = None  # whose parts this output replaces (None: every shard's)
-            if success or summary_name is not None:
-                # the local sink writes the parts; its segments stay until S3 holds them
-                await self.staging.publish(summary, success=False, summary_name=summary_name or SUMMARY)
-                if summary_name is not None and not self.single:
-                    shards = await anyio.to_thread.run_sync(self._staged_shards)
-                parts = await anyio.to_thread.run_sync(self._local_parts, shards)
-            async with S3Client(self.config) as client:
-                if self.marker is not None:
-                    await client.delete_keys(self.bucket, [self.marker])
-                if parts:
-                    await self._replace(client, parts, shards)
-                await client.call(self._where(key), client.raw.put_object, Bucket=self.bucket, Key=key, Body=body)
-                if success and self.marker is not None:
-                    await client.call(
-                        self._where(self.marker), client.raw.put_object, Bucket=self.bucket, Key=self.marker, Body=b""
-                    )
-            if success:
-                await self.discard()
+        parts: list[Path] = []
+        shards: set[int] | None = None  # whose parts this output replaces (None: every shard's)
+        if success or summary_name is not None:
+            # the local sink writes the parts; its segments stay until S3 holds them
+            await self.staging.publish(summary, success=False, summary_name=summary_name or SUMMARY)
+            if summary_name is not None and not self.single:
+                shards = await anyio.to_thread.run_sync(self._staged_shards)
+            parts = await anyio.to_thread.run_sync(self._local_parts, shards)
+        async with S3Client(self.config) as client:
+            if self.marker is not None:
+                await client.delete_keys(self.bucket, [self.marker])
+            if parts:
+                await self._replace(client, parts, shards)
+            await client.call(self._where(key), client.raw.put_object, Bucket=self.bucket, Key=key, Body=body)
+            if success and self.marker is not None:
+                await client.call(
+                    self._where(self.marker), client.raw.put_object, Bucket=self.bucket, Key=self.marker, Body=b""
+                )
+        if success:
+            await self.discard()
         return self._where(key)
 
     def _staged_shards(self) -> set[int]:
         """The shards with rows staged here (a ``--shard`` run publishes those)."""
-        found = (segment_shard(f.name) for f in self.staging.staging_dir.iterdir() if not f.name.startswith("."))
+        where = self.staging.staging_dir
+        found = (segment_shard(f.name) for f in where.iterdir() if not f.name.startswith(".")) if where.is_dir() else ()
         return {s for s in found if s is not None}
 
     def _local_parts(self, shards: set[int] | None) -> list[Path]:

@@ -212,3 +212,51 @@ def test_killed_fresh_and_workers_lineage_ends_with_one_row_per_trace(
         assert whole_or_not(client, bucket, prefix)
         assert not [k for k in keys(client, bucket, prefix) if "_staging" in k]
         assert not list((tmp_path / ".assay" / "lake").glob("*/*"))
+
+
+def test_a_run_killed_while_publishing_leaves_no_success_and_its_resume_publishes_exactly(
+    tmp_path: Path, s3_server: S3Server, client: Any, bucket: str
+) -> None:
+    corpus(tmp_path)
+    sink = {"path": f"s3://{bucket}/scores/dt={{{{ ds }}}}/", "format": "parquet", "max_rows_per_part": 2}
+    f = run_file(tmp_path, s3_server, sink, "publish")
+    assert run(f).returncode == 0
+    prefix = f"scores/dt={DS}/"
+    assert whole_or_not(client, bucket, prefix) and len(parts(client, bucket, prefix)) == N // 2
+    # one row per part now (the run starts over): killed once its parts are being uploaded
+    one = ("--set", "sink.max_rows_per_part=1")
+    proc = subprocess.Popen(cmd(f, *one), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    newer = f"{prefix}part-00000-{N // 2:05d}.parquet"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not keys(client, bucket, newer):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL and keys(client, bucket, newer)  # it was uploading
+    assert not whole_or_not(client, bucket, prefix)
+    done = run(f, *one)  # the resume: nothing left to read, the same output published again
+    assert done.returncode == 0, done.stderr
+    assert whole_or_not(client, bucket, prefix)
+    assert sorted(parts(client, bucket, prefix)) == [f"part-00000-{i:05d}.parquet" for i in range(N)]
+
+
+def test_shards_on_two_machines_each_replace_their_own_parts(
+    tmp_path: Path, s3_server: S3Server, client: Any, bucket: str
+) -> None:
+    """``--shard i/N`` runs with their own state dirs (two machines): each uploads its shard's parts
+    and summary, and leaves the other shard's parts; no ``_SUCCESS`` (``assay merge`` decides)."""
+    corpus(tmp_path)
+    sink = {"path": f"s3://{bucket}/scores/dt={{{{ ds }}}}/", "format": "parquet"}
+    f = run_file(tmp_path, s3_server, sink, "shards")
+    for i in range(2):
+        for _ in range(2):  # a rerun of a shard replaces only its own parts
+            proc = run(f, "--shard", f"{i}/2", "--set", f"state_dir=machine{i}")
+            assert proc.returncode == 0, proc.stderr
+    prefix = f"scores/dt={DS}/"
+    got = parts(client, bucket, prefix)
+    assert sorted(got) == ["part-00000-00000.parquet", "part-00001-00000.parquet"]
+    ids = [i for t in got.values() for i in t.column("trace_id").to_pylist()]
+    assert sorted(ids) == sorted(t["id"] for t in traces())
+    listing = keys(client, bucket, prefix)
+    assert f"{prefix}_SUMMARY.shard-0-of-2.json" in listing and f"{prefix}_SUMMARY.shard-1-of-2.json" in listing
+    assert f"{prefix}_SUCCESS" not in listing
