@@ -4,10 +4,10 @@ before, the run that finishes leaves exactly one row per trace, one dead letter 
 and ``_SUCCESS`` only ever beside a whole output.
 
 Each case is a seeded random sequence of real ``assay run`` processes over a small corpus scored
-by a slow user evaluator (so a stop lands midway), for a directory, a file, an S3 prefix (moto) and
-a Kafka source (tansu) writing a directory (its writers read fixed shares of the partitions).
-``ASSAY_LINEAGE_SEEDS`` (cases per output, default 2)
-and ``ASSAY_LINEAGE_TRACES`` (default 300) make it longer; a failure prints its seed and steps.
+by a slow user evaluator (so a stop lands midway), for a directory, a file, an S3 prefix (moto) of
+JSON lines or of Parquet parts, and a Kafka source (tansu) writing a directory (its writers read
+fixed shares of the partitions). ``ASSAY_LINEAGE_SEEDS`` (cases per output, default 2) and
+``ASSAY_LINEAGE_TRACES`` (default 300) make it longer; a failure prints its seed and steps.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ SEEDS = int(os.environ.get("ASSAY_LINEAGE_SEEDS", "2"))
 N = int(os.environ.get("ASSAY_LINEAGE_TRACES", "300"))
 BAD = 3  # malformed lines: one dead letter each
 SLOW = slow_evaluator(0.01)
-KINDS = ["dir", "file", "s3", "kafka"]
+KINDS = ["dir", "file", "s3", "s3_parquet", "kafka"]
 
 
 @dataclass
@@ -111,7 +111,8 @@ def _file_target(root: Path) -> Target:
     )
 
 
-def _s3_target(root: Path, request: pytest.FixtureRequest) -> Target:
+def _s3_target(root: Path, request: pytest.FixtureRequest, *, parquet: bool = False) -> Target:
+    """An S3 prefix of gzip JSON-lines parts, or (``parquet``) of Parquet parts."""
     server = request.getfixturevalue("s3_server")
     client = request.getfixturevalue("client")
     bucket = request.getfixturevalue("bucket")
@@ -123,7 +124,14 @@ def _s3_target(root: Path, request: pytest.FixtureRequest) -> Target:
     def rows(prefix: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for key in objects(prefix):
-            out += _lines(client.get_object(Bucket=bucket, Key=key)["Body"].read(), key)
+            data = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+            if key.endswith(".parquet"):
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                out += pq.read_table(pa.BufferReader(data), columns=["trace_id"]).to_pylist()
+            else:
+                out += _lines(data, key)
         return out
 
     def summary() -> dict[str, Any] | None:
@@ -133,7 +141,11 @@ def _s3_target(root: Path, request: pytest.FixtureRequest) -> Target:
 
     return Target(
         root,
-        {"path": f"s3://{bucket}/out/", "compression": "gzip", "max_rows_per_part": 50},
+        {
+            "path": f"s3://{bucket}/out/",
+            "max_rows_per_part": 50,
+            **({"format": "parquet"} if parquet else {"compression": "gzip"}),
+        },
         lambda: rows("out/part-"),
         lambda: rows("out/_dead_letter/dead-"),
         lambda: "out/_SUCCESS" in objects("out/_SUCCESS"),
@@ -237,8 +249,8 @@ def test_random_lineage_ends_exact(kind: str, seed: int, tmp_path: Path, request
         target = _kafka_target(tmp_path, request, corpus)
     else:
         (tmp_path / "corpus.jsonl").write_bytes(b"\n".join(corpus) + b"\n")
-        if kind == "s3":
-            target = _s3_target(tmp_path, request)
+        if kind in ("s3", "s3_parquet"):
+            target = _s3_target(tmp_path, request, parquet=kind == "s3_parquet")
         else:
             target = _dir_target(tmp_path) if kind == "dir" else _file_target(tmp_path)
         target.source = {"path": "corpus.jsonl"}
