@@ -1,12 +1,14 @@
 """``assay run`` to Parquet on S3 (moto on loopback), through the real CLI: the parts, names and
 schema of a local Parquet output for the same input (a prefix and one ``.parquet`` object, wide and
-long), the JSON sink's means, dead letters as JSON lines under ``_dead_letter/``, and a seeded
-lineage of kill -9, ``--fresh`` and ``--workers`` 1-3 that ends with exactly one row per trace and
-``_SUCCESS``, with ``_SUCCESS`` never beside anything else on the way."""
+long), the JSON sink's means, dead letters as JSON lines under ``_dead_letter/``, ``assay report``
+over the prefix; a seeded lineage of kill -9, ``--fresh`` and ``--workers`` 1-3 that ends with
+exactly one row per trace and ``_SUCCESS``, with ``_SUCCESS`` never beside anything else on the
+way; a kill while the parts are uploaded; ``--shard`` runs on two machines; a full state dir."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -20,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.disk import small_tmpfs
 from tests.support.lake import N, traces
 from tests.support.runs import checkpointed_rows, slow_evaluator
 from tests.support.s3_server import S3Server
@@ -27,6 +30,7 @@ from tests.support.s3_server import S3Server
 DS = "2026-11-21"
 BAD_LINES = 2
 EVALUATORS = ["trajectory_match:mode=unordered", "exact_match"]
+FREE_KB = 40  # the staged rows of the first commits fit, not all of them
 
 
 def corpus(root: Path) -> None:
@@ -130,6 +134,15 @@ def test_parquet_on_s3_is_the_local_output_with_the_json_sinks_means(
     dead = keys(client, bucket, f"{prefix}_dead_letter/")
     assert dead == [f"{prefix}_dead_letter/dead-00000-00000.jsonl"]
     assert [json.loads(x)["stage"] for x in body(client, bucket, dead[0]).splitlines()] == ["parse"] * BAD_LINES
+
+    report = subprocess.run(
+        [sys.executable, "-m", "assay.cli", "report", f"s3://{bucket}/{prefix}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "AWS_ENDPOINT_URL": s3_server.endpoint_url},
+    )
+    assert report.returncode == 0 and f"rows {N} " in report.stdout, report.stderr  # the report reads the parts
 
     # one object: the local file's schema and rows; its summary beside it, no _SUCCESS
     single = table(client, bucket, f"files/{DS}.parquet")
@@ -260,3 +273,26 @@ def test_shards_on_two_machines_each_replace_their_own_parts(
     listing = keys(client, bucket, prefix)
     assert f"{prefix}_SUMMARY.shard-0-of-2.json" in listing and f"{prefix}_SUMMARY.shard-1-of-2.json" in listing
     assert f"{prefix}_SUCCESS" not in listing
+
+
+def test_a_full_state_dir_fails_clearly_changes_nothing_on_s3_and_the_rerun_is_exact(
+    tmp_path: Path, s3_server: S3Server, client: Any, bucket: str
+) -> None:
+    """The rows are staged under ``state_dir``: when it fills up the run fails (exit 1, the path and
+    "no space left on device"), S3 holds no part and no ``_SUCCESS``; with room again, the same
+    command ends whole."""
+    corpus(tmp_path)
+    with small_tmpfs(tmp_path / "disk", "1m") as disk:
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * ((1 << 20) - (FREE_KB << 10)))
+        sink = {"path": f"s3://{bucket}/scores/dt={{{{ ds }}}}/", "format": "parquet"}
+        f = run_file(tmp_path, s3_server, sink, "full", state_dir=str(disk / "state"))
+        proc = run(f)
+        assert proc.returncode == 1, proc.stderr
+        assert "no space left on device" in proc.stderr and str(disk) in proc.stderr and "Traceback" not in proc.stderr
+        prefix = f"scores/dt={DS}/"
+        assert not parts(client, bucket, prefix) and not whole_or_not(client, bucket, prefix)
+        filler.unlink()
+        done = run(f)
+        assert done.returncode == 0, done.stderr
+        assert whole_or_not(client, bucket, prefix)
