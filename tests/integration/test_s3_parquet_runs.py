@@ -296,3 +296,23 @@ def test_a_full_state_dir_fails_clearly_changes_nothing_on_s3_and_the_rerun_is_e
         done = run(f)
         assert done.returncode == 0, done.stderr
         assert whole_or_not(client, bucket, prefix)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_score_to_one_parquet_object_with_aws_endpoint_url(
+    tmp_path: Path, s3_server: S3Server, client: Any, bucket: str, workers: str
+) -> None:
+    """No ``s3:`` block: ``AWS_ENDPOINT_URL`` finds the store; a ``.parquet`` key is one object."""
+    corpus(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay.cli", "score", "in/traces.jsonl", "-e", "exact_match",
+         "-o", f"s3://{bucket}/adhoc/scores.parquet", "-q", "--workers", workers],
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+        env={**os.environ, "AWS_ENDPOINT_URL": s3_server.endpoint_url},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = table(client, bucket, "adhoc/scores.parquet")
+    assert got.num_rows == N == len(set(got.column("trace_id").to_pylist()))
+    assert "exact_match" in got.column_names
+    assert keys(client, bucket, "adhoc/_dead_letter/scores/")  # the bad lines, as JSON lines
+    assert "adhoc/scores.parquet._SUMMARY.json" in keys(client, bucket, "adhoc/")
