@@ -152,10 +152,13 @@ class S3ParquetSink(StagedSink[ParquetSink]):
     async def _replace(self, client: S3Client, parts: list[Path], shards: set[int] | None) -> None:
         """Each part uploaded under its name, then the parts of earlier outputs that none replaced
         deleted (of ``shards`` only, when given)."""
+        # uploads a killed publish left unfinished (of these shards only: others may be publishing)
+        mine = [self.name] if self.single else [f"part-{s:05d}-" for s in sorted(shards)] if shards else ["part-"]
+        for prefix in mine:
+            await client.abort_uploads(self.bucket, self.dir + prefix)
         if self.single:
             await self._upload(client, parts[0], self.dir + self.name)
             return
-        await client.abort_uploads(self.bucket, self.dir + "part-")
         for part in parts:
             await self._upload(client, part, self.dir + part.name)
         names = {p.name for p in parts}
