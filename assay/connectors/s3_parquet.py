@@ -16,8 +16,9 @@ names, schema and markers under an ``s3://`` prefix (docs/lake.md, docs/s3.md).
   with its summary ``<key>._SUMMARY.json`` beside it (no ``_SUCCESS``, as for a local file).
 * A run that does not succeed removes ``_SUCCESS`` and writes its summary: the parts of the last
   whole output stay, as for a local output, and its staged rows stay for the resume. A run killed
-  before it publishes changes nothing on S3; one killed while publishing leaves no ``_SUCCESS``,
-  and its resume publishes again from the staged rows.
+  before it publishes has written no part, summary or marker on S3 (its dead letters, JSON lines of
+  the S3 sink, go as they come); one killed while publishing leaves no ``_SUCCESS``, and its resume
+  publishes again from the staged rows.
 * A ``--shard i/N`` run uploads the parts of the shards staged in its ``state_dir`` and its shard
   summary, and replaces only those shards' parts.
 """
