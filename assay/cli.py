@@ -536,7 +536,8 @@ def calibrate(
 @app.command()
 def merge(
     results: Annotated[
-        Path | None, typer.Argument(help="The results directory of a sharded run (default: the run file's sink).")
+        str | None,
+        typer.Argument(help="The results directory or s3:// prefix of a sharded run (default: the run file's sink)."),
     ] = None,
     run_file: Annotated[
         Path | None, typer.Option("--run-file", help="Apply this run file's gates (default: those the shards stored).")
@@ -556,15 +557,18 @@ def merge(
 
     try:
         policy = None
+        s3 = None
         location: Path | str | None = results
         if run_file is not None:
             config = load_run_file(run_file, ds=ds, sets=set_)
             policy = Policy.from_config(config, origin=str(run_file))
+            s3 = config.s3
+            sink_path = str(getattr(config.sink, "path", "") or "")
             if location is None:
-                location = local_summary_path(config).parent
+                location = sink_path if sink_path.startswith("s3://") else local_summary_path(config).parent
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
-        report = do_merge(location, policy=policy, shards=shards)
+        report = do_merge(location, policy=policy, shards=shards, s3=s3)
     except AssayError as exc:
         _fail(exc)
         return

@@ -160,3 +160,39 @@ def test_s3_progress_is_durable_every_commit_interval(
     rows = _rows(client, bucket)
     assert len(rows) == N_OBJECTS * PER_OBJECT == len({r["trace_id"] for r in rows})
     assert {r["trace_id"] for r in kept} <= {r["trace_id"] for r in rows}
+
+
+def test_shards_on_two_machines_write_to_s3_and_merge_reads_the_prefix(
+    tmp_path: Path, s3_server: S3Server, client: Any, bucket: str
+) -> None:
+    """``--shard i/2`` runs with their own state dirs (two machines) write their parts and shard
+    summaries under one S3 prefix; ``assay merge --run-file`` merges them there: one
+    ``_SUMMARY.json``, the gate applied once, ``_SUCCESS`` only when every shard is whole."""
+    _upload(client, bucket)
+    f = _run_file(tmp_path, s3_server, bucket, {"name": "exact_match"})
+    prefix = "scores/dt=2026-11-21/"
+
+    def merge() -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "assay.cli", "merge", "--run-file", str(f), "--ds", "2026-11-21", "-q"]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=tmp_path)
+
+    for i in (0, 1):
+        if i == 1:  # one shard alone: not whole, no _SUCCESS
+            half = merge()
+            assert half.returncode == 1 and "shards without a summary: 1/2" in half.stderr, half.stderr
+            assert f"{prefix}_SUCCESS" not in _objects(client, bucket, prefix)
+        shard = _cli(f, "--shard", f"{i}/2", "--set", f"state_dir={tmp_path / f'machine-{i}'}")
+        proc = subprocess.run(shard, capture_output=True, text=True, timeout=180, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    objects = _objects(client, bucket, prefix)
+    assert {f"{prefix}_SUMMARY.shard-0-of-2.json", f"{prefix}_SUMMARY.shard-1-of-2.json"} <= set(objects)
+    done = merge()
+    assert done.returncode == 0, done.stderr
+    objects = _objects(client, bucket, prefix)
+    assert f"{prefix}_SUCCESS" in objects
+    summary = json.loads(client.get_object(Bucket=bucket, Key=f"{prefix}_SUMMARY.json")["Body"].read())
+    assert summary["status"] == "ok" and summary["shards"]["present"] == [0, 1]
+    assert summary["counts"]["scored"] == N_OBJECTS * PER_OBJECT
+    rows = _rows(client, bucket)
+    assert sorted(r["trace_id"] for r in rows) == sorted({r["trace_id"] for r in rows})
+    assert len(rows) == N_OBJECTS * PER_OBJECT
