@@ -29,7 +29,7 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
-from assay.traces.exports import OBSERVATION_TYPES, decode_json_text, is_langfuse_trace_row
+from assay.traces.exports import OBSERVATION_TYPES, decode_json_text, is_langfuse_trace_row, latest_by_id
 from assay.traces.llm_io import input_messages, output_messages
 from assay.traces.model import Trace
 from assay.traces.timing import Timings, time_key
@@ -58,6 +58,10 @@ _CAMEL = {
 }
 #: Fields exports store as JSON text.
 _JSON_TEXT = ("input", "output", "metadata", "usageDetails", "providedUsageDetails", "usage", "costDetails")
+
+
+#: When an observation row was last written (exports repeat an updated observation: the latest wins).
+_UPDATED = ("updated_at", "updatedAt", "endTime")
 
 
 def _api_form(o: Any) -> Any:
@@ -168,11 +172,11 @@ def normalize(value: Any) -> Trace:
         }
         observations = value.get("observations")
         if type(observations) is list:
-            observations = [_api_form(o) for o in observations]
+            observations = latest_by_id([_api_form(o) for o in observations], *_UPDATED)
     elif type(value) is list:
         # the legacy traces/ + observations/ pair: the trace's row gives its fields
         trace_rows = [o for o in value if is_langfuse_trace_row(o)]
-        observations = [_api_form(o) for o in value if not is_langfuse_trace_row(o)]
+        observations = latest_by_id([_api_form(o) for o in value if not is_langfuse_trace_row(o)], *_UPDATED)
         trace_obj = _trace_of_rows(observations)
         if trace_rows:
             trace_obj.update(_trace_row_fields(trace_rows[-1]))  # a re-exported trace: its last row

@@ -21,7 +21,7 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
-from assay.traces.exports import decode_json_text
+from assay.traces.exports import decode_json_text, latest_by_id
 from assay.traces.langchain import as_message_dict, is_lc_message
 from assay.traces.llm_io import input_messages, output_messages, output_usage
 from assay.traces.model import Trace
@@ -55,7 +55,7 @@ class _Tree:
             self.roots = [runs]
             self._nest(runs, 0)
         elif type(runs) is list:
-            self.roots = self._link([_decoded(run) for run in runs])
+            self.roots = self._link(latest_by_id([_decoded(run) for run in runs], "end_time"))  # a run once
         else:
             raise NormalizationError(f"langsmith: expected a run or a list of runs, got {type(runs).__name__}")
         if not self.roots:

@@ -1,0 +1,136 @@
+"""Exports built as the tools write them (:mod:`tests.support.sdk_exports`: LangSmith runs recorded by
+the SDKs, Langfuse rows as its field reference documents them), their rows shuffled *across*
+several Parquet files: read as they are, exactly one trace per trace id with the right calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from assay.config import SourceConfig
+from assay.connectors.builtin import FILE
+from assay.connectors.registry import SourceContext
+from assay.records import Envelope
+from assay.stages.normalize import parse_envelope
+from assay.traces.model import Trace
+from assay.traces.normalize import NormalizeOptions
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("langsmith")
+pytest.importorskip("langchain_core")
+pytest.importorskip("openai")
+
+from tests.support.sdk_exports import (
+    langfuse_blob_export,
+    langfuse_schema,
+    langsmith_schema,
+    langsmith_sdk_export,
+    legacy_observations,
+    list_runs_lines,
+    shuffled,
+    write_shuffled_parquet,
+)
+
+
+@pytest.fixture(scope="module")
+def langsmith_runs() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    return langsmith_sdk_export(4, seed=1)
+
+
+@pytest.fixture(scope="module")
+def langfuse_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    return langfuse_blob_export(4, seed=2)
+
+
+def _read(paths: list[Path], shard: tuple[int, int] | None = None) -> dict[str, Trace]:
+    async def read() -> list[Envelope]:
+        config = SourceConfig(path=[str(p) for p in paths])
+        out: list[Envelope] = []
+        async with FILE.build_source(config, SourceContext(batch_size=5, shard=shard)) as src:
+            async for batch in src.batches():
+                out.extend(batch)
+            assert not src.read_errors
+        return out
+
+    traces: dict[str, Trace] = {}
+    for env in anyio.run(read):
+        t = parse_envelope(env, NormalizeOptions())
+        assert isinstance(t, Trace), t
+        assert t.id is not None and t.id not in traces, f"trace {t.id} read twice"
+        traces[t.id] = t
+    return traces
+
+
+def _check(traces: dict[str, Trace], expected: dict[str, dict[str, Any]], fmt: str) -> None:
+    assert set(traces) == set(expected)
+    for tid, want in expected.items():
+        t = traces[tid]
+        assert t.format == fmt and not t.warnings, (tid, t.warnings)
+        calls = t.tool_calls()
+        assert [(c.name, c.args) for c in calls] == [tuple(c) for c in want["calls"]], tid
+        results = t.tool_results()
+        assert all(c.id in results for c in calls) and len(results) == len(calls), "each call has its one result"
+        assert (t.input, t.final_output) == (want["input"], want["final"])
+        assert t.usage is not None and t.usage["total_tokens"] > 0
+
+
+def test_langsmith_bulk_export_shuffled_across_files_is_one_trace_per_trace_id(
+    tmp_path: Path, langsmith_runs: Any
+) -> None:
+    rows, expected = langsmith_runs
+    paths = write_shuffled_parquet(tmp_path / "runs", rows, langsmith_schema(), seed=3)
+    traces = _read(paths)
+    _check(traces, expected, "langsmith")
+    assert {t.metadata["session_id"] for t in traces.values()} == {rows[0]["session_id"]}
+
+
+def test_langsmith_list_runs_dump_and_json_array(tmp_path: Path, langsmith_runs: Any) -> None:
+    rows, expected = langsmith_runs
+    lines = list_runs_lines(shuffled(rows, seed=4))
+    jsonl, array = tmp_path / "runs.jsonl", tmp_path / "runs.json"
+    jsonl.write_text("\n".join(lines) + "\n")
+    array.write_text(json.dumps([json.loads(line) for line in lines]))
+    _check(_read([jsonl]), expected, "langsmith")
+    _check(_read([array]), expected, "langsmith")
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_sharded_reads_keep_each_trace_whole_in_one_shard(tmp_path: Path, langsmith_runs: Any, shards: int) -> None:
+    rows, expected = langsmith_runs
+    paths = write_shuffled_parquet(tmp_path / "runs", rows, langsmith_schema(), seed=5)
+    jsonl = tmp_path / "more" / "runs.jsonl"
+    jsonl.parent.mkdir()
+    jsonl.write_text("\n".join(list_runs_lines(shuffled(rows, seed=6))) + "\n")
+    for inputs in (paths, [jsonl]):
+        got: dict[str, Trace] = {}
+        for i in range(shards):
+            part = _read(inputs, shard=(i, shards))
+            assert not set(part) & set(got), "a trace read by two shards"
+            got.update(part)
+        _check(got, expected, "langsmith")
+
+
+def test_langfuse_observations_v2_shuffled_across_files(tmp_path: Path, langfuse_rows: Any) -> None:
+    observations, _, expected = langfuse_rows
+    paths = write_shuffled_parquet(tmp_path / "observations_v2", observations, langfuse_schema("observations_v2"))
+    traces = _read(paths)
+    _check(traces, expected, "langfuse")
+    assert all(t.metadata["name"] == "support-agent" and t.metadata["userId"] for t in traces.values())
+
+
+def test_langfuse_legacy_pair_and_both_modes_in_one_folder(tmp_path: Path, langfuse_rows: Any) -> None:
+    """The legacy pair joins on trace id; with the "legacy and enriched" mode the folder holds each
+    observation twice (observations/ and observations_v2/): still each call once."""
+    observations, trace_rows, expected = langfuse_rows
+    legacy = legacy_observations(observations)
+    write_shuffled_parquet(tmp_path / "observations", legacy, langfuse_schema("observations"), seed=7)
+    write_shuffled_parquet(tmp_path / "traces", trace_rows, langfuse_schema("traces"), files=2, seed=8)
+    traces = _read([tmp_path])
+    _check(traces, expected, "langfuse")
+    assert all(t.metadata["tags"] == ["prod", "support"] for t in traces.values())
+    write_shuffled_parquet(tmp_path / "observations_v2", observations, langfuse_schema("observations_v2"), seed=9)
+    _check(_read([tmp_path]), expected, "langfuse")
