@@ -60,6 +60,7 @@ class AssembleExports(GroupingSource):
         # the export rows of all the source's inputs, grouped when the source ends
         self._held: RowGroups[Position] = RowGroups(spill_bytes=spill_bytes)
         self._held_inputs: list[str] = []
+        self._kinds: set[str] = set()  # export_row_kind of the rows held
 
     def describe(self) -> str:
         return self.inner.describe()
@@ -73,7 +74,9 @@ class AssembleExports(GroupingSource):
         self._held_inputs = []
         spilled = " (rows held on disk)" if groups.spilled else ""
         across = f" across {len(inputs)} inputs" if len(inputs) > 1 else ""
-        reading = f"{groups.rows} export rows grouped by trace id{across} into {len(groups)} traces{spilled}"
+        kinds = " and ".join(_KIND_NAMES.get(k, k) for k in sorted(self._kinds)) or "export"
+        self._kinds = set()
+        reading = f"{groups.rows} {kinds} rows grouped by trace id{across} into {len(groups)} traces{spilled}"
         for name in inputs:
             self.readings[name] = reading
         self._drains.append(self._drain(groups))
@@ -91,20 +94,28 @@ class AssembleExports(GroupingSource):
                 self._assembling = _holds_exports(env)
                 if self._assembling:
                     self._held_inputs.append(source)
+                elif callable(getattr(env.record, "column_names", None)):
+                    self.readings[source] = "Parquet: one record per row"
             if not self._assembling:
                 out.append(env)
                 continue
             row = _row(env)
             if shard is not None and not _ours(row, env, shard):
                 continue  # another shard's (every shard reads the export inputs whole)
-            if export_row_kind(row) is None:
+            kind = export_row_kind(row)
+            if kind is None:
                 out.append(env)  # a stray row: a record of its own (the normalizer reports it)
                 continue
             assert isinstance(row, dict)
+            self._kinds.add(kind)
             if not env.payload:  # a decoded row (Parquet): its JSON is what the group holds
                 env = Envelope(orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS), env.position)
             self._held.add(row_trace_id(row), env.payload, env.position)
         return out
+
+
+#: How the readings name the rows of each export kind.
+_KIND_NAMES = {"langsmith": "LangSmith run", "langfuse": "Langfuse export"}
 
 
 def _row(env: Envelope) -> object:

@@ -243,7 +243,7 @@ def test_normalize_command_reads_a_parquet_export_as_traces(tmp_path: Path) -> N
     path = write_parquet(tmp_path / "runs.parquet", shuffled_files(rows, 1)[0])
     items = list(iter_normalized(str(path), limit=0))
     assert {item["trace"]["id"] for item in items} == set(expected)
-    assert all(item["reading"] == f"{len(rows)} export rows grouped by trace id into 3 traces" for item in items)
+    assert all(item["reading"] == f"{len(rows)} LangSmith run rows grouped by trace id into 3 traces" for item in items)
     assert all(set(item) == {"position", "reading", "format", "trace"} for item in items)
 
 

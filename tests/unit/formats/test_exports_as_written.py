@@ -134,3 +134,20 @@ def test_langfuse_legacy_pair_and_both_modes_in_one_folder(tmp_path: Path, langf
     assert all(t.metadata["tags"] == ["prod", "support"] for t in traces.values())
     write_shuffled_parquet(tmp_path / "observations_v2", observations, langfuse_schema("observations_v2"), seed=9)
     _check(_read([tmp_path]), expected, "langfuse")
+
+
+def test_normalize_says_how_a_parquet_input_was_read(tmp_path: Path, langsmith_runs: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from assay.report import iter_normalized
+
+    rows, expected = langsmith_runs
+    write_shuffled_parquet(tmp_path / "runs", rows, langsmith_schema(), seed=10)
+    items = list(iter_normalized(str(tmp_path / "runs"), limit=0))
+    assert {i["trace"]["id"] for i in items} == set(expected)
+    want = f"{len(rows)} LangSmith run rows grouped by trace id across 3 inputs into {len(expected)} traces"
+    assert {i["reading"] for i in items} == {want}
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"id": ["a"], "messages": [[{"role": "user", "content": "hi"}]]}), plain)
+    assert [i["reading"] for i in iter_normalized(str(plain), limit=0)] == ["Parquet: one record per row"]
