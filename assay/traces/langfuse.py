@@ -30,7 +30,7 @@ from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
 from assay.traces.exports import OBSERVATION_TYPES, decode_json_text, is_langfuse_trace_row, latest_by_id
-from assay.traces.llm_io import input_messages, output_messages
+from assay.traces.llm_io import input_messages, output_messages, tool_message_output
 from assay.traces.model import Trace
 from assay.traces.timing import Timings, time_key
 
@@ -134,6 +134,16 @@ def _trace_row_fields(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _tool_output(value: Any, where: str) -> tuple[Any, str | None, bool]:
+    """A tool observation's output → ``(content, tool_call_id, is_error)``: the text it is, unless it
+    is a LangChain ``ToolMessage`` (Langfuse's LangChain handler records the message a tool returns;
+    in an export, as JSON text), whose content, call id and status are read."""
+    message = decode_json_text(value) if type(value) is str and value.lstrip().startswith("{") else value
+    if type(message) is dict and message.get("type") == "tool":
+        return tool_message_output(message, f"{where} output")
+    return value, None, False
+
+
 def _tool_args(value: Any) -> Any:
     if type(value) is dict and value and set(value) <= {"args", "kwargs"}:
         args, kwargs = value.get("args") or [], value.get("kwargs") or {}
@@ -203,12 +213,13 @@ def normalize(value: Any) -> Trace:
             usage = add_usage(usage, _usage(o))
         elif kind == "TOOL" or (kind == "SPAN" and isinstance(name, str) and builder.is_pending(name)):
             tool_ids.add(o.get("id"))
-            failed = o.get("level") == "ERROR"
-            out = o.get("output")
+            out, call_id, failed = _tool_output(o.get("output"), where)
+            failed = failed or o.get("level") == "ERROR"
             if out is None and failed:
                 out = o.get("statusMessage")
             builder.tool_result(
                 out,
+                call_id=call_id,
                 name=name if isinstance(name, str) else None,
                 args=_tool_args(o.get("input")),
                 is_error=failed,

@@ -454,3 +454,114 @@ def shuffled(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
     out = list(rows)
     random.Random(seed).shuffle(out)
     return out
+
+
+def _handler_message(m: Any) -> dict[str, Any]:
+    """A LangChain message as Langfuse's LangChain ``CallbackHandler`` records it
+    (``_convert_message_to_dict``: a role dict, an AI message's LangChain ``tool_calls`` as they
+    are, ``additional_kwargs`` when not empty)."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    if isinstance(m, HumanMessage):
+        d: dict[str, Any] = {"role": "user", "content": m.content}
+    elif isinstance(m, AIMessage):
+        d = {"role": "assistant", "content": m.content}
+        if m.tool_calls:
+            d["tool_calls"] = m.tool_calls
+    elif isinstance(m, SystemMessage):
+        d = {"role": "system", "content": m.content}
+    elif isinstance(m, ToolMessage):
+        d = {"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id}
+    else:
+        raise ValueError(m)
+    if m.additional_kwargs:
+        d["additional_kwargs"] = m.additional_kwargs
+    return d
+
+
+def langfuse_langchain_export(
+    n_traces: int, *, seed: int = 0
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Enriched (v2) observation rows of LangGraph agents traced by Langfuse's LangChain
+    ``CallbackHandler``: a ``LangGraph`` root SPAN, GENERATIONs whose input is the handler's
+    message dicts followed by the bound tools' definitions (``{"role": "tool", "content": <tool
+    schema>}``, as the handler appends them) and whose output is the AI message dict with LangChain
+    ``tool_calls``; TOOL observations with ``str(tool_input)`` as input and the ``ToolMessage`` as
+    output."""
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    definitions = [convert_to_openai_tool(f) for f in _TOOLS.values()]
+    r = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    expected: dict[str, dict[str, Any]] = {}
+    for t in range(n_traces):
+        trace_id, root_id = f"{r.getrandbits(128):032x}", f"{r.getrandbits(64):016x}"
+        clock = [_T0 + timedelta(minutes=t)]
+
+        def tick() -> datetime:
+            clock[0] += timedelta(milliseconds=r.randint(3, 400))
+            return clock[0]
+
+        def row(kind: str, name: str, start: datetime, inp: Any, out: Any, oid: str | None = None, **kw: Any) -> None:
+            end = tick()
+            rows.append(
+                {
+                    "id": oid or f"{r.getrandbits(64):016x}",
+                    "trace_id": trace_id,
+                    "project_id": "cm-proj-1",
+                    "environment": "default",
+                    "type": kind,
+                    "parent_observation_id": "" if oid == root_id else root_id,
+                    "start_time": start,
+                    "end_time": end,
+                    "name": name,
+                    "metadata": json.dumps({"langgraph_node": name}),
+                    "level": "DEFAULT",
+                    "status_message": "",
+                    "version": "",
+                    "input": json.dumps(inp, default=str),
+                    "output": json.dumps(out, default=str),
+                    "provided_model_name": kw.get("model", ""),
+                    "usage_details": kw.get("usage", {}),
+                    "cost_details": {},
+                    "total_cost": 0.0,
+                    "latency": (end - start).total_seconds(),
+                    "created_at": start,
+                    "updated_at": end,
+                    "tool_call_names": [],
+                    "user_id": "",
+                    "session_id": "",
+                    "trace_name": "LangGraph",
+                    "tags": [],
+                    "release": "",
+                    "bookmarked": False,
+                    "public": False,
+                }
+            )
+
+        start = tick()
+        question, answer = f"question {t}?", f"answer {t}."
+        msgs: list[BaseMessage] = [SystemMessage("You are a support agent."), HumanMessage(question)]
+        steps = _steps(r)
+        for i, step in enumerate(steps):
+            ai = AIMessage(
+                "", tool_calls=[{"name": n, "args": a, "id": f"call_{t}_{i}_{j}"} for j, (n, a) in enumerate(step)]
+            )
+            prompt = [_handler_message(m) for m in msgs] + [{"role": "tool", "content": d} for d in definitions]
+            usage = {"input": 50, "output": 10, "total": 60}
+            row("GENERATION", "ChatOpenAI", tick(), prompt, _handler_message(ai), model="gpt-4o-mini", usage=usage)
+            msgs.append(ai)
+            for call in ai.tool_calls:
+                result = ToolMessage(_TOOLS[call["name"]](**call["args"]), tool_call_id=call["id"], name=call["name"])
+                row("TOOL", call["name"], tick(), str(call["args"]), result.model_dump())
+                msgs.append(result)
+        prompt = [_handler_message(m) for m in msgs] + [{"role": "tool", "content": d} for d in definitions]
+        final = AIMessage(answer)
+        usage = {"total": 9}
+        row("GENERATION", "ChatOpenAI", tick(), prompt, _handler_message(final), model="gpt-4o-mini", usage=usage)
+        msgs.append(final)
+        state = {"messages": [m.model_dump() for m in msgs]}
+        row("SPAN", "LangGraph", start, {"messages": [["user", question]]}, state, oid=root_id)
+        expected[trace_id] = {"calls": [c for s in steps for c in s], "final": answer, "input": question}
+    return rows, expected

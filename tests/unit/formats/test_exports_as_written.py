@@ -26,6 +26,7 @@ pytest.importorskip("openai")
 
 from tests.support.sdk_exports import (
     langfuse_blob_export,
+    langfuse_langchain_export,
     langfuse_schema,
     langsmith_schema,
     langsmith_sdk_export,
@@ -120,6 +121,24 @@ def test_langfuse_observations_v2_shuffled_across_files(tmp_path: Path, langfuse
     traces = _read(paths)
     _check(traces, expected, "langfuse")
     assert all(t.metadata["name"] == "support-agent" and t.metadata["userId"] for t in traces.values())
+
+
+def test_langfuse_langchain_handler_generations_and_tool_messages(tmp_path: Path) -> None:
+    """Langfuse's LangChain handler appends the bound tools' schemas to each generation's input as
+    ``{"role": "tool", "content": <schema>}`` and records a tool's ToolMessage as its output: the
+    trace holds no schema as a message, and each result is the tool's text, paired by call id."""
+    rows, expected = langfuse_langchain_export(4, seed=3)
+    paths = write_shuffled_parquet(tmp_path / "observations_v2", rows, langfuse_schema("observations_v2"), seed=11)
+    traces = _read(paths)
+    _check(traces, expected, "langfuse")
+    for t in traces.values():
+        assert [m.role for m in t.messages[:2]] == ["system", "user"]
+        assert all(m.tool_call_id for m in t.messages if m.role == "tool"), "a tool schema read as a message"
+        calls = {c.id: c for c in t.tool_calls()}
+        for m in t.messages:
+            if m.role == "tool":
+                call = calls[m.tool_call_id]
+                assert m.content == f"{call.name} -> {json.dumps(call.args, sort_keys=True)}"
 
 
 def test_langfuse_legacy_pair_and_both_modes_in_one_folder(tmp_path: Path, langfuse_rows: Any) -> None:
