@@ -30,14 +30,24 @@ object (a trace whose rows are in objects of different shards is then one trace 
 
 from __future__ import annotations
 
+import logging
 import zlib
 
 import orjson
 
 from assay.connectors.base import Source
+from assay.observability import log_event
 from assay.records import Envelope, Position
 from assay.stages.sessions import GroupingSource
-from assay.traces.exports import DEFAULT_SPILL_BYTES, RowGroups, export_columns, export_row_kind, row_trace_id
+from assay.traces.exports import (
+    DEFAULT_SPILL_BYTES,
+    RowGroups,
+    export_columns,
+    export_row_kind,
+    is_langfuse_score_row,
+    row_trace_id,
+    score_columns,
+)
 
 
 class AssembleExports(GroupingSource):
@@ -57,6 +67,7 @@ class AssembleExports(GroupingSource):
         self.across_shard = across_shard
         self._input: str | None = None
         self._assembling = False  # the current input holds export rows
+        self._skipping = False  # the current input holds Langfuse scores, not traces
         # the export rows of all the source's inputs, grouped when the source ends
         self._held: RowGroups[Position] = RowGroups(spill_bytes=spill_bytes)
         self._held_inputs: list[str] = []
@@ -83,7 +94,8 @@ class AssembleExports(GroupingSource):
         return []
 
     def _feed(self, batch: list[Envelope]) -> list[Envelope]:
-        if not self._assembling and batch and batch[0].position.source == batch[-1].position.source == self._input:
+        plain = not (self._assembling or self._skipping)
+        if plain and batch and batch[0].position.source == batch[-1].position.source == self._input:
             return batch  # the common case: a batch inside a plain input
         out: list[Envelope] = []
         shard = self.across_shard
@@ -91,11 +103,17 @@ class AssembleExports(GroupingSource):
             source = env.position.source
             if source != self._input:  # a new input: its first row decides how it is read
                 self._input = source
-                self._assembling = _holds_exports(env)
+                self._skipping = _holds_scores(env)
+                if self._skipping:
+                    self.readings[source] = _SCORES_SKIPPED
+                    log_event("input_skipped", logging.WARNING, f"{source}: {_SCORES_SKIPPED}", input=source)
+                self._assembling = not self._skipping and _holds_exports(env)
                 if self._assembling:
                     self._held_inputs.append(source)
                 elif callable(getattr(env.record, "column_names", None)):
                     self.readings[source] = "Parquet: one record per row"
+            if self._skipping:
+                continue
             if not self._assembling:
                 out.append(env)
                 continue
@@ -133,6 +151,18 @@ def _ours(row: object, env: Envelope, shard: tuple[int, int]) -> bool:
     across processes), or its position when it has none (a stray row)."""
     key = (row_trace_id(row) if type(row) is dict and export_row_kind(row) else None) or str(env.position)
     return zlib.crc32(key.encode()) % shard[1] == shard[0]
+
+
+_SCORES_SKIPPED = "Langfuse scores/ rows: scores of traces, not traces; not read"
+
+
+def _holds_scores(env: Envelope) -> bool:
+    """Whether the input whose first row this is is a Langfuse ``scores/`` export (Langfuse writes
+    one beside the observations of every export window)."""
+    columns = getattr(env.record, "column_names", None)
+    if callable(columns):
+        return score_columns(columns())
+    return is_langfuse_score_row(_row(env))
 
 
 def _holds_exports(env: Envelope) -> bool:

@@ -80,6 +80,27 @@ def export_row_kind(row: Any) -> str | None:
 _TRACE_ROW_MARKS = ("bookmarked", "public")
 
 
+#: Columns of a Langfuse ``scores/`` export row (written beside the traces and observations).
+_SCORE_COLUMNS = frozenset({"id", "timestamp", "name", "value", "data_type"})
+
+
+def score_columns(names: Collection[str]) -> bool:
+    """Whether a table with these columns holds Langfuse ``scores/`` rows (scores of traces, not
+    traces): ``id``, ``timestamp``, ``name``, ``value``, ``data_type`` and a ``trace_id`` or
+    ``observation_id``, no observation ``type``."""
+    cols = set(names)
+    return cols >= _SCORE_COLUMNS and not cols.isdisjoint({"trace_id", "observation_id"}) and "type" not in cols
+
+
+def is_langfuse_score_row(row: Any) -> bool:
+    """A row of a Langfuse ``scores/`` export (:func:`score_columns`, and a score ``data_type``)."""
+    return (
+        type(row) is dict
+        and row.get("data_type") in ("NUMERIC", "BOOLEAN", "CATEGORICAL", "TEXT")
+        and score_columns(row)
+    )
+
+
 def is_langfuse_trace_row(row: Any) -> bool:
     """A row of a legacy Langfuse ``traces/`` export: ``id``, ``timestamp``, ``project_id`` and
     ``bookmarked`` or ``public``, with no observation ``type`` and no ``trace_id`` (its trace id is
@@ -261,7 +282,9 @@ __all__ = [
     "decode_json_text",
     "export_columns",
     "export_row_kind",
+    "is_langfuse_score_row",
     "is_langfuse_trace_row",
     "latest_by_id",
     "row_trace_id",
+    "score_columns",
 ]

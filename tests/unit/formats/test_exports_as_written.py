@@ -155,6 +155,30 @@ def test_langfuse_legacy_pair_and_both_modes_in_one_folder(tmp_path: Path, langf
     _check(_read([tmp_path]), expected, "langfuse")
 
 
+def test_a_langfuse_project_folder_with_its_scores_and_manifest(tmp_path: Path, langfuse_rows: Any) -> None:
+    """The export's folder as Langfuse writes it ({project}/observations_v2/, scores/, manifests/):
+    its scores are not read as traces (they were dead letters), its manifest is not an input."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from assay.traces.exports import is_langfuse_score_row
+
+    observations, _, expected = langfuse_rows
+    write_shuffled_parquet(tmp_path / "observations_v2", observations, langfuse_schema("observations_v2"), seed=12)
+    (tmp_path / "scores").mkdir()
+    (tmp_path / "manifests").mkdir()
+    when = observations[0]["start_time"]
+    score = {"id": "s1", "timestamp": when, "project_id": "cm-proj-1", "environment": "production"}
+    score |= {"trace_id": next(iter(expected)), "observation_id": None, "session_id": None, "dataset_run_id": None}
+    score |= {"name": "helpfulness", "value": 1.0, "source": "API", "comment": None, "data_type": "NUMERIC"}
+    score |= {"string_value": None, "created_at": when, "updated_at": when}
+    pq.write_table(pa.Table.from_pylist([score, {**score, "id": "s2"}]), tmp_path / "scores" / "2026-11-21.parquet")
+    (tmp_path / "manifests" / "2026-11-21.json").write_text(json.dumps({"files": ["observations_v2/…"]}))
+    _check(_read([tmp_path]), expected, "langfuse")
+    assert is_langfuse_score_row(json.loads(json.dumps(score, default=str)))
+    assert not is_langfuse_score_row(observations[0])
+
+
 def test_normalize_says_how_a_parquet_input_was_read(tmp_path: Path, langsmith_runs: Any) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
