@@ -66,11 +66,15 @@ _UPDATED = ("updated_at", "updatedAt", "endTime")
 
 def _api_form(o: Any) -> Any:
     """An observation as the API returns it: an export row's snake_case columns renamed and its
-    JSON-text columns decoded (a TOOL's output stays the text it is: the tool's result). A copy;
-    API-form observations are returned as they are."""
+    JSON-text columns decoded (a TOOL's output stays the text it is: the tool's result); the
+    enriched export writes an empty string for an input or output that was not set, which is
+    None here. A copy; API-form observations are returned as they are."""
     if type(o) is not dict or not any(k in o for k in _CAMEL):
         return o
     out = {_CAMEL.get(k, k): v for k, v in o.items() if k not in _CAMEL or _CAMEL[k] not in o}
+    for k in ("input", "output"):
+        if out.get(k) == "" and not (k == "output" and out.get("type") == "TOOL"):
+            out[k] = None
     for k in _JSON_TEXT:
         if type(out.get(k)) is str and not (k == "output" and out.get("type") == "TOOL"):
             out[k] = decode_json_text(out[k])
@@ -215,7 +219,7 @@ def normalize(value: Any) -> Trace:
             tool_ids.add(o.get("id"))
             out, call_id, failed = _tool_output(o.get("output"), where)
             failed = failed or o.get("level") == "ERROR"
-            if out is None and failed:
+            if (out is None or out == "") and failed:
                 out = o.get("statusMessage")
             builder.tool_result(
                 out,

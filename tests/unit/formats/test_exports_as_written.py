@@ -123,6 +123,15 @@ def test_langfuse_observations_v2_shuffled_across_files(tmp_path: Path, langfuse
     assert all(t.metadata["name"] == "support-agent" and t.metadata["userId"] for t in traces.values())
 
 
+def test_langfuse_v2_rows_without_input_or_output(tmp_path: Path, langfuse_rows: Any) -> None:
+    """The enriched export writes an empty string for an input or output that was not set (an
+    OTel root span): the task is then the first user message, not an empty string."""
+    observations, _, expected = langfuse_rows
+    rows = [{**o, "input": "", "output": ""} if o["type"] == "AGENT" else o for o in observations]
+    paths = write_shuffled_parquet(tmp_path / "observations_v2", rows, langfuse_schema("observations_v2"), seed=14)
+    _check(_read(paths), expected, "langfuse")
+
+
 def test_langfuse_langchain_handler_generations_and_tool_messages(tmp_path: Path) -> None:
     """Langfuse's LangChain handler appends the bound tools' schemas to each generation's input as
     ``{"role": "tool", "content": <schema>}`` and records a tool's ToolMessage as its output: the
