@@ -118,9 +118,9 @@ class AssembleExports(GroupingSource):
                 out.append(env)
                 continue
             row = _row(env)
-            if shard is not None and not _ours(row, env, shard):
-                continue  # another shard's (every shard reads the export inputs whole)
             kind = export_row_kind(row)
+            if shard is not None and not _ours(row if kind else None, env, shard):
+                continue  # another shard's (every shard reads the export inputs whole)
             if kind is None:
                 out.append(env)  # a stray row: a record of its own (the normalizer reports it)
                 continue
@@ -148,8 +148,8 @@ def _row(env: Envelope) -> object:
 
 def _ours(row: object, env: Envelope, shard: tuple[int, int]) -> bool:
     """Whether a row of an export input belongs to this shard: by its trace id's CRC-32 (stable
-    across processes), or its position when it has none (a stray row)."""
-    key = (row_trace_id(row) if type(row) is dict and export_row_kind(row) else None) or str(env.position)
+    across processes), or its position when it has none (``row`` None: a stray row)."""
+    key = (row_trace_id(row) if type(row) is dict else None) or str(env.position)
     return zlib.crc32(key.encode()) % shard[1] == shard[0]
 
 
