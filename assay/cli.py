@@ -437,6 +437,8 @@ def normalize(
                 said.add(note)
                 typer.echo(f"assay: reading {file}: {safe(note)}", err=True)
             if as_json:
+                if "error" in item:  # an error line is {position, error, stage}; the reading is on stderr
+                    item = {k: item[k] for k in ("position", "error", "stage")}
                 sys.stdout.write(orjson.dumps(item, default=str).decode() + "\n")
             else:
                 print_normalized(item)

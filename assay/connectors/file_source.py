@@ -41,7 +41,7 @@ from assay.connectors.ledger import LineLedger
 from assay.connectors.local import STDIN, Limited, byte_range, display_name, expand_paths, file_size, open_raw
 from assay.exceptions import ConfigError, ConnectorError
 from assay.records import Envelope, Position
-from assay.traces.exports import crosses_inputs, export_row_kind
+from assay.traces.exports import export_row_kind
 
 _Done = Callable[[int], bool]
 
@@ -251,14 +251,13 @@ class FileSource(Source):
             return detect_format(head, len(head) < 1 << 16) == "jsonl"
         return self.input_format == "jsonl"
 
-    def _export_input(self, path: str, raw: IO[bytes]) -> str | None:
+    def _export_input(self, path: str, raw: IO[bytes]) -> bool:
         """Whether a (seekable) input's first record is a row of a multi-row export (LangSmith
-        runs, Langfuse observations): a trace's rows may be anywhere in it, so a shard reads it whole
-        (``"export"``); every shard reads the legacy Langfuse ``traces/`` + ``observations/`` pair's
-        inputs whole (``"across"``: :func:`~assay.traces.exports.crosses_inputs`), and keeps its traces
-        by trace id (:class:`~assay.stages.exports.AssembleExports`). None: not an export."""
+        runs, Langfuse observations or traces): a trace's rows may be in any of the source's export
+        inputs, so every shard reads them whole and keeps its traces by trace id
+        (:class:`~assay.stages.exports.AssembleExports`)."""
         if path == STDIN or not raw.seekable():
-            return None
+            return False
         try:
             stream = open_stream(raw, display_name(path), suffix_name=path)
             first = next(iter_records(stream, path, self.input_format), None)
@@ -266,23 +265,18 @@ class FileSource(Source):
             first = None
         raw.seek(0)
         if first is None or type(first[1]) is not bytes:
-            return None
+            return False
         try:
             row = orjson.loads(first[1])
         except orjson.JSONDecodeError:
-            return None
-        if export_row_kind(row) is None:
-            return None
-        return "across" if crosses_inputs(row) else "export"
+            return False
+        return export_row_kind(row) is not None
 
     def _read_input(self, path: str, raw: IO[bytes]) -> Iterator[Envelope]:
         name = display_name(path)
         shard = self.shard
-        export = None if shard is None else self._export_input(path, raw)
-        if shard is not None and export is not None:
-            # by file: shard i reads the export inputs whose index is i modulo n, whole
-            if export != "across" and self.files.index(path) % shard[1] != shard[0]:
-                return
+        if shard is not None and self._export_input(path, raw):
+            # every shard reads the export inputs whole; AssembleExports keeps its own traces
             whole = open_stream(raw, name, suffix_name=path)
             yield from stream_envelopes(
                 whole, name, self.input_format, read_errors=self.read_errors, done=self._done(name)

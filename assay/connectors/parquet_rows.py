@@ -120,9 +120,22 @@ def is_text(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
 
 
+def has_map(t: pa.DataType) -> bool:
+    """Whether a type is or holds a ``map`` (Langfuse exports ``usage_details`` as one)."""
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(has_map(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return has_map(t.value_type)
+    return False
+
+
 def batch_records(batch: pa.RecordBatch | pa.Table, *, decode_json: bool = True) -> list[dict[str, Any]]:
-    """The rows of a batch as dicts (``to_pylist()``), top-level JSON text decoded (module docs)."""
-    rows: list[dict[str, Any]] = batch.to_pylist()
+    """The rows of a batch as dicts (``to_pylist()``), top-level JSON text decoded (module docs);
+    ``map`` values are dicts, as the same row's JSON object would be (a repeated key: the last)."""
+    maps = any(has_map(f.type) for f in batch.schema)
+    rows: list[dict[str, Any]] = batch.to_pylist(maps_as_pydicts="lossy") if maps else batch.to_pylist()
     if decode_json:
         for f in batch.schema:
             if is_text(f.type):

@@ -12,9 +12,9 @@
   ledger is the file source's (:class:`~assay.connectors.ledger.LineLedger`), and a row group whose
   rows are all done is not even read.
 * **Shards** (``--workers`` / ``--shard i/N``): the (file, row group) units, in order, whose index
-  is ``i`` modulo ``N``; a file of a multi-row export (LangSmith runs, Langfuse observations:
-  :func:`~assay.traces.exports.export_columns`) is one unit, since its traces' rows may be anywhere
-  in it.
+  is ``i`` modulo ``N``; the files of a multi-row export (LangSmith runs, Langfuse observations:
+  :func:`~assay.traces.exports.export_columns`) are read by every shard, since a trace's rows may be
+  in any of them (:class:`~assay.stages.exports.AssembleExports` keeps each shard's traces).
 
 >>> import anyio, tempfile, pathlib, pyarrow as pa, pyarrow.parquet as pq
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -41,7 +41,7 @@ from assay.connectors.parquet_rows import ParquetInput, RowGroup, has_parquet_su
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan, text_free_columns
 from assay.exceptions import ConfigError, ConnectorError
 from assay.records import Envelope, Position
-from assay.traces.exports import columns_cross_inputs, export_columns
+from assay.traces.exports import export_columns
 
 
 def s3_filesystem(options: Any) -> Any:
@@ -205,15 +205,13 @@ class ParquetSource(Source):
 
     def _plan(self) -> list[tuple[ParquetInput, RowGroup]]:
         units: list[tuple[ParquetInput, RowGroup]] = []
-        keys: list[int | None] = []  # a unit's shard key: its index; a multi-row export's file: its first unit's
+        keys: list[int | None] = []  # a unit's shard key: its index; None for an export's: every shard
         for inp in self.inputs():
             pf = inp.open()  # the footer: row groups
             names = pf.schema_arrow.names
-            whole = export_columns(names)  # a trace's rows anywhere in the file
-            every = whole and columns_cross_inputs(names)  # legacy Langfuse pair: every shard, by trace id
-            first = len(units)
+            every = export_columns(names)  # a trace's rows in any export file: every shard, by trace id
             for g in inp.row_groups:
-                keys.append(None if every else first if whole else len(units))
+                keys.append(None if every else len(units))
                 units.append((inp, g))
         if self.shard is not None:
             i, n = self.shard

@@ -93,7 +93,7 @@ class S3Connector(BaseConnector):
             return GroupSessions(source, shard=ctx.shard)
         from assay.stages.exports import AssembleExports
 
-        return AssembleExports(source)  # objects are sharded whole: a trace's rows stay together
+        return AssembleExports(source)  # objects are sharded whole: unsharded, a trace is grouped across them
 
     def build_sink(self, config: Any, ctx: Any) -> Sink:
         from assay.connectors.builtin import is_parquet_sink, parquet_sink

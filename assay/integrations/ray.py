@@ -19,6 +19,7 @@ its dead letters; null for scored rows)::
         batch_format="pyarrow",
         batch_size=256,
         concurrency=8,  # actors
+        num_cpus=0.5,  # each: actors holding every CPU would starve the read tasks (docs/operations.md)
     )
     scores.write_parquet("s3://lake/scores/dt=2026-11-24/")
 

@@ -15,6 +15,7 @@ Parquet parts like JSON-lines parts. Rows come back in the engine's JSON row sha
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -58,17 +59,34 @@ def expand_lake(location: str) -> list[str] | None:
 
 
 class ParquetFileStore:
-    """One Parquet output file seen as a results location (its summary beside it)."""
+    """One Parquet output file seen as a results location: its summary and its dead letters
+    (``out.dead_letter.jsonl``) beside it. A file target has no ``_SUCCESS``: the file is replaced
+    only by a run whose output is whole, so the output is whole when the file exists and its
+    summary's status says so (a failed rerun leaves the last whole file, and its own summary)."""
 
     def __init__(self, location: str) -> None:
         self.location = location
         self.path = Path(location)
 
     def _files(self) -> dict[str, Path]:
+        stem = self.path.name.removesuffix(".parquet")
         return {
             "part-00000-00000.parquet": self.path,
             "_SUMMARY.json": self.path.with_name(f"{self.path.name}._SUMMARY.json"),
+            "_dead_letter/dead-00000-00000.jsonl": self.path.with_name(f"{stem}.dead_letter.jsonl"),
         }
+
+    def _whole(self) -> bool:
+        from assay.pipeline.verdict import WHOLE_STATUSES
+
+        summary = self._files()["_SUMMARY.json"]
+        if not (self.path.is_file() and summary.is_file()):
+            return False
+        try:
+            status = json.loads(summary.read_bytes()).get("status")
+        except (OSError, ValueError, AttributeError):
+            return False
+        return status in WHOLE_STATUSES
 
     def list(self, pattern: str) -> list[str]:
         import fnmatch
@@ -82,6 +100,8 @@ class ParquetFileStore:
             raise ConnectorError(f"cannot open {name} of {self.location}: {exc}") from exc
 
     def exists(self, name: str) -> bool:
+        if name == "_SUCCESS":
+            return self._whole()
         p = self._files().get(name)
         return p is not None and p.is_file()
 

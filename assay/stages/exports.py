@@ -2,24 +2,20 @@
 
 :class:`AssembleExports` wraps a source (local files, S3 objects, Parquet files) read record by
 record. It looks at the first row of each input (file, object): when it is a LangSmith run or a
-Langfuse observation row (:func:`assay.traces.exports.export_row_kind`), the input's rows are
-grouped by trace id (held as offsets, the payloads on disk past a budget:
-:class:`~assay.traces.exports.RowGroups`) and each trace becomes one record (the JSON array of its
-rows, which the ``langsmith`` / ``langfuse`` normalizers assemble) when the input ends; any other
+Langfuse observation row (:func:`assay.traces.exports.export_row_kind`; a Parquet file tells by
+its columns), the input's rows are held by trace id together with those of the source's other
+export inputs (keys and offsets in memory, the payloads on disk past a budget:
+:class:`~assay.traces.exports.RowGroups`), and each trace becomes one record (the JSON array of its
+rows, which the ``langsmith`` / ``langfuse`` normalizers assemble) when the source ends; any other
 input passes through untouched, at the cost of parsing its first row.
 
-A grouped record's position is its first row's; acknowledging it acknowledges all its rows, so
-resuming skips whole traces. A trace whose rows are in several inputs becomes one record per
-input (LangSmith and Langfuse exports write a trace's rows in one file per export window; a trace
-still running across a window boundary is split). The legacy Langfuse ``traces/`` +
-``observations/`` pair is the exception (:func:`~assay.traces.exports.crosses_inputs`): a trace's
-row and its observations are in different files, so the rows of all the source's inputs of that
-pair are held together (keys and offsets, as above) and grouped when the source ends, a trace's
-``traces/`` row joining its observations. Sharded runs read an export input whole, in one shard
-(:class:`~assay.connectors.file_source.FileSource` and S3 shard such inputs by file); the legacy
-pair's inputs are read by every shard of a local or Parquet source, each keeping the traces whose id
-hashes to it (``across_shard``), while S3 JSON objects are sharded whole (the pair is then grouped
-per shard).
+Exports write a trace's rows into any of their files (a bulk export's files are cut by size, a
+trace may cross an export window, the legacy Langfuse ``traces/`` row and its observations are in
+different folders), so the rows are grouped across inputs, not file by file. A grouped record's
+position is its first row's; acknowledging it acknowledges all its rows, so resuming skips whole
+traces. Sharded runs: every shard reads the export inputs of a local or Parquet source whole and
+keeps the traces whose id hashes to it (``across_shard``); S3 JSON objects are sharded whole by
+object (a trace whose rows are in objects of different shards is then one trace per shard).
 
 >>> import anyio, orjson
 >>> from assay.testing import ListSource
@@ -34,27 +30,29 @@ per shard).
 
 from __future__ import annotations
 
+import logging
 import zlib
-from typing import Any
 
 import orjson
 
 from assay.connectors.base import Source
+from assay.observability import log_event
 from assay.records import Envelope, Position
 from assay.stages.sessions import GroupingSource
 from assay.traces.exports import (
     DEFAULT_SPILL_BYTES,
     RowGroups,
-    columns_cross_inputs,
-    crosses_inputs,
     export_columns,
     export_row_kind,
+    is_langfuse_score_row,
     row_trace_id,
+    score_columns,
 )
 
 
 class AssembleExports(GroupingSource):
-    """Group export rows into traces, input by input; pass other inputs through (module docs)."""
+    """Group export rows into traces across the source's inputs; pass other inputs through
+    (module docs)."""
 
     def __init__(
         self,
@@ -64,71 +62,78 @@ class AssembleExports(GroupingSource):
         across_shard: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(inner, spill_bytes=spill_bytes)
-        #: ``(i, n)`` when ``inner`` gives every shard the legacy Langfuse pair's inputs whole:
-        #: this shard keeps their traces whose trace id hashes to ``i`` modulo ``n``.
+        #: ``(i, n)`` when ``inner`` gives every shard the export inputs whole: this shard keeps
+        #: their traces whose trace id hashes to ``i`` modulo ``n``.
         self.across_shard = across_shard
         self._input: str | None = None
-        self._assembling = False
-        self._across = False  # the input is the legacy Langfuse pair's: its rows go to _legacy
-        # the legacy pair's rows of all the source's inputs, grouped when the source ends
-        self._legacy: RowGroups[Position] = RowGroups(spill_bytes=spill_bytes)
-        self._legacy_inputs: list[str] = []
+        self._assembling = False  # the current input holds export rows
+        self._skipping = False  # the current input holds Langfuse scores, not traces
+        # the export rows of all the source's inputs, grouped when the source ends
+        self._held: RowGroups[Position] = RowGroups(spill_bytes=spill_bytes)
+        self._held_inputs: list[str] = []
+        self._kinds: set[str] = set()  # export_row_kind of the rows held
 
     def describe(self) -> str:
         return self.inner.describe()
 
     def _finish(self) -> list[Envelope]:
-        self._flush_exports()
-        self._flush_legacy()
-        return []
-
-    def _flush_legacy(self) -> None:
-        """The source ended: one record per trace id of the legacy pair's rows (module docs)."""
-        if not self._legacy_inputs:
-            return
-        groups, inputs = self._legacy, self._legacy_inputs
-        self._legacy = RowGroups(spill_bytes=groups.spill_bytes)
-        self._legacy_inputs = []
+        """The source ended: one record per trace id of the export rows held (module docs)."""
+        if not self._held_inputs:
+            return []
+        groups, inputs = self._held, self._held_inputs
+        self._held = RowGroups(spill_bytes=groups.spill_bytes)
+        self._held_inputs = []
         spilled = " (rows held on disk)" if groups.spilled else ""
-        reading = (
-            f"{groups.rows} rows of a legacy Langfuse traces/ + observations/ export, grouped by trace id "
-            f"across {len(inputs)} inputs into {len(groups)} traces{spilled}"
-        )
+        across = f" across {len(inputs)} inputs" if len(inputs) > 1 else ""
+        kinds = " and ".join(_KIND_NAMES.get(k, k) for k in sorted(self._kinds)) or "export"
+        self._kinds = set()
+        reading = f"{groups.rows} {kinds} rows grouped by trace id{across} into {len(groups)} traces{spilled}"
         for name in inputs:
             self.readings[name] = reading
         self._drains.append(self._drain(groups))
+        return []
 
     def _feed(self, batch: list[Envelope]) -> list[Envelope]:
-        if not self._assembling and batch and batch[0].position.source == batch[-1].position.source == self._input:
+        plain = not (self._assembling or self._skipping)
+        if plain and batch and batch[0].position.source == batch[-1].position.source == self._input:
             return batch  # the common case: a batch inside a plain input
         out: list[Envelope] = []
+        shard = self.across_shard
         for env in batch:
             source = env.position.source
             if source != self._input:  # a new input: its first row decides how it is read
-                self._flush_exports()
-                kind = _input_kind(env)
                 self._input = source
-                self._assembling = kind is not None
-                self._across = kind == "across"
-                if self._across:
-                    self._legacy_inputs.append(source)
+                self._skipping = _holds_scores(env)
+                if self._skipping:
+                    self.readings[source] = _SCORES_SKIPPED
+                    log_event("input_skipped", logging.WARNING, f"{source}: {_SCORES_SKIPPED}", input=source)
+                self._assembling = not self._skipping and _holds_exports(env)
+                if self._assembling:
+                    self._held_inputs.append(source)
+                elif callable(getattr(env.record, "column_names", None)):
+                    self.readings[source] = "Parquet: one record per row"
+            if self._skipping:
+                continue
             if not self._assembling:
                 out.append(env)
                 continue
             row = _row(env)
-            if export_row_kind(row) is None:
+            kind = export_row_kind(row)
+            if shard is not None and not _ours(row if kind else None, env, shard):
+                continue  # another shard's (every shard reads the export inputs whole)
+            if kind is None:
                 out.append(env)  # a stray row: a record of its own (the normalizer reports it)
-            else:
-                assert isinstance(row, dict)
-                if self._across and self.across_shard is not None and not _ours(row, env, self.across_shard):
-                    continue  # another shard's trace (every shard reads the pair's inputs)
-                if not env.payload:  # a decoded row (Parquet): its JSON is what the group holds
-                    env = Envelope(orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS), env.position)
-                if self._across and is_langfuse_row(row):
-                    self._legacy.add(row_trace_id(row), env.payload, env.position)
-                else:
-                    self._add_export(row, env)
+                continue
+            assert isinstance(row, dict)
+            self._kinds.add(kind)
+            if not env.payload:  # a decoded row (Parquet): its JSON is what the group holds
+                env = Envelope(orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS), env.position)
+            self._held.add(row_trace_id(row), env.payload, env.position)
         return out
+
+
+#: How the readings name the rows of each export kind.
+_KIND_NAMES = {"langsmith": "LangSmith run", "langfuse": "Langfuse export"}
 
 
 def _row(env: Envelope) -> object:
@@ -141,33 +146,32 @@ def _row(env: Envelope) -> object:
         return None
 
 
-def _ours(row: dict[str, Any], env: Envelope, shard: tuple[int, int]) -> bool:
-    """Whether a row of the legacy pair belongs to this shard: by its trace id's CRC-32 (stable
-    across processes), or its position when it has none."""
-    key = row_trace_id(row) or str(env.position)
+def _ours(row: object, env: Envelope, shard: tuple[int, int]) -> bool:
+    """Whether a row of an export input belongs to this shard: by its trace id's CRC-32 (stable
+    across processes), or its position when it has none (``row`` None: a stray row)."""
+    key = (row_trace_id(row) if type(row) is dict else None) or str(env.position)
     return zlib.crc32(key.encode()) % shard[1] == shard[0]
 
 
-def is_langfuse_row(row: dict[str, Any]) -> bool:
-    """A Langfuse row (an observation or a ``traces/`` row; not a LangSmith run)."""
-    return export_row_kind(row) == "langfuse"
+_SCORES_SKIPPED = "Langfuse scores/ rows: scores of traces, not traces; not read"
 
 
-def _input_kind(env: Envelope) -> str | None:
-    """How the input whose first row this is is read: ``"across"`` (a legacy Langfuse export's
-    ``traces/`` or ``observations/`` rows, grouped with those of all such inputs), ``"export"`` (export
-    rows, grouped within the input) or None (record by record). A Parquet row tells by its table's
-    columns (no row converted); others by the row itself."""
+def _holds_scores(env: Envelope) -> bool:
+    """Whether the input whose first row this is is a Langfuse ``scores/`` export (Langfuse writes
+    one beside the observations of every export window)."""
     columns = getattr(env.record, "column_names", None)
     if callable(columns):
-        names = columns()
-        if not export_columns(names):
-            return None
-        return "across" if columns_cross_inputs(names) else "export"
-    row = _row(env)
-    if export_row_kind(row) is None:
-        return None
-    return "across" if crosses_inputs(row) else "export"
+        return score_columns(columns())
+    return is_langfuse_score_row(_row(env))
+
+
+def _holds_exports(env: Envelope) -> bool:
+    """Whether the input whose first row this is holds export rows. A Parquet row tells by its
+    table's columns (no row converted); others by the row itself."""
+    columns = getattr(env.record, "column_names", None)
+    if callable(columns):
+        return export_columns(columns())
+    return export_row_kind(_row(env)) is not None
 
 
 __all__ = ["AssembleExports"]

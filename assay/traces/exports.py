@@ -4,8 +4,8 @@ A LangSmith bulk export (Parquet), a ``list_runs`` JSON-lines dump or a flat JSO
 has one row per run; a Langfuse blob-storage export (``observations_v2/`` enriched observations,
 or the legacy ``observations/``) one row per observation, and the legacy ``traces/`` one row per
 trace (:func:`is_langfuse_trace_row`; its ``id`` is the trace id). The rows of one trace share a
-``trace_id`` and may be anywhere in a file. :func:`export_row_kind` recognises such a row;
-:class:`RowGroups` collects a file's rows by trace id, holding in memory only each row's key and
+``trace_id`` and may be anywhere in any of the export's files. :func:`export_row_kind` recognises
+such a row; :class:`RowGroups` collects rows by trace id, holding in memory only each row's key and
 where its bytes are (the bytes go to a temporary file once a budget is passed), and gives back
 each trace's rows in first-seen order. The grouped rows (a JSON array) are then read by the
 ``langsmith`` and ``langfuse`` normalizers, which decode the JSON-text ``inputs`` / ``outputs``
@@ -26,6 +26,8 @@ from collections.abc import Collection, Iterator
 from typing import IO, Any, Generic, TypeVar
 
 import orjson
+
+from assay.traces.timing import time_key
 
 T = TypeVar("T")
 
@@ -76,8 +78,27 @@ def export_row_kind(row: Any) -> str | None:
 
 #: Columns of a Langfuse ``traces/`` export row that tell it apart (with ``id`` and ``timestamp``).
 _TRACE_ROW_MARKS = ("bookmarked", "public")
-#: Trace columns the enriched ``observations_v2/`` rows carry (the legacy ``observations/`` do not).
-_ENRICHED = ("trace_name", "traceName")
+
+
+#: Columns of a Langfuse ``scores/`` export row (written beside the traces and observations).
+_SCORE_COLUMNS = frozenset({"id", "timestamp", "name", "value", "data_type"})
+
+
+def score_columns(names: Collection[str]) -> bool:
+    """Whether a table with these columns holds Langfuse ``scores/`` rows (scores of traces, not
+    traces): ``id``, ``timestamp``, ``name``, ``value``, ``data_type`` and a ``trace_id`` or
+    ``observation_id``, no observation ``type``."""
+    cols = set(names)
+    return cols >= _SCORE_COLUMNS and not cols.isdisjoint({"trace_id", "observation_id"}) and "type" not in cols
+
+
+def is_langfuse_score_row(row: Any) -> bool:
+    """A row of a Langfuse ``scores/`` export (:func:`score_columns`, and a score ``data_type``)."""
+    return (
+        type(row) is dict
+        and row.get("data_type") in ("NUMERIC", "BOOLEAN", "CATEGORICAL", "TEXT")
+        and score_columns(row)
+    )
 
 
 def is_langfuse_trace_row(row: Any) -> bool:
@@ -94,23 +115,6 @@ def is_langfuse_trace_row(row: Any) -> bool:
         and not row.get("trace_id")
         and "observations" not in row
     )
-
-
-def crosses_inputs(row: Any) -> bool:
-    """Whether the rows of the input this row opens are grouped together with those of the next
-    such inputs: the legacy Langfuse pair (a ``traces/`` row, or an ``observations/`` row without
-    the enriched export's trace columns), whose trace and observation rows are in different files."""
-    if is_langfuse_trace_row(row):
-        return True
-    return export_row_kind(row) == "langfuse" and not any(k in row for k in _ENRICHED)
-
-
-def columns_cross_inputs(names: Collection[str]) -> bool:
-    """:func:`crosses_inputs` on a table's column names (a Parquet schema)."""
-    cols = set(names)
-    if _trace_columns(cols):
-        return True
-    return export_columns(cols) and "run_type" not in cols and cols.isdisjoint(_ENRICHED)
 
 
 def _trace_columns(cols: set[str]) -> bool:
@@ -154,8 +158,40 @@ def decode_json_text(value: Any) -> Any:
         return value
 
 
+def latest_by_id(rows: list[Any], *stamps: str) -> list[Any]:
+    """One row per ``id``, in the order ids first appear: exports repeat a row (Langfuse writes an
+    observation into every export window it was updated in, and into both ``observations_v2/`` and
+    ``observations/`` in the combined mode), and a trace must not hold it twice. The row with the
+    latest of the ``stamps`` fields wins (on a tie, the one with more fields: an enriched row over
+    a legacy one); rows without an id are all kept.
+
+    >>> latest_by_id([{"id": 1, "v": "a", "t": 1}, {"id": 2}, {"id": 1, "v": "b", "t": 2}], "t")
+    [{'id': 1, 'v': 'b', 't': 2}, {'id': 2}]
+    """
+
+    def rank(row: dict[str, Any]) -> tuple[float, int]:
+        for field in stamps:
+            t = time_key(row.get(field))
+            if t is not None:
+                return t, len(row)
+        return float("-inf"), len(row)
+
+    out: list[Any] = []
+    at: dict[Any, int] = {}
+    for row in rows:
+        key = row.get("id") if type(row) is dict else None
+        if key is None or isinstance(key, dict | list):
+            out.append(row)
+        elif key not in at:
+            at[key] = len(out)
+            out.append(row)
+        elif rank(row) >= rank(out[at[key]]):
+            out[at[key]] = row
+    return out
+
+
 class RowGroups(Generic[T]):
-    """A file's rows grouped by trace id, in memory up to ``spill_bytes`` of payloads, then on disk.
+    """Rows grouped by trace id, in memory up to ``spill_bytes`` of payloads, then on disk.
 
     ``add(trace_id, payload, tag)`` records one row (``trace_id`` None: a group of its own);
     :meth:`drain` yields ``(tags, payloads)`` per trace, in the order each trace was first seen,
@@ -243,11 +279,12 @@ __all__ = [
     "DEFAULT_SPILL_BYTES",
     "OBSERVATION_TYPES",
     "RowGroups",
-    "columns_cross_inputs",
-    "crosses_inputs",
     "decode_json_text",
     "export_columns",
     "export_row_kind",
+    "is_langfuse_score_row",
     "is_langfuse_trace_row",
+    "latest_by_id",
     "row_trace_id",
+    "score_columns",
 ]

@@ -29,8 +29,8 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
-from assay.traces.exports import OBSERVATION_TYPES, decode_json_text, is_langfuse_trace_row
-from assay.traces.llm_io import input_messages, output_messages
+from assay.traces.exports import OBSERVATION_TYPES, decode_json_text, is_langfuse_trace_row, latest_by_id
+from assay.traces.llm_io import input_messages, output_messages, tool_message_output
 from assay.traces.model import Trace
 from assay.traces.timing import Timings, time_key
 
@@ -60,13 +60,21 @@ _CAMEL = {
 _JSON_TEXT = ("input", "output", "metadata", "usageDetails", "providedUsageDetails", "usage", "costDetails")
 
 
+#: When an observation row was last written (exports repeat an updated observation: the latest wins).
+_UPDATED = ("updated_at", "updatedAt", "endTime")
+
+
 def _api_form(o: Any) -> Any:
     """An observation as the API returns it: an export row's snake_case columns renamed and its
-    JSON-text columns decoded (a TOOL's output stays the text it is: the tool's result). A copy;
-    API-form observations are returned as they are."""
+    JSON-text columns decoded (a TOOL's output stays the text it is: the tool's result); the
+    enriched export writes an empty string for an input or output that was not set, which is
+    None here. A copy; API-form observations are returned as they are."""
     if type(o) is not dict or not any(k in o for k in _CAMEL):
         return o
     out = {_CAMEL.get(k, k): v for k, v in o.items() if k not in _CAMEL or _CAMEL[k] not in o}
+    for k in ("input", "output"):
+        if out.get(k) == "" and not (k == "output" and out.get("type") == "TOOL"):
+            out[k] = None
     for k in _JSON_TEXT:
         if type(out.get(k)) is str and not (k == "output" and out.get("type") == "TOOL"):
             out[k] = decode_json_text(out[k])
@@ -130,6 +138,16 @@ def _trace_row_fields(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _tool_output(value: Any, where: str) -> tuple[Any, str | None, bool]:
+    """A tool observation's output → ``(content, tool_call_id, is_error)``: the text it is, unless it
+    is a LangChain ``ToolMessage`` (Langfuse's LangChain handler records the message a tool returns;
+    in an export, as JSON text), whose content, call id and status are read."""
+    message = decode_json_text(value) if type(value) is str and value.lstrip().startswith("{") else value
+    if type(message) is dict and message.get("type") == "tool":
+        return tool_message_output(message, f"{where} output")
+    return value, None, False
+
+
 def _tool_args(value: Any) -> Any:
     if type(value) is dict and value and set(value) <= {"args", "kwargs"}:
         args, kwargs = value.get("args") or [], value.get("kwargs") or {}
@@ -168,11 +186,11 @@ def normalize(value: Any) -> Trace:
         }
         observations = value.get("observations")
         if type(observations) is list:
-            observations = [_api_form(o) for o in observations]
+            observations = latest_by_id([_api_form(o) for o in observations], *_UPDATED)
     elif type(value) is list:
         # the legacy traces/ + observations/ pair: the trace's row gives its fields
         trace_rows = [o for o in value if is_langfuse_trace_row(o)]
-        observations = [_api_form(o) for o in value if not is_langfuse_trace_row(o)]
+        observations = latest_by_id([_api_form(o) for o in value if not is_langfuse_trace_row(o)], *_UPDATED)
         trace_obj = _trace_of_rows(observations)
         if trace_rows:
             trace_obj.update(_trace_row_fields(trace_rows[-1]))  # a re-exported trace: its last row
@@ -199,12 +217,13 @@ def normalize(value: Any) -> Trace:
             usage = add_usage(usage, _usage(o))
         elif kind == "TOOL" or (kind == "SPAN" and isinstance(name, str) and builder.is_pending(name)):
             tool_ids.add(o.get("id"))
-            failed = o.get("level") == "ERROR"
-            out = o.get("output")
-            if out is None and failed:
+            out, call_id, failed = _tool_output(o.get("output"), where)
+            failed = failed or o.get("level") == "ERROR"
+            if (out is None or out == "") and failed:
                 out = o.get("statusMessage")
             builder.tool_result(
                 out,
+                call_id=call_id,
                 name=name if isinstance(name, str) else None,
                 args=_tool_args(o.get("input")),
                 is_error=failed,

@@ -21,9 +21,8 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
 from assay.traces.base import TraceFormat
-from assay.traces.exports import decode_json_text
-from assay.traces.langchain import as_message_dict, is_lc_message
-from assay.traces.llm_io import input_messages, output_messages, output_usage
+from assay.traces.exports import decode_json_text, latest_by_id
+from assay.traces.llm_io import input_messages, output_messages, output_usage, tool_message_output
 from assay.traces.model import Trace
 from assay.traces.timing import Timings, time_key
 
@@ -55,7 +54,7 @@ class _Tree:
             self.roots = [runs]
             self._nest(runs, 0)
         elif type(runs) is list:
-            self.roots = self._link([_decoded(run) for run in runs])
+            self.roots = self._link(latest_by_id([_decoded(run) for run in runs], "end_time"))  # a run once
         else:
             raise NormalizationError(f"langsmith: expected a run or a list of runs, got {type(runs).__name__}")
         if not self.roots:
@@ -139,12 +138,7 @@ def _order(run: dict[str, Any]) -> tuple[Any, ...]:
 
 def _tool_output(outputs: Any) -> tuple[Any, str | None, bool]:
     """A tool run's outputs → (content, tool_call_id, is_error)."""
-    value = outputs.get("output", outputs) if type(outputs) is dict else outputs
-    if is_lc_message(value):
-        d = as_message_dict(value, "tool output")
-        call_id = d.get("tool_call_id")
-        return d.get("content", ""), call_id if isinstance(call_id, str) else None, d.get("status") == "error"
-    return value, None, False
+    return tool_message_output(outputs.get("output", outputs) if type(outputs) is dict else outputs)
 
 
 def _tool_args(inputs: Any) -> Any:

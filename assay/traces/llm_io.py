@@ -12,7 +12,7 @@ from typing import Any
 from assay.exceptions import NormalizationError
 from assay.traces.anthropic import block_messages
 from assay.traces.assemble import as_dict, usage_of
-from assay.traces.langchain import is_lc_message, parse_lc_message
+from assay.traces.langchain import as_message_dict, is_lc_message, parse_lc_message
 from assay.traces.model import Message
 from assay.traces.openai import parse_message
 
@@ -66,11 +66,37 @@ def input_messages(value: Any, where: str = "input") -> list[Message]:
         return []
     out: list[Message] = []
     for i, m in enumerate(_flat(value)):
+        if _is_tool_definition(m):
+            continue
         if isinstance(m, str):
             out.append(Message("user", m))
         else:
             out.extend(any_message(m, f"{where} message {i}"))
     return out
+
+
+def _is_tool_definition(m: Any) -> bool:
+    """A bound tool's schema among the input messages, not a message: Langfuse's LangChain
+    ``CallbackHandler`` appends ``{"role": "tool", "content": <tool schema>}`` to a generation's
+    input for every tool the model was given (no ``tool_call_id``; an OpenAI ``{"type":
+    "function", "function"}`` or an Anthropic ``{"name", "input_schema"}`` schema)."""
+    if type(m) is not dict or m.get("role") != "tool" or m.get("tool_call_id") is not None:
+        return False
+    schema = m.get("content")
+    if type(schema) is not dict:
+        return False
+    return (schema.get("type") == "function" and type(schema.get("function")) is dict) or "input_schema" in schema
+
+
+def tool_message_output(value: Any, where: str = "tool output") -> tuple[Any, str | None, bool]:
+    """A tool's recorded output → ``(content, tool_call_id, is_error)``: a LangChain ``ToolMessage``
+    (as tracers record what a LangChain tool returns) gives its content, call id and ``status``;
+    anything else is the content itself."""
+    if is_lc_message(value):
+        d = as_message_dict(value, where)
+        call_id = d.get("tool_call_id")
+        return d.get("content", ""), call_id if isinstance(call_id, str) else None, d.get("status") == "error"
+    return value, None, False
 
 
 def output_messages(value: Any, where: str = "output") -> list[Message]:

@@ -155,9 +155,15 @@ def test_normalize_shows_how_records_are_read(corpus: Path) -> None:
     assert "format=openai" in proc.stdout
     assert 'search({"q":"q0"})' in proc.stdout
     assert ":6  cannot normalize (parse)" in proc.stdout
-    proc = assay("normalize", str(corpus), "--json", "-n", "1")
-    item = json.loads(proc.stdout.splitlines()[0])
-    assert item["trace"]["messages"][1]["tool_calls"][0]["args"] == {"q": "q0"}
+    proc = assay("normalize", str(corpus), "--json", "-n", "0")
+    items = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert items[0]["trace"]["messages"][1]["tool_calls"][0]["args"] == {"q": "q0"}
+    # every line a trace ({position, format, trace} and the reading) or exactly {position, error, stage}
+    assert {frozenset(i) for i in items} == {
+        frozenset({"position", "reading", "format", "trace"}),
+        frozenset({"position", "error", "stage"}),
+    }
+    assert "JSON lines: one record per line" in proc.stderr
 
 
 def test_normalize_says_how_a_json_array_is_read(tmp_path: Path) -> None:

@@ -240,3 +240,30 @@ def test_an_s3_prefix_of_parquet_objects_is_detected_without_input_format(tmp_pa
     assert proc.returncode == 0, proc.stderr
     got = duckdb.sql(f"select count(distinct trace_id) from '{tmp_path}/out/part-*.parquet'").fetchall()
     assert got == [(40,)]
+
+
+def test_an_export_shuffled_across_files_scored_by_two_workers_into_parquet_and_json(tmp_path: Path) -> None:
+    """A LangSmith bulk export recorded by the SDKs, its runs shuffled across files: `assay run
+    --workers 2` scores each trace once, and DuckDB over the Parquet parts gives the JSON sink's
+    per-key means."""
+    pytest.importorskip("langsmith")
+    pytest.importorskip("langchain_core")
+    from tests.support.sdk_exports import langsmith_schema, langsmith_sdk_export, write_shuffled_parquet
+
+    rows, expected = langsmith_sdk_export(6, seed=12)
+    write_shuffled_parquet(tmp_path / "export", rows, langsmith_schema(), files=3, seed=13)
+    evaluators = ["tool_use:expected_tool=get_weather", "max_turns:max_turns=2"]
+    for sink in ({"path": "pq/", "format": "parquet"}, {"path": "js/"}):
+        f = run_file(tmp_path, sink, evaluators=evaluators)
+        f.write_text(f.read_text().replace("in/{{ ds }}/traces.parquet", "export"))
+        proc = run(f, "2026-11-21", "--workers", "2")
+        assert proc.returncode == 0, proc.stderr
+    js = [json.loads(line) for p in (tmp_path / "js").glob("part-*.jsonl") for line in p.read_text().splitlines()]
+    assert sorted(r["trace_id"] for r in js) == sorted(expected)
+    parts = f"{tmp_path / 'pq'}/part-*.parquet"
+    assert duckdb.sql(f"select count(*), count(distinct trace_id) from '{parts}'").fetchall()[0] == (6, 6)
+    for key in ("tool_use:get_weather", "max_turns"):
+        scores = [r["results"][key]["score"] for r in js]
+        (mean,) = duckdb.sql(f"select avg(\"{key}\".score) from '{parts}'").fetchall()[0]
+        assert mean == pytest.approx(sum(scores) / len(scores))
+    assert 0 < sum(r["results"]["tool_use:get_weather"]["score"] for r in js) < 6  # the scores tell traces apart

@@ -137,3 +137,32 @@ def test_legacy_langfuse_traces_and_observations_under_one_prefix(
         tid: w["calls"] for tid, w in expected.items()
     }
     assert all(got[tid].input == w["input"] and got[tid].metadata["tags"] == w["tags"] for tid, w in expected.items())
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_sdk_recorded_runs_shuffled_across_objects(client: Any, bucket: str, s3_server: S3Server, fmt: str) -> None:
+    """Runs recorded by the SDKs, shuffled *across* objects (a trace's runs in several of them):
+    one trace per trace id, unsharded from JSON lines, and sharded too from Parquet (every shard
+    reads the export's objects and keeps its traces)."""
+    pytest.importorskip("langsmith")
+    pytest.importorskip("langchain_core")
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from tests.support.sdk_exports import langsmith_schema, langsmith_sdk_export, list_runs_lines, shuffled
+
+    rows, expected = langsmith_sdk_export(4, seed=21)
+    rows = shuffled(rows, seed=22)
+    for i in range(3):
+        part = rows[i::3]
+        if fmt == "jsonl":
+            body = gzip.compress("".join(line + "\n" for line in list_runs_lines(part)).encode())
+            key = f"sdk/{fmt}/part-{i}.jsonl.gz"
+        else:
+            buf = io.BytesIO()
+            pq.write_table(pa.Table.from_pylist(part, schema=langsmith_schema()), buf, row_group_size=4)
+            body, key = buf.getvalue(), f"sdk/{fmt}/part-{i}.parquet"
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+    want = {tid: [tuple(c) for c in e["calls"]] for tid, e in expected.items()}
+    for shards in (1,) if fmt == "jsonl" else (1, 2):
+        assert _read_all(f"s3://{bucket}/sdk/{fmt}/", s3_server, shards) == want

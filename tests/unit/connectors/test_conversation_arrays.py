@@ -77,11 +77,52 @@ def dumpd() -> list[dict[str, Any]]:
     return [dump(m) for m in langchain_messages()]
 
 
+def responses_sdk_items() -> list[dict[str, Any]]:
+    """The items as the ``openai`` SDK's types dump them (every field, None included; a reasoning item)."""
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseReasoningItem,
+    )
+    from openai.types.responses.response_input_item import FunctionCallOutput
+
+    text = ResponseOutputText(type="output_text", text="18C and cloudy.", annotations=[])
+    return [
+        {"role": "user", "content": "Weather in Paris?"},
+        ResponseReasoningItem(id="rs_1", type="reasoning", summary=[]).model_dump(),
+        ResponseFunctionToolCall(
+            type="function_call", id="fc_1", call_id="call_1", name="get_weather", arguments=json.dumps(ARGS)
+        ).model_dump(),
+        FunctionCallOutput(type="function_call_output", call_id="call_1", output="18C, cloudy").model_dump(),
+        ResponseOutputMessage(
+            id="msg_1", type="message", role="assistant", status="completed", content=[text]
+        ).model_dump(),
+    ]
+
+
+def chat_sdk_messages() -> list[dict[str, Any]]:
+    """Assistant turns appended as ``ChatCompletionMessage.model_dump()`` (refusal, audio, … None)."""
+    from openai.types.chat import ChatCompletionMessage
+
+    out = chat_messages()
+    for i in (2, 4):
+        out[i] = ChatCompletionMessage.model_validate(out[i]).model_dump()
+    return out
+
+
+def langchain_model_dump() -> list[dict[str, Any]]:
+    return [m.model_dump() for m in langchain_messages()]
+
+
 CONVERSATIONS = {
     "chat": chat_messages,
     "responses": responses_items,
     "messages_to_dict": messages_to_dict,
     "dumpd": dumpd,
+    "responses_sdk": responses_sdk_items,
+    "chat_sdk": chat_sdk_messages,
+    "model_dump": langchain_model_dump,
 }
 
 
@@ -103,6 +144,8 @@ def _trace(env: Envelope) -> Trace:
 @pytest.mark.parametrize("indent", [2, None])
 def test_array_of_one_conversation_is_one_trace(tmp_path: Path, name: str, indent: int | None) -> None:
     pytest.importorskip("langchain_core")
+    if name.endswith("_sdk"):
+        pytest.importorskip("openai")
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(CONVERSATIONS[name](), indent=indent))
     envs, src = anyio.run(_read, path)

@@ -18,14 +18,7 @@ from assay.connectors.registry import SourceContext
 from assay.records import Envelope
 from assay.stages.exports import AssembleExports
 from assay.stages.normalize import parse_envelope
-from assay.traces.exports import (
-    RowGroups,
-    columns_cross_inputs,
-    crosses_inputs,
-    export_columns,
-    export_row_kind,
-    row_trace_id,
-)
+from assay.traces.exports import RowGroups, export_columns, export_row_kind, row_trace_id
 from assay.traces.model import Trace
 from assay.traces.normalize import NormalizeOptions
 from tests.support.exports import (
@@ -143,7 +136,7 @@ def test_langfuse_observations_v2_parquet_and_jsonl(tmp_path: Path) -> None:
     assert _traces(anyio.run(_read, _source(jsonl))).keys() == traces.keys()
 
 
-def test_sharded_parquet_export_reads_each_file_whole_in_one_shard(tmp_path: Path) -> None:
+def test_sharded_parquet_export_reads_each_trace_whole_in_one_shard(tmp_path: Path) -> None:
     rows, expected = langfuse_export(10, seed=9)
     for i, f in enumerate(shuffled_files(rows, 3)):
         write_parquet(tmp_path / f"obs-{i}.parquet", f)
@@ -207,7 +200,7 @@ def test_ack_of_a_trace_acks_its_rows_and_resume_skips_whole_traces(tmp_path: Pa
 
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "zstd"])
-def test_sharded_run_reads_each_export_file_whole_in_one_shard(tmp_path: Path, compression: str) -> None:
+def test_sharded_run_reads_each_export_trace_whole_in_one_shard(tmp_path: Path, compression: str) -> None:
     rows, expected = langsmith_export(8, seed=8)
     paths = [write_jsonl(tmp_path / f"runs-{i}.jsonl", f) for i, f in enumerate(shuffled_files(rows, 3))]
     if compression != "none":
@@ -250,7 +243,7 @@ def test_normalize_command_reads_a_parquet_export_as_traces(tmp_path: Path) -> N
     path = write_parquet(tmp_path / "runs.parquet", shuffled_files(rows, 1)[0])
     items = list(iter_normalized(str(path), limit=0))
     assert {item["trace"]["id"] for item in items} == set(expected)
-    assert all(item["reading"] == f"{len(rows)} export rows grouped by trace id into 3 traces" for item in items)
+    assert all(item["reading"] == f"{len(rows)} LangSmith run rows grouped by trace id into 3 traces" for item in items)
     assert all(set(item) == {"position", "reading", "format", "trace"} for item in items)
 
 
@@ -345,9 +338,7 @@ def test_legacy_langfuse_rows_are_recognised() -> None:
     trace_rows, obs_rows, _ = langfuse_legacy_export(1)
     v2, _ = langfuse_export(1)
     assert export_row_kind(trace_rows[0]) == "langfuse" and row_trace_id(trace_rows[0]) == trace_rows[0]["id"]
-    assert crosses_inputs(trace_rows[0]) and crosses_inputs(obs_rows[0]) and not crosses_inputs(v2[0])
-    assert columns_cross_inputs(list(trace_rows[0])) and export_columns(list(trace_rows[0]))
-    assert columns_cross_inputs(list(obs_rows[0])) and not columns_cross_inputs(list(v2[0]))
+    assert all(export_columns(list(row)) for row in (trace_rows[0], obs_rows[0], v2[0]))
     plain = {"id": "x", "timestamp": "2026-11-24T00:00:00Z", "input": "hi", "output": "yo"}
     assert export_row_kind(plain) is None and not export_columns(list(plain))  # not a Langfuse trace row
 

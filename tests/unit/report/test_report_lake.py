@@ -55,7 +55,28 @@ def test_parquet_parts_and_one_parquet_file_read_like_json_lines(tmp_path: Path)
     assert scores(str(tmp_path / "pq")) == want
     assert scores(str(tmp_path / "one.parquet")) == want
     info = read_run_info(str(tmp_path / "one.parquet"))
-    assert info.complete is False and info.summary["counts"]["scored"] == 12
+    assert info.complete and info.summary["counts"]["scored"] == 12  # a whole output: no "incomplete" warning
+    summary = tmp_path / "one.parquet._SUMMARY.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "status": "failed"}))
+    assert not read_run_info(str(tmp_path / "one.parquet")).complete  # a failed rerun left the last file
+
+
+def test_one_parquet_file_dead_letters_are_reported(tmp_path: Path) -> None:
+    from assay.report import iter_dead_letters
+
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps({"id": "ok", "messages": agent_messages(("s", {}))}) + "\n{not json\n")
+    cfg = build_config(
+        {
+            "source": {"path": str(src)},
+            "evaluators": ["max_turns"],
+            "sink": {"path": str(tmp_path / "o.parquet")},
+            "state_dir": str(tmp_path / ".a"),
+        }
+    )
+    anyio.run(lambda: execute(cfg))
+    dead = list(iter_dead_letters(read_run_info(str(tmp_path / "o.parquet")).store))
+    assert len(dead) == 1 and dead[0]["stage"] == "parse"
 
 
 def test_a_delta_table_is_one_run_per_day(tmp_path: Path) -> None:
