@@ -26,7 +26,7 @@ import itertools
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -414,14 +414,28 @@ def read_parquet_rows(source: Any) -> Iterator[dict[str, Any]]:
     pf = pq.ParquetFile(source)
     names = pf.schema_arrow.names
     long = "key" in names and "score" in names
-    for batch in pf.iter_batches(batch_size=ROW_GROUP_ROWS):
-        yield from rows_of_batch(batch, long)
+    yield from rows_of_batches(pf.iter_batches(batch_size=ROW_GROUP_ROWS), long)
 
 
-def rows_of_batch(batch: Any, long: bool) -> Iterator[dict[str, Any]]:
-    """A batch of the output schema as the engine's JSON rows."""
-    for rec in batch.to_pylist():
-        yield from _as_json_rows(rec, long)
+def rows_of_batches(batches: Iterable[Any], long: bool) -> Iterator[dict[str, Any]]:
+    """Batches of the output schema as the engine's JSON rows: one per trace, also in the long
+    layout, whose rows of one trace (one per result key, written together) are joined again."""
+    rows = (row for batch in batches for rec in batch.to_pylist() for row in _as_json_rows(rec, long))
+    if not long:
+        yield from rows
+        return
+    current: dict[str, Any] | None = None
+    for row in rows:
+        if current is not None and (row["trace_id"], row["position"]) == (current["trace_id"], current["position"]):
+            current["results"].update(row["results"])
+            if "identity" in row:
+                current.setdefault("identity", {}).update(row["identity"])
+            continue
+        if current is not None:
+            yield current
+        current = row
+    if current is not None:
+        yield current
 
 
 def _as_json_rows(rec: dict[str, Any], long: bool) -> Iterator[dict[str, Any]]:
@@ -461,6 +475,6 @@ __all__ = [
     "fill_builder",
     "iter_part_rows",
     "read_parquet_rows",
-    "rows_of_batch",
+    "rows_of_batches",
     "write_parquet",
 ]

@@ -143,12 +143,11 @@ class DeltaDayStore:
         import pyarrow.compute as pc
         from deltalake import DeltaTable
 
-        from assay.connectors.parquet_sink import rows_of_batch
+        from assay.connectors.parquet_sink import rows_of_batches
 
         dataset = DeltaTable(self.table).to_pyarrow_dataset()
         long = "key" in dataset.schema.names and "score" in dataset.schema.names
-        for batch in dataset.to_batches(filter=pc.field("ds") == self.day):
-            yield from rows_of_batch(batch, long)
+        yield from rows_of_batches(dataset.to_batches(filter=pc.field("ds") == self.day), long)
 
 
 def open_lake_store(location: str) -> Any | None:

@@ -14,7 +14,12 @@ from assay.report import expand_locations, iter_rows, read_run_info
 from tests.conftest import agent_messages
 
 
-def scored(tmp_path: Path, sink: dict[str, Any], ds: str = "2026-11-21") -> Any:
+def scored(
+    tmp_path: Path,
+    sink: dict[str, Any],
+    ds: str = "2026-11-21",
+    evaluators: tuple[str, ...] = ("trajectory_match:mode=strict",),
+) -> Any:
     src = tmp_path / "t.jsonl"
     src.write_text(
         "".join(
@@ -32,7 +37,7 @@ def scored(tmp_path: Path, sink: dict[str, Any], ds: str = "2026-11-21") -> Any:
     cfg = build_config(
         {
             "source": {"path": str(src)},
-            "evaluators": ["trajectory_match:mode=strict"],
+            "evaluators": list(evaluators),
             "sink": sink,
             "state_dir": str(tmp_path / ".a"),
         },
@@ -98,3 +103,22 @@ def test_a_delta_table_in_the_long_layout_has_a_row_per_trace_and_key(tmp_path: 
     assert {"score", "passed", "identity", "ds"} <= set(t.schema.names)
     location = expand_locations([str(tmp_path / "long")])[0]
     assert len(scores(location)) == 12
+
+
+def test_the_long_layout_reads_as_one_row_per_trace_with_every_key(tmp_path: Path) -> None:
+    """The long layout's rows (one per trace and key) are one row per trace again for the report:
+    the same rows as the wide layout's, for Parquet parts and a Delta day."""
+    both = ("trajectory_match:mode=strict", "trajectory_match:mode=unordered")
+    scored(tmp_path, {"path": str(tmp_path / "wide") + "/", "format": "parquet"}, evaluators=both)
+    scored(tmp_path, {"path": str(tmp_path / "long") + "/", "format": "parquet", "layout": "long"}, evaluators=both)
+    scored(tmp_path, {"type": "delta", "path": str(tmp_path / "delta"), "layout": "long"}, evaluators=both)
+
+    def rows(location: str) -> dict[str, dict[str, Any]]:
+        got = list(iter_rows(read_run_info(expand_locations([location])[0]).store))
+        assert len(got) == 12
+        return {r["trace_id"]: {k: v["score"] for k, v in r["results"].items()} for r in got}
+
+    want = rows(str(tmp_path / "wide"))
+    assert all(set(r) == {"trajectory_strict_match", "trajectory_unordered_match"} for r in want.values())
+    assert rows(str(tmp_path / "long")) == want
+    assert rows(str(tmp_path / "delta")) == want
