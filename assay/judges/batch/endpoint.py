@@ -12,17 +12,25 @@ In both, a line the ledger knows as finished without an answer is resolved the s
 the provider rejected (4xx) is an error result with the provider's message; a line that used up
 ``max_attempts`` gets ``fallback`` (one real-time call at full price, cached as usual, or an
 error result).
+
+A fallback call of the collect pass is written to the ledger's real-time totals as soon as its
+answer is in, before the answer goes into the cache: an invocation killed a moment later has
+paid for it, and its next invocation replays the cached answer without a call, so the summary
+totals over every invocation (``totals.realtime``) would otherwise never see it. (A call answered
+after the count and killed before the cache is made and counted again: it was paid twice.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from assay.exceptions import JudgeError, JudgeRequestError
 from assay.judges.base import JudgeRequest, JudgeResponse
 from assay.judges.batch.ledger import DONE, EXHAUSTED, INVALID, Ledger
 from assay.judges.endpoint import JudgeEndpoint
-from assay.judges.wire import estimate_input_tokens
+from assay.judges.wire import WireReply, estimate_input_tokens
 
 #: Collect-pass misses are written to the ledger in chunks of this many (bounded memory).
 FLUSH_EVERY = 512
@@ -44,6 +52,14 @@ class BatchEndpoint(JudgeEndpoint):
         self.collected = 0
         """Misses recorded by the collect pass (new lines or lines already in the ledger)."""
         self.new_lines = 0
+        self._counted: set[str] = set()
+        """Cache keys of fallback answers already in the ledger's real-time totals."""
+        self._usage: list[tuple[int, int, float]] = []
+        """Fallback answers waiting for the next ledger commit (group commit: one transaction for
+        every answer that came in while the previous one was written)."""
+        self._usage_taken = self._usage_done = 0
+        """Commits of real-time usage that took their calls / that are written."""
+        self._usage_lock: anyio.Lock | None = None
 
     def _ledger(self) -> Ledger:
         if self.ledger is None:
@@ -75,7 +91,12 @@ class BatchEndpoint(JudgeEndpoint):
             raise JudgeRequestError(f"judge {self.name!r}: the batch API rejected this request: {line['error']}")  # type: ignore[index]
         if state == EXHAUSTED:
             if cfg.batch.fallback == "realtime":
-                return await super().complete(request)  # full price; cached like any answer
+                response = await super().complete(request)  # full price; cached like any answer
+                if self.mode == "collect" and not response.cached and key not in self._counted:
+                    u = response.usage  # an answer without a verdict: not cached, counted here
+                    await self._count_realtime(u.input_tokens, u.output_tokens, u.cost_usd)
+                self._counted.discard(key)
+                return response
             raise JudgeError(
                 f"judge {self.name!r}: no batch answer after {line['attempts']} attempts: {line['error']}"  # type: ignore[index]
             )
@@ -93,6 +114,35 @@ class BatchEndpoint(JudgeEndpoint):
             f"judge {self.name!r}: no batch answer for this request yet (ledger: {state or 'not submitted'});"
             " run the same command again"
         )
+
+    async def _cache_put(self, key: str, reply: WireReply) -> None:
+        if self.mode == "collect":  # a fallback answer: counted before it is cached (see the module doc)
+            cost = self.config.cost(reply.input_tokens, reply.output_tokens)
+            await self._count_realtime(reply.input_tokens, reply.output_tokens, cost)
+            self._counted.add(key)
+        await super()._cache_put(key, reply)
+
+    async def _count_realtime(self, input_tokens: int, output_tokens: int, cost_usd: float) -> None:
+        """Add one fallback call to the ledger's real-time totals; returns once it is committed."""
+        if self._usage_lock is None:
+            self._usage_lock = anyio.Lock()
+        self._usage.append((input_tokens, output_tokens, cost_usd))
+        mine = self._usage_taken  # the number of the commit that will carry this call
+        async with self._usage_lock:
+            if self._usage_done > mine:
+                return  # written by a commit that took it while this one waited
+            pending, self._usage = self._usage, []
+            self._usage_taken += 1
+            ledger = self._ledger()
+            await ledger.call(
+                ledger.add_realtime,
+                self.name,
+                len(pending),
+                sum(p[0] for p in pending),
+                sum(p[1] for p in pending),
+                sum(p[2] for p in pending),
+            )
+            self._usage_done += 1
 
     async def flush(self) -> None:
         """Write the collected misses to the ledger."""

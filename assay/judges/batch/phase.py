@@ -364,30 +364,16 @@ async def _collect(config: RunConfig, origin: str, shard: tuple[int, int] | None
     source = build_source(
         config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
     )
-    usage_before = {
-        e.name: (e.stats.calls, e.stats.usage.input_tokens, e.stats.usage.output_tokens, e.stats.usage.cost_usd)
-        for e in endpoints
-    }
-    try:
-        with use_pool(pool):
-            async with source as src:
-                async for batch in src.batches():
-                    traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
-                    if traces and evaluators:
-                        await stage.process(traces)
-            for endpoint in endpoints:
-                await endpoint.flush()
-    finally:
-        for endpoint in endpoints:  # real-time fallback calls of this pass, kept across invocations
-            calls, tin, tout, cost = usage_before[endpoint.name]
-            u = endpoint.stats.usage
-            ledger.add_realtime(
-                endpoint.name,
-                endpoint.stats.calls - calls,
-                u.input_tokens - tin,
-                u.output_tokens - tout,
-                u.cost_usd - cost,
-            )
+    # (the real-time fallback calls of this pass are in the ledger already: BatchEndpoint counts
+    # each one as its answer comes in)
+    with use_pool(pool):
+        async with source as src:
+            async for batch in src.batches():
+                traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
+                if traces and evaluators:
+                    await stage.process(traces)
+        for endpoint in endpoints:
+            await endpoint.flush()
     misses = sum(e.collected for e in endpoints)
     new = sum(e.new_lines for e in endpoints)
     ledger.set_meta("collect", "done")

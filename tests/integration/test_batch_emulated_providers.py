@@ -1,0 +1,364 @@
+"""Issue 18's batch-mode check against an endpoint that is not the project's stand-in: the
+independent emulator of :mod:`tests.support.provider_batch` (delays, per-line 500/429 failures, a
+few requests that always fail, part of the batches expiring, shuffled output, an enqueued-token
+limit below the night's total, polls answered 500), driven by real ``python -m assay.cli run``
+processes repeated until exit 0, killed with SIGKILL at seeded moments: while submitting, between
+the upload and the create, right after a batch was created (before assay recorded it), while
+collecting (half-way through a result download), during a real-time fallback call, while scoring,
+and at random times.
+
+The whole-night version: ``ASSAY_EMU_TRACES=12000 python -m pytest
+tests/integration/test_batch_emulated_providers.py -k until_exit_0 -s``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.provider_batch import Faults, ProviderBatchEmulator
+
+N_TRACES = int(os.environ.get("ASSAY_EMU_TRACES", "1500"))
+PRICE_IN, PRICE_OUT = 1.0, 2.0
+MAX_ATTEMPTS = 3
+DUPLICATE_EVERY = 97
+"""Every 97th trace asks the judge the same question as the trace before it (same custom_id)."""
+
+
+def night_faults(seed: int, n_traces: int = N_TRACES) -> Faults:
+    # about 170 tokens a request on the emulator's count: the limit holds a quarter of the night
+    return Faults(
+        delay=(0.3, 1.5),
+        line_500=0.04,
+        line_429=0.02,
+        always_fail=0.004,
+        expire_batches=0.25,
+        poll_500=0.01,
+        enqueued_token_limit=max(20_000, n_traces * 170 // 4),
+        seed=seed,
+    )
+
+
+@pytest.fixture
+def emulator(request: pytest.FixtureRequest) -> Iterator[ProviderBatchEmulator]:
+    faults = getattr(request, "param", None) or night_faults(seed=21)
+    emu = ProviderBatchEmulator(faults).start()
+    request.addfinalizer(emu.stop)
+    yield emu
+
+
+def write_corpus(path: Path, n: int = N_TRACES) -> None:
+    with path.open("w") as f:
+        for i in range(n):
+            q = i - 1 if i % DUPLICATE_EVERY == DUPLICATE_EVERY - 1 else i
+            rec = {
+                "id": f"t{i}",
+                "inputs": f"question {q}",
+                "outputs": f"answer {q}",
+                "reference_outputs": f"answer {q}",
+            }
+            f.write(json.dumps(rec) + "\n")
+
+
+def write_run(folder: Path, url: str, provider: str, *, sample: float | None = None, **batch: Any) -> Path:
+    evaluator: dict[str, Any] = {"name": "llm_judge", "params": {"prompt": "correctness", "judge": "gpt"}}
+    if sample is not None:
+        evaluator["sample"] = {"rate": sample}
+    cfg = {
+        "source": {"path": "corpus.jsonl"},
+        "judges": {
+            "gpt": {
+                "provider": provider,
+                "base_url": f"{url}/v1",
+                "model": "judge-1",
+                "mode": "batch",
+                "input_price_per_mtok": PRICE_IN,
+                "output_price_per_mtok": PRICE_OUT,
+                "batch": {"max_requests": 200, "poll_interval_s": 0.2, "max_attempts": MAX_ATTEMPTS, **batch},
+            }
+        },
+        "evaluators": [evaluator],
+        "sink": {"path": "out/"},
+    }
+    run = folder / "run.yaml"
+    run.write_text(json.dumps(cfg))
+    return run
+
+
+def env(emu: ProviderBatchEmulator) -> dict[str, str]:
+    return {**os.environ, "OPENAI_API_KEY": emu.openai_key, "ANTHROPIC_API_KEY": emu.anthropic_key}
+
+
+@dataclass
+class Night:
+    """The invocations of one night: exit codes and where each was killed."""
+
+    codes: list[int] = field(default_factory=list)
+    kills: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+KILL_EVENTS = ("upload", "create", "results", "poll", "realtime")
+
+
+def _plan(rng: random.Random, provider: str) -> tuple[str, Any, float | None]:
+    """(kind, argument, delay of a kill once rows are being written or None)."""
+    scoring = rng.uniform(0.0, 0.3) if rng.random() < 0.5 else None
+    roll = rng.random()
+    if roll < 0.35:
+        return ("none", None, scoring)
+    if roll < 0.8:
+        events = [e for e in KILL_EVENTS if not (provider == "anthropic" and e == "upload")]
+        return ("event", (rng.choice(events), rng.randint(1, 3)), scoring)
+    return ("timed", rng.uniform(0.05, 2.5), None)
+
+
+def invoke(
+    emu: ProviderBatchEmulator,
+    run: Path,
+    folder: Path,
+    plan: tuple[str, Any, float | None],
+    extra: tuple[str, ...] = (),
+) -> tuple[int, str, str]:
+    """One ``assay run`` (its exit code, -9 when killed; where it was killed; its stderr)."""
+    started = time.time()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay.cli", "run", str(run), "-q", *extra],
+        cwd=folder,
+        env=env(emu),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed_at: list[str] = []
+    lock = threading.Lock()
+
+    def kill(where: str) -> bool:
+        with lock:
+            if killed_at or proc.poll() is not None:
+                return False
+            proc.kill()
+            killed_at.append(where)
+            return True
+
+    kind, arg, scoring = plan
+    if kind == "event":
+        event, nth = arg
+        seen = [0]
+
+        def hook(name: str, info: dict[str, Any]) -> bool:
+            if name != event:
+                return False
+            seen[0] += 1
+            return seen[0] == nth and kill(name)
+
+        emu.hook = hook
+    try:
+        if kind == "timed":
+            try:
+                proc.wait(timeout=arg)
+            except subprocess.TimeoutExpired:
+                kill("timed")
+        elif scoring is not None:
+            while proc.poll() is None:  # rows being written: the scoring run
+                parts = [p for p in (folder / "out").glob("**/part-*") if p.stat().st_mtime >= started]
+                if parts:
+                    time.sleep(scoring)
+                    kill("scoring")
+                    break
+                time.sleep(0.01)
+        _, err = proc.communicate(timeout=600)
+    finally:
+        emu.hook = None
+    return proc.returncode, (killed_at[0] if killed_at else ""), err
+
+
+def until_exit_0(
+    emu: ProviderBatchEmulator,
+    run: Path,
+    folder: Path,
+    *,
+    seed: int,
+    provider: str,
+    extra: tuple[str, ...] = (),
+    max_invocations: int = 150,
+) -> Night:
+    rng = random.Random(seed)
+    night = Night()
+    t0 = time.monotonic()
+    for _ in range(max_invocations):
+        plan = _plan(rng, provider)
+        code, where, err = invoke(emu, run, folder, plan, extra)
+        night.codes.append(code)
+        if where:
+            night.kills.append(where)
+        if code == 0:
+            night.wall_s = time.monotonic() - t0
+            return night
+        assert code in (75, -9), f"exit {code} after {night.codes[:-1]}:\n{err[-3000:]}"
+        if rng.random() < 0.3:
+            time.sleep(rng.uniform(0.0, 0.5))  # between invocations: the batches go on
+    raise AssertionError(f"no exit 0 after {max_invocations} invocations: {night.codes}")
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
+
+
+def check_night(folder: Path, emu: ProviderBatchEmulator, n_traces: int = N_TRACES) -> dict[str, Any]:
+    out = folder / "out"
+    got = rows(out)
+    assert (out / "_SUCCESS").exists()
+    ids = [r["trace_id"] for r in got]
+    assert len(ids) == len(set(ids)) == n_traces  # exactly one row per trace
+    assert set(ids) == {f"t{i}" for i in range(n_traces)}
+    results = [r["results"]["correctness"] for r in got]
+    bad = [r for r in results if r.get("error") is not None or r.get("score") is None]
+    assert not bad, bad[:3]  # every judge result a score
+    seen = emu.seen
+    assert seen.rejected_batches == []  # nothing assay sent broke the providers' rules
+    assert seen.unauthorized == 0
+    distinct = n_traces - n_traces // DUPLICATE_EVERY
+    assert len(seen.fates) == distinct  # one custom_id per distinct request
+    assert seen.submitted_again_after_success() == []  # only failed or expired lines went again
+    for cid, fates in seen.fates.items():
+        assert len([f for f in fates if f != "refused"]) <= MAX_ATTEMPTS, (cid, fates)
+    exhausted = seen.exhausted(MAX_ATTEMPTS)
+    assert exhausted  # some lines used up their attempts (the fallback was exercised)
+    called = {cid for cid, *_ in seen.realtime}
+    assert called == exhausted  # a real-time call only for a line that exhausted its attempts
+    answered = {cid for cid, _, _, delivered in seen.realtime if delivered}
+    assert answered == exhausted
+    # the bill: batch lines at half price, the fallback calls at full price
+    batch_in = sum(t[0] for t in seen.billed.values())
+    batch_out = sum(t[1] for t in seen.billed.values())
+    batch_cost = (batch_in * PRICE_IN + batch_out * PRICE_OUT) / 1e6 * 0.5
+    summary = json.loads((out / "_SUMMARY.json").read_text())
+    totals = summary["totals"]
+    assert summary["status"] == "ok"
+    assert totals["batch"]["lines"] == len(seen.billed) == distinct - len(exhausted)
+    assert totals["batch"]["input_tokens"] == batch_in and totals["batch"]["output_tokens"] == batch_out
+    assert totals["batch"]["cost_usd"] == pytest.approx(batch_cost)
+    # real time: every answer the run used was paid and is counted; a call whose answer a killed
+    # process may or may not have read before it died may be counted or not (it was paid)
+    used = {cid: (tin, tout) for cid, tin, tout, delivered in seen.realtime if delivered}
+    least = sum(tin * PRICE_IN + tout * PRICE_OUT for tin, tout in used.values()) / 1e6
+    most = sum(tin * PRICE_IN + tout * PRICE_OUT for _, tin, tout, _ in seen.realtime) / 1e6
+    rt_cost = totals["realtime"]["cost_usd"]
+    assert least - 1e-9 <= rt_cost <= most + 1e-9
+    assert sum(t[0] for t in used.values()) <= totals["realtime"]["input_tokens"]
+    assert totals["cost_usd"] == pytest.approx(batch_cost + rt_cost)
+    return summary
+
+
+def report(provider: str, night: Night, emu: ProviderBatchEmulator) -> str:
+    seen = emu.seen
+    per_cid: dict[int, int] = {}
+    for fates in seen.fates.values():
+        n = len(fates)
+        per_cid[n] = per_cid.get(n, 0) + 1
+    return (
+        f"{N_TRACES} traces, {provider}: {len(night.codes)} invocations, {len(night.kills)} kills "
+        f"({', '.join(sorted(set(night.kills)))}), exit codes {sorted(set(night.codes))}, "
+        f"submissions per custom_id {dict(sorted(per_cid.items()))}, batches {seen.batches_created} "
+        f"({seen.refused_creates} refused for the enqueued-token limit), real-time calls {len(seen.realtime)}, "
+        f"wall {night.wall_s:.0f} s"
+    )
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_until_exit_0_with_kill_9_between_and_during_invocations(
+    tmp_path: Path, emulator: ProviderBatchEmulator, provider: str
+) -> None:
+    write_corpus(tmp_path / "corpus.jsonl")
+    run = write_run(tmp_path, emulator.url, provider)
+    night = until_exit_0(emulator, run, tmp_path, seed=5, provider=provider)
+    print(report(provider, night, emulator))
+    assert night.codes[-1] == 0 and 75 in night.codes and -9 in night.codes
+    assert emulator.seen.refused_creates > 0  # the enqueued-token limit was met, and waited out
+    assert any("expired" in f for f in emulator.seen.fates.values())
+    summary = check_night(tmp_path, emulator)
+    # the same command once more: everything is cached, nothing is sent
+    before = sum(emulator.seen.submissions.values()), len(emulator.seen.realtime)
+    code, _, err = invoke(emulator, run, tmp_path, ("none", None, None))
+    assert code == 0, err
+    assert (sum(emulator.seen.submissions.values()), len(emulator.seen.realtime)) == before
+    again = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    assert again["totals"]["cost_usd"] == pytest.approx(summary["totals"]["cost_usd"])
+
+
+@pytest.mark.parametrize(
+    "emulator", [Faults(delay=(0.1, 0.3), always_fail=1.0, seed=3)], indirect=True, ids=["every-line-fails"]
+)
+def test_fallback_calls_of_an_invocation_killed_while_collecting_are_in_the_totals(
+    tmp_path: Path, emulator: ProviderBatchEmulator
+) -> None:
+    """kill -9 during the collect pass's real-time fallback calls: the calls already answered were
+    paid (and are cached, so they are not made again): the summary counts them."""
+    write_corpus(tmp_path / "corpus.jsonl", 200)
+    run = write_run(tmp_path, emulator.url, "openai", max_attempts=1)
+    codes = []
+    for plan in [("none", None, None), ("event", ("realtime", 60), None), ("none", None, None), ("none", None, None)]:
+        code, _, err = invoke(emulator, run, tmp_path, plan)  # type: ignore[arg-type]
+        time.sleep(0.5)  # the batches end: the next invocation collects them and calls in real time
+        codes.append(code)
+        if code == 0:
+            break
+        assert code in (75, -9), err
+    assert codes[-1] == 0 and -9 in codes, codes
+    seen = emulator.seen
+    delivered = [(tin, tout) for _, tin, tout, ok in seen.realtime if ok]
+    # the calls answered while the process was being killed (not cached yet) are made again
+    assert len(delivered) >= 198
+    totals = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())["totals"]
+    tin, tout = delivered[0]  # every request of this corpus is as long as the others
+    print("realtime calls answered", len(delivered), "counted in the summary", totals["realtime"]["input_tokens"] / tin)
+    assert totals["realtime"]["input_tokens"] >= 198 * tin  # every answer the run uses was counted
+    assert totals["realtime"]["input_tokens"] <= len(delivered) * tin
+    assert totals["realtime"]["cost_usd"] >= 198 * (tin * PRICE_IN + tout * PRICE_OUT) / 1e6 - 1e-9
+
+
+def sampled_ids(out: Path) -> set[str]:
+    got = rows(out)
+    assert len(got) == len({r["trace_id"] for r in got})  # one row per trace
+    picked = {r["trace_id"] for r in got if "correctness" in r["results"]}
+    results = [r["results"]["correctness"] for r in got if r["trace_id"] in picked]
+    assert all(r.get("error") is None and r.get("score") is not None for r in results)
+    return picked
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_2_percent_sample_picks_the_same_traces_across_reruns_and_workers(tmp_path: Path, provider: str) -> None:
+    n = 3000
+    picked: dict[str, set[str]] = {}
+    for workers in ("1", "2"):
+        folder = tmp_path / f"workers-{workers}"
+        folder.mkdir()
+        write_corpus(folder / "corpus.jsonl", n)
+        with ProviderBatchEmulator(night_faults(seed=31, n_traces=200)) as emu:
+            run = write_run(folder, emu.url, provider, sample=0.02, max_requests=20)
+            extra = ("--workers", workers)
+            night = until_exit_0(emu, run, folder, seed=17, provider=provider, extra=extra)
+            print(f"--workers {workers}: {len(night.codes)} invocations, kills {night.kills}")
+            assert len(rows(folder / "out")) == n and (folder / "out" / "_SUCCESS").exists()
+            picked[workers] = sampled_ids(folder / "out")
+            seen = emu.seen
+            assert seen.submitted_again_after_success() == [] and seen.rejected_batches == []
+            # only the sample was sent: one custom_id per sampled trace (duplicates share one)
+            assert 0 < len(seen.fates) <= len(picked[workers])
+            code, _, err = invoke(emu, run, folder, ("none", None, None), extra)  # the same command again
+            assert code == 0, err
+            assert sampled_ids(folder / "out") == picked[workers]
+    assert picked["1"] == picked["2"]
+    assert 0.01 * n < len(picked["1"]) < 0.03 * n
