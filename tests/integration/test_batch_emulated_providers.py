@@ -362,3 +362,35 @@ def test_a_2_percent_sample_picks_the_same_traces_across_reruns_and_workers(tmp_
             assert sampled_ids(folder / "out") == picked[workers]
     assert picked["1"] == picked["2"]
     assert 0.01 * n < len(picked["1"]) < 0.03 * n
+
+
+def test_an_unrecorded_anthropic_batch_is_found_behind_a_page_of_newer_batches(tmp_path: Path) -> None:
+    """kill -9 right after Anthropic created the batch (before assay recorded it), then other jobs of
+    the workspace create 120 batches: the next invocation still finds ours (it pages through the
+    listing) and pays nothing twice."""
+    import urllib.request
+
+    with ProviderBatchEmulator(Faults(delay=(1.5, 1.5), seed=4)) as emu:
+        write_corpus(tmp_path / "corpus.jsonl", 60)
+        run = write_run(tmp_path, emu.url, "anthropic", max_requests=1000)
+        code, where, _ = invoke(emu, run, tmp_path, ("event", ("create", 1), None))
+        assert (code, where) == (-9, "create")
+        for i in range(120):  # another job's batches, newer than ours
+            line = {"custom_id": f"other-{i}", "params": {"model": "m", "max_tokens": 5, "messages": []}}
+            req = urllib.request.Request(
+                f"{emu.url}/v1/messages/batches",
+                data=json.dumps({"requests": [line]}).encode(),
+                headers={"x-api-key": emu.anthropic_key, "anthropic-version": "2023-06-01"},
+                method="POST",
+            )
+            urllib.request.urlopen(req).close()
+        for _ in range(10):
+            code, _, err = invoke(emu, run, tmp_path, ("none", None, None))
+            if code == 0:
+                break
+            assert code == 75, err
+            time.sleep(0.5)
+        assert code == 0
+        ours = {cid: f for cid, f in emu.seen.fates.items() if not cid.startswith("other-")}
+        assert len(ours) == 60 - 60 // DUPLICATE_EVERY
+        assert all(f == ["ok"] for f in ours.values()), ours  # submitted once, collected once
