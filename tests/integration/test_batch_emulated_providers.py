@@ -32,6 +32,9 @@ from tests.support.provider_batch import Faults, ProviderBatchEmulator
 N_TRACES = int(os.environ.get("ASSAY_EMU_TRACES", "1500"))
 PRICE_IN, PRICE_OUT = 1.0, 2.0
 MAX_ATTEMPTS = 3
+NEW_USER = os.environ.get("ASSAY_EMU_NEW_USER") == "1"
+"""The night's run file as a new user writes it: no ``batch:`` settings at all (the providers' own
+batch sizes, no ``max_enqueued_tokens``)."""
 DUPLICATE_EVERY = 97
 """Every 97th trace asks the judge the same question as the trace before it (same custom_id)."""
 
@@ -85,7 +88,7 @@ def write_run(folder: Path, url: str, provider: str, *, sample: float | None = N
                 "mode": "batch",
                 "input_price_per_mtok": PRICE_IN,
                 "output_price_per_mtok": PRICE_OUT,
-                "batch": {"max_requests": 200, "poll_interval_s": 0.2, "max_attempts": MAX_ATTEMPTS, **batch},
+                "batch": {} if NEW_USER and not batch else {"max_requests": 200, "poll_interval_s": 0.2, **batch},
             }
         },
         "evaluators": [evaluator],
@@ -394,3 +397,45 @@ def test_an_unrecorded_anthropic_batch_is_found_behind_a_page_of_newer_batches(t
         ours = {cid: f for cid, f in emu.seen.fates.items() if not cid.startswith("other-")}
         assert len(ours) == 60 - 60 // DUPLICATE_EVERY
         assert all(f == ["ok"] for f in ours.values()), ours  # submitted once, collected once
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_invalid_lines_are_error_results_with_the_providers_message_and_a_bad_key_exits_2(
+    tmp_path: Path, provider: str
+) -> None:
+    write_corpus(tmp_path / "corpus.jsonl", 200)
+    with ProviderBatchEmulator(Faults(delay=(0.1, 0.3), invalid=0.05, line_500=0.05, seed=8)) as emu:
+        run = write_run(tmp_path, emu.url, provider)
+        bad = subprocess.run(
+            [sys.executable, "-m", "assay.cli", "run", str(run), "-q"],
+            cwd=tmp_path,
+            env={
+                **env(emu),
+                "OPENAI_API_KEY": "sk-wrong-key-0123456789",
+                "ANTHROPIC_API_KEY": "sk-wrong-key-0123456789",
+            },
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert bad.returncode == 2, bad.stderr
+        assert "401" in bad.stderr and "sk-wrong-key-0123456789" not in bad.stderr
+        assert emu.seen.batches_created == 0 and emu.seen.fates == {}
+        no_cache = subprocess.run(
+            [sys.executable, "-m", "assay.cli", "run", str(run), "-q", "--no-cache"],
+            cwd=tmp_path,
+            env=env(emu),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert no_cache.returncode == 2 and "--no-cache" in no_cache.stderr
+        night = until_exit_0(emu, run, tmp_path, seed=1, provider=provider, max_invocations=40)
+        assert night.codes[-1] == 0
+        invalid = {cid for cid, f in emu.seen.fates.items() if "invalid" in f}
+        assert invalid and all(emu.seen.fates[cid] in (["invalid"], ["refused", "invalid"]) for cid in invalid)
+        errors = [r["results"]["correctness"]["error"] for r in rows(tmp_path / "out")]
+        with_error = [e for e in errors if e]
+        assert with_error and all("emulator:" in e for e in with_error)  # the provider's own message
+        assert len(with_error) >= len(invalid)
+        assert {cid for cid, *_ in emu.seen.realtime} == emu.seen.exhausted(MAX_ATTEMPTS)
