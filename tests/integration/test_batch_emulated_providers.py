@@ -196,12 +196,13 @@ def until_exit_0(
     provider: str,
     extra: tuple[str, ...] = (),
     max_invocations: int = 150,
+    kills: bool = True,
 ) -> Night:
     rng = random.Random(seed)
     night = Night()
     t0 = time.monotonic()
     for _ in range(max_invocations):
-        plan = _plan(rng, provider)
+        plan = _plan(rng, provider) if kills else ("none", None, None)
         code, where, err = invoke(emu, run, folder, plan, extra)
         night.codes.append(code)
         if where:
@@ -439,3 +440,24 @@ def test_invalid_lines_are_error_results_with_the_providers_message_and_a_bad_ke
         assert with_error and all("emulator:" in e for e in with_error)  # the provider's own message
         assert len(with_error) >= len(invalid)
         assert {cid for cid, *_ in emu.seen.realtime} == emu.seen.exhausted(MAX_ATTEMPTS)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_same_request_of_several_traces_gets_one_fallback_call_counted_once(tmp_path: Path, provider: str) -> None:
+    with (tmp_path / "corpus.jsonl").open("w") as f:
+        for i in range(150):  # 50 questions, each asked by three traces
+            q = i % 50
+            rec = {"id": f"t{i}", "inputs": f"q {q}", "outputs": f"a {q}", "reference_outputs": f"a {q}"}
+            f.write(json.dumps(rec) + "\n")
+    with ProviderBatchEmulator(Faults(delay=(0.1, 0.2), always_fail=1.0, seed=2)) as emu:
+        run = write_run(tmp_path, emu.url, provider, max_attempts=1)
+        night = until_exit_0(emu, run, tmp_path, seed=0, provider=provider, max_invocations=20, kills=False)
+        assert night.codes[-1] == 0
+        seen = emu.seen
+        assert len(seen.fates) == 50 and all(f == ["error500"] for f in seen.fates.values())
+        assert len(seen.realtime) == 50  # one call per request, not per trace
+        totals = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())["totals"]
+        assert totals["realtime"]["input_tokens"] == sum(tin for _, tin, _, _ in seen.realtime)
+        cost = sum(tin * PRICE_IN + tout * PRICE_OUT for _, tin, tout, _ in seen.realtime) / 1e6
+        assert totals["realtime"]["cost_usd"] == pytest.approx(cost)
+        assert all(r["results"]["correctness"]["error"] is None for r in rows(tmp_path / "out"))

@@ -52,8 +52,12 @@ class BatchEndpoint(JudgeEndpoint):
         self.collected = 0
         """Misses recorded by the collect pass (new lines or lines already in the ledger)."""
         self.new_lines = 0
-        self._counted: set[str] = set()
-        """Cache keys of fallback answers already in the ledger's real-time totals."""
+        self._counted: dict[str, int] = {}
+        """Cache key → fallback answers of it counted in the ledger's real-time totals whose call
+        has not returned yet (two traces may ask the very same question)."""
+        self._fallbacks: dict[str, anyio.Event] = {}
+        """Cache key → the fallback call under way for it: the same request of another trace
+        waits for its answer (in the cache then) instead of paying for a second call."""
         self._usage: list[tuple[int, int, float]] = []
         """Fallback answers waiting for the next ledger commit (group commit: one transaction for
         every answer that came in while the previous one was written)."""
@@ -91,12 +95,7 @@ class BatchEndpoint(JudgeEndpoint):
             raise JudgeRequestError(f"judge {self.name!r}: the batch API rejected this request: {line['error']}")  # type: ignore[index]
         if state == EXHAUSTED:
             if cfg.batch.fallback == "realtime":
-                response = await super().complete(request)  # full price; cached like any answer
-                if self.mode == "collect" and not response.cached and key not in self._counted:
-                    u = response.usage  # an answer without a verdict: not cached, counted here
-                    await self._count_realtime(u.input_tokens, u.output_tokens, u.cost_usd)
-                self._counted.discard(key)
-                return response
+                return await self._fallback(request, key)
             raise JudgeError(
                 f"judge {self.name!r}: no batch answer after {line['attempts']} attempts: {line['error']}"  # type: ignore[index]
             )
@@ -115,11 +114,37 @@ class BatchEndpoint(JudgeEndpoint):
             " run the same command again"
         )
 
+    async def _fallback(self, request: JudgeRequest, key: str) -> JudgeResponse:
+        """One real-time call at full price for a line that used up its attempts (cached like any
+        answer), one at a time per request."""
+        under_way = self._fallbacks.get(key)
+        if under_way is not None:
+            await under_way.wait()
+            hit = await self._cache_get(key)
+            if hit is not None:
+                return self.replay(hit)
+        done = self._fallbacks[key] = anyio.Event()
+        try:
+            response = await super().complete(request)
+        finally:
+            done.set()
+            if self._fallbacks.get(key) is done:
+                del self._fallbacks[key]
+        if self.mode == "collect" and not response.cached:
+            if self._counted.get(key, 0) > 0:  # counted when it was cached
+                self._counted[key] -= 1
+                if not self._counted[key]:
+                    del self._counted[key]
+            else:  # an answer without a verdict: not cached, counted here
+                u = response.usage
+                await self._count_realtime(u.input_tokens, u.output_tokens, u.cost_usd)
+        return response
+
     async def _cache_put(self, key: str, reply: WireReply) -> None:
         if self.mode == "collect":  # a fallback answer: counted before it is cached (see the module doc)
             cost = self.config.cost(reply.input_tokens, reply.output_tokens)
             await self._count_realtime(reply.input_tokens, reply.output_tokens, cost)
-            self._counted.add(key)
+            self._counted[key] = self._counted.get(key, 0) + 1
         await super()._cache_put(key, reply)
 
     async def _count_realtime(self, input_tokens: int, output_tokens: int, cost_usd: float) -> None:
