@@ -461,3 +461,18 @@ def test_the_same_request_of_several_traces_gets_one_fallback_call_counted_once(
         cost = sum(tin * PRICE_IN + tout * PRICE_OUT for _, tin, tout, _ in seen.realtime) / 1e6
         assert totals["realtime"]["cost_usd"] == pytest.approx(cost)
         assert all(r["results"]["correctness"]["error"] is None for r in rows(tmp_path / "out"))
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_create_answered_500_is_pending_and_a_batch_made_all_the_same_is_not_paid_twice(
+    tmp_path: Path, provider: str
+) -> None:
+    write_corpus(tmp_path / "corpus.jsonl", 600)
+    with ProviderBatchEmulator(Faults(delay=(0.2, 0.6), create_500=0.3, seed=6)) as emu:
+        run = write_run(tmp_path, emu.url, provider, max_requests=50)
+        night = until_exit_0(emu, run, tmp_path, seed=2, provider=provider, max_invocations=40, kills=False)
+        assert set(night.codes) <= {75, 0}  # an unknown outcome is pending, not a failed run
+        assert emu.seen.create_errors > 0
+        assert emu.seen.submitted_again_after_success() == []
+        assert all(len(f) == 1 for f in emu.seen.fates.values())  # every line paid once
+        assert len(rows(tmp_path / "out")) == 600

@@ -86,6 +86,9 @@ class Faults:
     expire_share: float = 0.5
     """Of an expiring batch, the share of lines left unfinished."""
     poll_500: float = 0.0
+    create_500: float = 0.0
+    """Share of uploads and creates answered 500; half of the creates answered so were made all the
+    same (the gateway gave up waiting): the caller cannot tell which."""
     enqueued_token_limit: int | None = None
     """Input tokens of unfinished batches per model (OpenAI) / per workspace (Anthropic)."""
     seed: int = 0
@@ -109,6 +112,7 @@ class Ledger:
     batches_created: int = 0
     refused_creates: int = 0
     poll_errors: int = 0
+    create_errors: int = 0
     unauthorized: int = 0
     rejected_batches: list[str] = field(default_factory=list)
 
@@ -309,6 +313,13 @@ class ProviderBatchEmulator:
             return _anthropic_error(400, "invalid_request_error", "anthropic-version: header is required")
         return None
 
+    def _create_fails(self) -> str | None:
+        """None, or how a create fails: ``before`` (nothing made) or ``after`` (made, answered 500)."""
+        if self.faults.create_500 and self._rng.random() < self.faults.create_500:
+            self.seen.create_errors += 1
+            return "before" if self._rng.random() < 0.5 else "after"
+        return None
+
     def _poll_fails(self) -> bool:
         if self.faults.poll_500 and self._rng.random() < self.faults.poll_500:
             self.seen.poll_errors += 1
@@ -476,6 +487,8 @@ class ProviderBatchEmulator:
             return _openai_error(400, "invalid_request_error", "Missing required parameter: 'file'.")
         if purpose == "batch" and len(data) > OPENAI_MAX_BYTES:
             return _openai_error(400, "invalid_request_error", "File is too large for a batch (200 MB).")
+        if self._create_fails() is not None:
+            return _openai_error(500, "server_error", "The server had an error while processing your request.")
         fid = "file-" + uuid.uuid4().hex[:22]
         created = int(_now())
         self._files[fid] = {"purpose": purpose, "data": data, "filename": filename, "created": created}
@@ -532,6 +545,9 @@ class ProviderBatchEmulator:
             ok = ok and all(isinstance(v, str) and len(v) <= 512 for v in metadata.values())
             if not ok:
                 return _openai_error(400, "invalid_request_error", "Invalid 'metadata'.", param="metadata")
+        failure = self._create_fails()
+        if failure == "before":
+            return _openai_error(500, "server_error", "The server had an error while processing your request.")
         lines, rejected, model = self._validate_openai_file(self._files[fid]["data"], endpoint)
         tokens = sum(_tokens_in(line["body"]) for line in lines) if rejected is None else 0
         f = self.faults
@@ -568,6 +584,8 @@ class ProviderBatchEmulator:
         self._order.append(batch.id)
         self.seen.batches_created += 1
         self._event("create", batch_id=batch.id)
+        if failure == "after":
+            return _openai_error(500, "server_error", "The server had an error while processing your request.")
         return web.json_response(self._openai_batch(batch))
 
     def _validate_openai_file(self, data: bytes, endpoint: str) -> tuple[list[dict[str, Any]], str | None, str]:
@@ -814,6 +832,9 @@ class ProviderBatchEmulator:
                 return _anthropic_error(
                     400, "invalid_request_error", f"requests.{n}.params.stream: not allowed in a batch"
                 )
+        failure = self._create_fails()
+        if failure == "before":
+            return _anthropic_error(500, "api_error", "Internal server error")
         tokens = sum(_tokens_in(item["params"]) for item in requests)
         for b in list(self._batches.values()):
             self._settle(b)
@@ -844,6 +865,8 @@ class ProviderBatchEmulator:
         self._order.append(batch.id)
         self.seen.batches_created += 1
         self._event("create", batch_id=batch.id)
+        if failure == "after":
+            return _anthropic_error(500, "api_error", "Internal server error")
         return web.json_response(self._anthropic_batch(batch))
 
     def _anthropic_batch(self, batch: _Batch) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """What ``assay run`` does for its batch judges before it scores (one invocation).
 
 1. **recover**: a batch recorded as ``creating`` (the process died between recording and
-   creating it) is looked for at the provider (metadata / listing) and adopted, or its lines go back
-   to the queue;
+   creating it, or its create got a 5xx or no answer) is looked for at the provider (metadata /
+   listing) and adopted, or its lines go back to the queue;
 2. **poll** the open batches; a finished one is collected: answers into the judge cache, every line's
    outcome into the ledger (failed and expired lines are retried up to ``max_attempts``);
 3. **collect** (when nothing is open or waiting, or the last pass did not finish): one pass over the
@@ -189,8 +189,8 @@ async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | N
             state.clients[name] = await stack.enter_async_context(
                 client_for(name, cfg, endpoint._api_key, pool.secrets)
             )
-        await _recover(state)
         while True:
+            await _recover(state)  # (in a loop: a create that got no clear answer is resolved next)
             state.refused.clear()
             await _poll(state, pool)
             ledger = state.ledger
@@ -432,6 +432,11 @@ async def _submit(state: _State, state_dir: Path) -> None:
                 _refusal(ledger, name, tokens + ledger.open_tokens(name))
                 path.unlink(missing_ok=True)
                 _say(f"batch for {name} refused ({exc}); its lines wait for a later submission")
+                break
+            except ConnectorError as exc:  # a 5xx or a dropped connection: created or not, unknown
+                msg = f"batch for {name}: no clear answer to its create ({exc}); it is looked for at the provider next"
+                state.messages.append(msg)
+                _say(msg)
                 break
             except JudgeError as exc:  # a 4xx on create: the provider's message, not retried blindly
                 ledger.invalidate(batch, str(exc))
