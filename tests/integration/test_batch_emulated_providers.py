@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,17 +267,24 @@ def check_night(folder: Path, emu: ProviderBatchEmulator, n_traces: int = N_TRAC
     return summary
 
 
-def report(provider: str, night: Night, emu: ProviderBatchEmulator) -> str:
+def report(provider: str, night: Night, emu: ProviderBatchEmulator, summary: dict[str, Any]) -> str:
     seen = emu.seen
-    per_cid: dict[int, int] = {}
+    paid: Counter[int] = Counter()
     for fates in seen.fates.values():
-        n = len(fates)
-        per_cid[n] = per_cid.get(n, 0) + 1
+        paid[len([f for f in fates if f != "refused"])] += 1
+    refused = sum(f.count("refused") for f in seen.fates.values())
+    totals = summary["totals"]
+    full = sum(tin * PRICE_IN + tout * PRICE_OUT for tin, tout in seen.billed.values()) / 1e6
+    full += sum(tin * PRICE_IN + tout * PRICE_OUT for _, tin, tout, ok in seen.realtime if ok) / 1e6
     return (
         f"{N_TRACES} traces, {provider}: {len(night.codes)} invocations, {len(night.kills)} kills "
-        f"({', '.join(sorted(set(night.kills)))}), exit codes {sorted(set(night.codes))}, "
-        f"submissions per custom_id {dict(sorted(per_cid.items()))}, batches {seen.batches_created} "
-        f"({seen.refused_creates} refused for the enqueued-token limit), real-time calls {len(seen.realtime)}, "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(Counter(night.kills).items()))}), "
+        f"exit codes {dict(sorted(Counter(night.codes).items()))}, rows {len(rows(Path(summary['output_dir'])))}, "
+        f"batches {seen.batches_created} ({seen.refused_creates} refused for the enqueued-token limit, "
+        f"{refused} line submissions refused), submissions per custom_id (refusals not counted) "
+        f"{dict(sorted(paid.items()))}, real-time calls {len(seen.realtime)} for {len(seen.exhausted(MAX_ATTEMPTS))} "
+        f"exhausted lines, cost ${totals['cost_usd']:.4f} (batch ${totals['batch']['cost_usd']:.4f}, "
+        f"real time ${totals['realtime']['cost_usd']:.4f}; all at the real-time price ${full:.4f}), "
         f"wall {night.wall_s:.0f} s"
     )
 
@@ -288,11 +296,11 @@ def test_until_exit_0_with_kill_9_between_and_during_invocations(
     write_corpus(tmp_path / "corpus.jsonl")
     run = write_run(tmp_path, emulator.url, provider)
     night = until_exit_0(emulator, run, tmp_path, seed=5, provider=provider)
-    print(report(provider, night, emulator))
     assert night.codes[-1] == 0 and 75 in night.codes and -9 in night.codes
     assert emulator.seen.refused_creates > 0  # the enqueued-token limit was met, and waited out
     assert any("expired" in f for f in emulator.seen.fates.values())
     summary = check_night(tmp_path, emulator)
+    print(report(provider, night, emulator, {**summary, "output_dir": str(tmp_path / "out")}))
     # the same command once more: everything is cached, nothing is sent
     before = sum(emulator.seen.submissions.values()), len(emulator.seen.realtime)
     code, _, err = invoke(emulator, run, tmp_path, ("none", None, None))
@@ -476,3 +484,15 @@ def test_a_create_answered_500_is_pending_and_a_batch_made_all_the_same_is_not_p
         assert emu.seen.submitted_again_after_success() == []
         assert all(len(f) == 1 for f in emu.seen.fates.values())  # every line paid once
         assert len(rows(tmp_path / "out")) == 600
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_wait_polls_through_the_night_in_one_invocation(
+    tmp_path: Path, emulator: ProviderBatchEmulator, provider: str
+) -> None:
+    write_corpus(tmp_path / "corpus.jsonl")
+    run = write_run(tmp_path, emulator.url, provider)
+    code, _, err = invoke(emulator, run, tmp_path, ("none", None, None), ("--wait",))
+    assert code == 0, err[-3000:]
+    assert emulator.seen.refused_creates > 0
+    check_night(tmp_path, emulator)
