@@ -145,6 +145,10 @@ def invoke(
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stderr is not None
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()  # (a full pipe would stall the process while this thread watches it)
     killed_at: list[str] = []
     lock = threading.Lock()
 
@@ -176,16 +180,23 @@ def invoke(
                 kill("timed")
         elif scoring is not None:
             while proc.poll() is None:  # rows being written: the scoring run
-                parts = [p for p in (folder / "out").glob("**/part-*") if p.stat().st_mtime >= started]
-                if parts:
+                if any(_newer(p, started) for p in (folder / "out").glob("**/part-*")):
                     time.sleep(scoring)
                     kill("scoring")
                     break
                 time.sleep(0.01)
-        _, err = proc.communicate(timeout=600)
+        proc.wait(timeout=600)
+        reader.join(60)
     finally:
         emu.hook = None
-    return proc.returncode, (killed_at[0] if killed_at else ""), err
+    return proc.returncode, (killed_at[0] if killed_at else ""), "".join(stderr)
+
+
+def _newer(path: Path, t: float) -> bool:
+    try:
+        return path.stat().st_mtime >= t
+    except FileNotFoundError:  # renamed away meanwhile
+        return False
 
 
 def until_exit_0(
@@ -330,15 +341,18 @@ def test_fallback_calls_of_an_invocation_killed_while_collecting_are_in_the_tota
         assert code in (75, -9), err
     assert codes[-1] == 0 and -9 in codes, codes
     seen = emulator.seen
-    delivered = [(tin, tout) for _, tin, tout, ok in seen.realtime if ok]
+    delivered = [(cid, tin, tout) for cid, tin, tout, ok in seen.realtime if ok]
+    used = {cid: (tin, tout) for cid, tin, tout in delivered}  # one answer per request
     # the calls answered while the process was being killed (not cached yet) are made again
-    assert len(delivered) >= 198
+    assert len(used) == 198 and len(delivered) >= 198
     totals = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())["totals"]
-    tin, tout = delivered[0]  # every request of this corpus is as long as the others
-    print("realtime calls answered", len(delivered), "counted in the summary", totals["realtime"]["input_tokens"] / tin)
-    assert totals["realtime"]["input_tokens"] >= 198 * tin  # every answer the run uses was counted
-    assert totals["realtime"]["input_tokens"] <= len(delivered) * tin
-    assert totals["realtime"]["cost_usd"] >= 198 * (tin * PRICE_IN + tout * PRICE_OUT) / 1e6 - 1e-9
+    counted = totals["realtime"]["input_tokens"]
+    needed = sum(t[0] for t in used.values())
+    print(f"real-time calls answered {len(delivered)}, tokens of the {len(used)} used {needed}, counted {counted}")
+    assert counted >= needed  # every answer the run uses was counted
+    assert counted <= sum(t[1] for t in delivered)
+    least = sum(tin * PRICE_IN + tout * PRICE_OUT for tin, tout in used.values()) / 1e6
+    assert totals["realtime"]["cost_usd"] >= least - 1e-9
 
 
 def sampled_ids(out: Path) -> set[str]:
@@ -352,7 +366,7 @@ def sampled_ids(out: Path) -> set[str]:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_2_percent_sample_picks_the_same_traces_across_reruns_and_workers(tmp_path: Path, provider: str) -> None:
-    n = 3000
+    n = int(os.environ.get("ASSAY_EMU_SAMPLE_TRACES", "3000"))
     picked: dict[str, set[str]] = {}
     for workers in ("1", "2"):
         folder = tmp_path / f"workers-{workers}"

@@ -30,7 +30,8 @@ Faults (:class:`Faults`, deterministic per ``seed``): a delay per batch, lines f
 or a 429 inside a batch, lines some custom_ids always fail with (so that they use up their
 attempts), 400 validation failures of single lines, part of the batches expiring (OpenAI
 ``batch_expired`` error lines and status ``expired``; Anthropic ``expired`` results), polls
-answered 500, and an enqueued-token limit (OpenAI: the batch goes ``failed`` with
+answered 500, uploads and creates answered 500 (half of those creates made the batch all the
+same), and an enqueued-token limit (OpenAI: the batch goes ``failed`` with
 ``errors.data[].code == "token_limit_exceeded"``; Anthropic: 429 on create).
 
 :class:`Ledger` (``emulator.seen``) counts what the tests assert on: every custom_id's submissions
