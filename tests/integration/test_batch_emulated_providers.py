@@ -510,3 +510,21 @@ def test_wait_polls_through_the_night_in_one_invocation(
     assert code == 0, err[-3000:]
     assert emulator.seen.refused_creates > 0
     check_night(tmp_path, emulator)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_result_downloads_cut_half_way_are_read_again(tmp_path: Path, provider: str) -> None:
+    write_corpus(tmp_path / "corpus.jsonl", 400)
+    # 4 batches; the first 20 downloads fail (each batch's 5 tries in the invocation that collects
+    # them: they stay open, the run is pending), then one in five
+    faults = Faults(delay=(0.1, 0.3), drop_first_downloads=20, download_drop=0.2, line_500=0.1, seed=9)
+    with ProviderBatchEmulator(faults) as emu:
+        run = write_run(tmp_path, emu.url, provider, max_requests=100)
+        assert invoke(emu, run, tmp_path, ("none", None, None))[0] == 75  # submitted
+        time.sleep(0.5)
+        night = until_exit_0(emu, run, tmp_path, seed=3, provider=provider, max_invocations=40, kills=False)
+        assert set(night.codes) <= {75, 0}
+        assert night.codes[0] == 75  # every download of the round failed: pending, not failed
+        assert emu.seen.dropped_downloads >= 20
+        assert emu.seen.submitted_again_after_success() == []
+        assert len(rows(tmp_path / "out")) == 400

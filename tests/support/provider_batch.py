@@ -87,6 +87,10 @@ class Faults:
     expire_share: float = 0.5
     """Of an expiring batch, the share of lines left unfinished."""
     poll_500: float = 0.0
+    download_drop: float = 0.0
+    """Share of result downloads whose connection is dropped half-way through."""
+    drop_first_downloads: int = 0
+    """The first this many result downloads are all dropped half-way (a proxy down for a while)."""
     create_500: float = 0.0
     """Share of uploads and creates answered 500; half of the creates answered so were made all the
     same (the gateway gave up waiting): the caller cannot tell which."""
@@ -114,6 +118,8 @@ class Ledger:
     refused_creates: int = 0
     poll_errors: int = 0
     create_errors: int = 0
+    downloads: int = 0
+    dropped_downloads: int = 0
     unauthorized: int = 0
     rejected_batches: list[str] = field(default_factory=list)
 
@@ -321,6 +327,15 @@ class ProviderBatchEmulator:
             return "before" if self._rng.random() < 0.5 else "after"
         return None
 
+    def _drops(self, request: web.Request) -> bool:
+        """Whether to drop this download half-way (then the connection is cut)."""
+        first = self.seen.downloads < self.faults.drop_first_downloads
+        self.seen.downloads += 1
+        if first or (self.faults.download_drop and self._rng.random() < self.faults.download_drop):
+            self.seen.dropped_downloads += 1
+            return True
+        return False
+
     def _poll_fails(self) -> bool:
         if self.faults.poll_500 and self._rng.random() < self.faults.poll_500:
             self.seen.poll_errors += 1
@@ -509,10 +524,25 @@ class ProviderBatchEmulator:
         lines = f["data"].splitlines(keepends=True)
         resp = web.StreamResponse(headers={"content-type": "application/octet-stream"})
         await resp.prepare(request)
+        return await self._send_lines(request, resp, lines, file_id=fid)
+
+    async def _send_lines(
+        self, request: web.Request, resp: web.StreamResponse, lines: list[bytes], **info: Any
+    ) -> web.StreamResponse:
+        """The JSONL body of a result download, in two halves (the ``results`` event in between);
+        a dropped download stops after the first half, in the middle of a line, and cuts the
+        connection."""
         half = len(lines) // 2
+        drop = self._drops(request)
         with contextlib.suppress(ConnectionError):
-            await resp.write(b"".join(lines[:half]))
-            self._event("results", file_id=fid)
+            first = b"".join(lines[:half])
+            if drop:
+                await resp.write(first + lines[half][: len(lines[half]) // 2])
+                if request.transport is not None:
+                    request.transport.abort()  # as a proxy that gave up does
+                return resp
+            await resp.write(first)
+            self._event("results", **info)
             await resp.write(b"".join(lines[half:]))
             await resp.write_eof()
         return resp
@@ -936,13 +966,7 @@ class ProviderBatchEmulator:
         rows = list(batch.results)
         random.Random(f"{self.faults.seed}:{batch.id}:results").shuffle(rows)
         lines = [json.dumps({"custom_id": r["cid"], "result": _anthropic_result(r)}).encode() + b"\n" for r in rows]
-        half = len(lines) // 2
-        with contextlib.suppress(ConnectionError):
-            await resp.write(b"".join(lines[:half]))
-            self._event("results", batch_id=batch.id)
-            await resp.write(b"".join(lines[half:]))
-            await resp.write_eof()
-        return resp
+        return await self._send_lines(request, resp, lines, batch_id=batch.id)
 
     async def _anthropic_list(self, request: web.Request) -> web.Response:
         if (denied := self._anthropic_auth(request)) is not None:

@@ -4,7 +4,8 @@
    creating it, or its create got a 5xx or no answer) is looked for at the provider (metadata /
    listing) and adopted, or its lines go back to the queue;
 2. **poll** the open batches; a finished one is collected: answers into the judge cache, every line's
-   outcome into the ledger (failed and expired lines are retried up to ``max_attempts``);
+   outcome into the ledger (failed and expired lines are retried up to ``max_attempts``); a poll or
+   a download that fails every retry leaves its batch open for the next round;
 3. **collect** (when nothing is open or waiting, or the last pass did not finish): one pass over the
    input with the batch judges in collect mode — normalize and evaluate, every cache miss recorded
    in the ledger as a line to submit, no rows written, nothing published;
@@ -250,7 +251,11 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
     client = state.clients.get(name)
     if client is None:
         return
-    remote = await client.get(row["provider_id"])
+    try:
+        remote = await client.get(row["provider_id"])  # (tried again on a 5xx inside)
+    except ConnectorError as exc:
+        _unreachable(state, row, "could not be polled", exc)
+        return
     ledger.update_batch(row["id"], remote.state, orjson.dumps(remote.counts).decode())
     cfg = state.configs[name]
     if not remote.done:
@@ -276,15 +281,24 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
             try:
                 await _ingest(state, pool.get(name), client, remote, row["id"], cfg)
                 break
-            except ConnectorError:
+            except ConnectorError as exc:
                 if attempt == GET_RETRIES:
-                    raise
+                    _unreachable(state, row, "results could not be read", exc)
+                    return
                 await anyio.sleep(GET_BACKOFF_S * 2**attempt)
         learned = ledger.get_meta(f"quota:{name}")
         if learned is not None:  # the provider took a batch: probe a little higher again
             ledger.set_meta(f"quota:{name}", str(int(float(learned) * QUOTA_GROWTH) + 1))
     if row.get("input_file"):
         await anyio.Path(row["input_file"]).unlink(missing_ok=True)
+
+
+def _unreachable(state: _State, row: dict[str, Any], what: str, exc: Exception) -> None:
+    """A poll or a result download that failed every retry (5xx, dropped connections): the batch
+    stays open and is polled again next round (the run is pending, not failed)."""
+    msg = f"batch {row['provider_id']} ({row['judge']}): {what} ({exc}); it is polled again next round"
+    state.messages.append(msg)
+    _say(msg)
 
 
 async def _ingest(
