@@ -528,3 +528,22 @@ def test_result_downloads_cut_half_way_are_read_again(tmp_path: Path, provider: 
         assert emu.seen.dropped_downloads >= 20
         assert emu.seen.submitted_again_after_success() == []
         assert len(rows(tmp_path / "out")) == 400
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_unrecorded_batch_is_looked_for_again_when_the_listing_is_down(tmp_path: Path, provider: str) -> None:
+    """kill -9 right after the create, then the listing answers 500 to every try of the next
+    invocation: it is pending (not failed, and the lines are not put back: the batch exists), and
+    the one after finds the batch; every line paid once."""
+    write_corpus(tmp_path / "corpus.jsonl", 100)
+    with ProviderBatchEmulator(Faults(delay=(0.2, 0.4), fail_first_lists=5, seed=5)) as emu:
+        run = write_run(tmp_path, emu.url, provider, max_requests=1000)
+        assert invoke(emu, run, tmp_path, ("event", ("create", 1), None))[:2] == (-9, "create")
+        code, _, err = invoke(emu, run, tmp_path, ("none", None, None))
+        assert code == 75, err[-2000:]
+        assert "looked for again" in err
+        night = until_exit_0(emu, run, tmp_path, seed=0, provider=provider, max_invocations=10, kills=False)
+        assert night.codes[-1] == 0
+        assert emu.seen.batches_created == 1
+        assert all(f == ["ok"] for f in emu.seen.fates.values())
+        assert len(rows(tmp_path / "out")) == 100

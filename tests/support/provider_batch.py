@@ -91,6 +91,8 @@ class Faults:
     """Share of result downloads whose connection is dropped half-way through."""
     drop_first_downloads: int = 0
     """The first this many result downloads are all dropped half-way (a proxy down for a while)."""
+    fail_first_lists: int = 0
+    """The first this many batch listings are answered 500 (an outage of the listing)."""
     create_500: float = 0.0
     """Share of uploads and creates answered 500; half of the creates answered so were made all the
     same (the gateway gave up waiting): the caller cannot tell which."""
@@ -118,6 +120,7 @@ class Ledger:
     refused_creates: int = 0
     poll_errors: int = 0
     create_errors: int = 0
+    lists: int = 0
     downloads: int = 0
     dropped_downloads: int = 0
     unauthorized: int = 0
@@ -787,9 +790,15 @@ class ProviderBatchEmulator:
             batch.cancel_at = _now() + 0.2
         return web.json_response(self._openai_batch(batch))
 
+    def _list_fails(self) -> bool:
+        self.seen.lists += 1
+        return self.seen.lists <= self.faults.fail_first_lists
+
     async def _openai_list(self, request: web.Request) -> web.Response:
         if (denied := self._openai_auth(request)) is not None:
             return denied
+        if self._list_fails():
+            return _openai_error(500, "server_error", "The server had an error while processing your request.")
         try:
             limit = int(request.query.get("limit", "20"))
         except ValueError:
@@ -971,6 +980,8 @@ class ProviderBatchEmulator:
     async def _anthropic_list(self, request: web.Request) -> web.Response:
         if (denied := self._anthropic_auth(request)) is not None:
             return denied
+        if self._list_fails():
+            return _anthropic_error(500, "api_error", "Internal server error")
         try:
             limit = int(request.query.get("limit", "20"))
         except ValueError:

@@ -222,6 +222,11 @@ async def _recover(state: _State) -> None:
             remote = await client.find(row["id"], float(row["created"]), int(row["lines"]), ledger.known_provider_ids())
         except JudgeAuthError:
             raise
+        except ConnectorError as exc:  # the listing is down: the batch may exist, its lines wait
+            msg = f"could not look for batch {row['id']} ({row['judge']}) at the provider ({exc})"
+            state.messages.append(msg + "; it is looked for again next round")
+            _say(state.messages[-1])
+            continue
         except JudgeError as exc:  # an endpoint that cannot list its batches: the lines go again
             _say(f"could not look for batch {row['id']} at the provider ({exc}); its lines are queued again")
             remote = None
