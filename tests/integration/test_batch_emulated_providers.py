@@ -386,6 +386,7 @@ def test_a_2_percent_sample_picks_the_same_traces_across_reruns_and_workers(tmp_
             code, _, err = invoke(emu, run, folder, ("none", None, None), extra)  # the same command again
             assert code == 0, err
             assert sampled_ids(folder / "out") == picked[workers]
+    print(f"{n} traces, {provider}: the 2 % sample holds {len(picked['1'])} traces, the same with --workers 1 and 2")
     assert picked["1"] == picked["2"]
     assert 0.01 * n < len(picked["1"]) < 0.03 * n
 
