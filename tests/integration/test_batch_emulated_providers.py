@@ -548,3 +548,62 @@ def test_an_unrecorded_batch_is_looked_for_again_when_the_listing_is_down(tmp_pa
         assert emu.seen.batches_created == 1
         assert all(f == ["ok"] for f in emu.seen.fates.values())
         assert len(rows(tmp_path / "out")) == 100
+
+
+def test_the_official_sdks_read_the_emulator() -> None:
+    """The emulator's wire shapes are the SDKs' own: openai 3.x and anthropic 2.x drive it end to end
+    (upload, create, retrieve, list with pagination, results), their models validating every answer."""
+    import anthropic
+    import openai
+
+    with ProviderBatchEmulator(Faults(delay=(0.2, 0.2), line_500=0.3, seed=1)) as emu:
+        oa = openai.OpenAI(api_key=emu.openai_key, base_url=f"{emu.url}/v1", max_retries=0)
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        lines = [
+            {"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions", "body": body} for i in range(6)
+        ]
+        data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+        created = []
+        for _ in range(3):
+            f = oa.files.create(file=("in.jsonl", data), purpose="batch")
+            created.append(
+                oa.batches.create(
+                    input_file_id=f.id,
+                    endpoint="/v1/chat/completions",
+                    completion_window="24h",
+                    metadata={"k": "v"},
+                )
+            )
+        assert created[0].status == "validating" and created[0].metadata == {"k": "v"}
+        page = oa.batches.list(limit=2)
+        assert [b.id for b in page.data] == [created[2].id, created[1].id] and page.has_more
+        assert [b.id for b in page.get_next_page().data] == [created[0].id]
+        time.sleep(0.3)
+        done = oa.batches.retrieve(created[0].id)
+        assert done.status == "completed" and done.request_counts is not None
+        assert done.request_counts.total == 6 and done.request_counts.completed + done.request_counts.failed == 6
+        out = [json.loads(x) for x in oa.files.content(done.output_file_id or "").text.splitlines()]
+        assert all(x["response"]["status_code"] == 200 for x in out)
+        answer = openai.types.chat.ChatCompletion.model_validate(out[0]["response"]["body"])
+        assert answer.usage is not None and answer.usage.prompt_tokens > 0
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(api_key="sk-wrong", base_url=f"{emu.url}/v1", max_retries=0).batches.list()
+
+        an = anthropic.Anthropic(api_key=emu.anthropic_key, base_url=emu.url, max_retries=0)
+        params = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+        batches = [
+            an.messages.batches.create(requests=[{"custom_id": f"a{j}-{i}", "params": params} for i in range(4)])  # type: ignore[misc]
+            for j in range(3)
+        ]
+        assert batches[0].processing_status == "in_progress" and batches[0].request_counts.processing == 4
+        listed = an.messages.batches.list(limit=2)
+        assert [b.id for b in listed.data] == [batches[2].id, batches[1].id] and listed.has_more
+        assert [b.id for b in listed.get_next_page().data] == [batches[0].id]
+        time.sleep(0.3)
+        ended = an.messages.batches.retrieve(batches[0].id)
+        assert ended.processing_status == "ended" and ended.ended_at is not None and ended.results_url
+        results = list(an.messages.batches.results(batches[0].id))
+        assert sorted(r.custom_id for r in results) == [f"a0-{i}" for i in range(4)]
+        assert {r.result.type for r in results} <= {"succeeded", "errored"}
+        with pytest.raises(anthropic.BadRequestError):
+            an.messages.batches.create(requests=[{"custom_id": "no spaces allowed", "params": params}])  # type: ignore[misc]

@@ -15,11 +15,12 @@ Served on a free loopback port from a thread of the test process (aiohttp):
   ``POST .../cancel``, ``GET .../results`` (JSONL), ``GET /v1/messages/batches?limit=&after_id=&before_id=``
   (newest first) and the real-time ``POST /v1/messages``.
 
-As strict as the services: the key (``Authorization: Bearer`` / ``x-api-key`` plus
-``anthropic-version``) or 401; one model per OpenAI file, each line's ``url`` the batch's
-``endpoint``, ``method`` POST, duplicate ``custom_id``\\s refused (the batch fails validation);
-Anthropic ``custom_id`` matching ``^[a-zA-Z0-9_-]{1,64}$``, unique, ``params`` with ``model``,
-``max_tokens`` and ``messages`` (a 400 ``invalid_request_error`` for the whole create).
+As strict as the services: the key (OpenAI ``Authorization: Bearer``; Anthropic ``x-api-key`` or,
+as the anthropic 2.x SDK sends it, ``Authorization: Bearer``; plus ``anthropic-version``) or 401;
+one model per OpenAI file, each line's ``url`` the batch's ``endpoint``, ``method`` POST,
+duplicate ``custom_id``\\s refused (the batch fails validation); Anthropic ``custom_id``
+matching ``^[a-zA-Z0-9_-]{1,64}$``, unique, ``params`` with ``model``, ``max_tokens`` and
+``messages`` (a 400 ``invalid_request_error`` for the whole create).
 
 Lifecycles: OpenAI ``validating`` → ``in_progress`` → ``finalizing`` → ``completed`` (or ``failed``,
 ``expired``, ``cancelling`` → ``cancelled``); Anthropic ``in_progress`` → ``canceling`` → ``ended``
@@ -316,7 +317,9 @@ class ProviderBatchEmulator:
         return None
 
     def _anthropic_auth(self, request: web.Request) -> web.Response | None:
-        if request.headers.get("x-api-key") != self.anthropic_key:
+        bearer = request.headers.get("Authorization", "")
+        given = request.headers.get("x-api-key") or (bearer[7:] if bearer.startswith("Bearer ") else None)
+        if given != self.anthropic_key:  # (the anthropic 2.x SDK sends the key as a Bearer token)
             self.seen.unauthorized += 1
             return _anthropic_error(401, "authentication_error", "invalid x-api-key")
         if not request.headers.get("anthropic-version"):
