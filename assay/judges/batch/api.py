@@ -417,18 +417,26 @@ class AnthropicBatches(BatchAPI):
 
     async def find(self, batch: str, created_after: float, count: int, known: set[str]) -> RemoteBatch | None:
         # Message batches carry no metadata: the one unknown batch of the same size created after
-        # the ledger recorded the intent is ours (a batch id is never adopted twice).
-        page = await self.request("GET", "/messages/batches?limit=100")
+        # the ledger recorded the intent is ours (a batch id is never adopted twice). The listing
+        # is newest first and shared by the workspace: page on (``after_id``) until the batches
+        # are older than the intent, as other jobs may have created pages of batches since.
         matches = []
-        for raw in page.get("data") or []:
-            remote = self._remote(raw)
-            if remote.id in known:
-                continue
-            if _created(raw.get("created_at")) < created_after - 5:
-                continue
-            if sum(remote.counts.values()) == count:
-                matches.append(remote)
-        return matches[-1] if len(matches) >= 1 else None
+        after: str | None = None
+        for _ in range(20):  # the 2,000 newest batches at most
+            page = await self.request("GET", "/messages/batches?limit=100" + (f"&after_id={after}" if after else ""))
+            data = page.get("data") or []
+            older = False
+            for raw in data:
+                remote = self._remote(raw)
+                if _created(raw.get("created_at")) < created_after - 5:
+                    older = True
+                    continue
+                if remote.id not in known and sum(remote.counts.values()) == count:
+                    matches.append(remote)
+            if older or not page.get("has_more") or not data:
+                break
+            after = str(page.get("last_id") or data[-1]["id"])
+        return matches[-1] if matches else None
 
 
 def _created(value: Any) -> float:

@@ -12,17 +12,25 @@ In both, a line the ledger knows as finished without an answer is resolved the s
 the provider rejected (4xx) is an error result with the provider's message; a line that used up
 ``max_attempts`` gets ``fallback`` (one real-time call at full price, cached as usual, or an
 error result).
+
+A fallback call of the collect pass is written to the ledger's real-time totals as soon as its
+answer is in, before the answer goes into the cache: an invocation killed a moment later has
+paid for it, and its next invocation replays the cached answer without a call, so the summary
+totals over every invocation (``totals.realtime``) would otherwise never see it. (A call answered
+after the count and killed before the cache is made and counted again: it was paid twice.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from assay.exceptions import JudgeError, JudgeRequestError
 from assay.judges.base import JudgeRequest, JudgeResponse
 from assay.judges.batch.ledger import DONE, EXHAUSTED, INVALID, Ledger
 from assay.judges.endpoint import JudgeEndpoint
-from assay.judges.wire import estimate_input_tokens
+from assay.judges.wire import WireReply, estimate_input_tokens
 
 #: Collect-pass misses are written to the ledger in chunks of this many (bounded memory).
 FLUSH_EVERY = 512
@@ -44,6 +52,18 @@ class BatchEndpoint(JudgeEndpoint):
         self.collected = 0
         """Misses recorded by the collect pass (new lines or lines already in the ledger)."""
         self.new_lines = 0
+        self._counted: dict[str, int] = {}
+        """Cache key → fallback answers of it counted in the ledger's real-time totals whose call
+        has not returned yet (two traces may ask the very same question)."""
+        self._fallbacks: dict[str, anyio.Event] = {}
+        """Cache key → the fallback call under way for it: the same request of another trace
+        waits for its answer (in the cache then) instead of paying for a second call."""
+        self._usage: list[tuple[int, int, float]] = []
+        """Fallback answers waiting for the next ledger commit (group commit: one transaction for
+        every answer that came in while the previous one was written)."""
+        self._usage_taken = self._usage_done = 0
+        """Commits of real-time usage that took their calls / that are written."""
+        self._usage_lock: anyio.Lock | None = None
 
     def _ledger(self) -> Ledger:
         if self.ledger is None:
@@ -75,7 +95,7 @@ class BatchEndpoint(JudgeEndpoint):
             raise JudgeRequestError(f"judge {self.name!r}: the batch API rejected this request: {line['error']}")  # type: ignore[index]
         if state == EXHAUSTED:
             if cfg.batch.fallback == "realtime":
-                return await super().complete(request)  # full price; cached like any answer
+                return await self._fallback(request, key)
             raise JudgeError(
                 f"judge {self.name!r}: no batch answer after {line['attempts']} attempts: {line['error']}"  # type: ignore[index]
             )
@@ -93,6 +113,61 @@ class BatchEndpoint(JudgeEndpoint):
             f"judge {self.name!r}: no batch answer for this request yet (ledger: {state or 'not submitted'});"
             " run the same command again"
         )
+
+    async def _fallback(self, request: JudgeRequest, key: str) -> JudgeResponse:
+        """One real-time call at full price for a line that used up its attempts (cached like any
+        answer), one at a time per request."""
+        under_way = self._fallbacks.get(key)
+        if under_way is not None:
+            await under_way.wait()
+            hit = await self._cache_get(key)
+            if hit is not None:
+                return self.replay(hit)
+        done = self._fallbacks[key] = anyio.Event()
+        try:
+            response = await super().complete(request)
+        finally:
+            done.set()
+            if self._fallbacks.get(key) is done:
+                del self._fallbacks[key]
+        if self.mode == "collect" and not response.cached:
+            if self._counted.get(key, 0) > 0:  # counted when it was cached
+                self._counted[key] -= 1
+                if not self._counted[key]:
+                    del self._counted[key]
+            else:  # an answer without a verdict: not cached, counted here
+                u = response.usage
+                await self._count_realtime(u.input_tokens, u.output_tokens, u.cost_usd)
+        return response
+
+    async def _cache_put(self, key: str, reply: WireReply) -> None:
+        if self.mode == "collect":  # a fallback answer: counted before it is cached (see the module doc)
+            cost = self.config.cost(reply.input_tokens, reply.output_tokens)
+            await self._count_realtime(reply.input_tokens, reply.output_tokens, cost)
+            self._counted[key] = self._counted.get(key, 0) + 1
+        await super()._cache_put(key, reply)
+
+    async def _count_realtime(self, input_tokens: int, output_tokens: int, cost_usd: float) -> None:
+        """Add one fallback call to the ledger's real-time totals; returns once it is committed."""
+        if self._usage_lock is None:
+            self._usage_lock = anyio.Lock()
+        self._usage.append((input_tokens, output_tokens, cost_usd))
+        mine = self._usage_taken  # the number of the commit that will carry this call
+        async with self._usage_lock:
+            if self._usage_done > mine:
+                return  # written by a commit that took it while this one waited
+            pending, self._usage = self._usage, []
+            self._usage_taken += 1
+            ledger = self._ledger()
+            await ledger.call(
+                ledger.add_realtime,
+                self.name,
+                len(pending),
+                sum(p[0] for p in pending),
+                sum(p[1] for p in pending),
+                sum(p[2] for p in pending),
+            )
+            self._usage_done += 1
 
     async def flush(self) -> None:
         """Write the collected misses to the ledger."""

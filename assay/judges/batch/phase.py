@@ -1,10 +1,11 @@
 """What ``assay run`` does for its batch judges before it scores (one invocation).
 
 1. **recover**: a batch recorded as ``creating`` (the process died between recording and
-   creating it) is looked for at the provider (metadata / listing) and adopted, or its lines go back
-   to the queue;
+   creating it, or its create got a 5xx or no answer) is looked for at the provider (metadata /
+   listing) and adopted, or its lines go back to the queue;
 2. **poll** the open batches; a finished one is collected: answers into the judge cache, every line's
-   outcome into the ledger (failed and expired lines are retried up to ``max_attempts``);
+   outcome into the ledger (failed and expired lines are retried up to ``max_attempts``); a poll or
+   a download that fails every retry leaves its batch open for the next round;
 3. **collect** (when nothing is open or waiting, or the last pass did not finish): one pass over the
    input with the batch judges in collect mode — normalize and evaluate, every cache miss recorded
    in the ledger as a line to submit, no rows written, nothing published;
@@ -189,8 +190,8 @@ async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | N
             state.clients[name] = await stack.enter_async_context(
                 client_for(name, cfg, endpoint._api_key, pool.secrets)
             )
-        await _recover(state)
         while True:
+            await _recover(state)  # (in a loop: a create that got no clear answer is resolved next)
             state.refused.clear()
             await _poll(state, pool)
             ledger = state.ledger
@@ -221,6 +222,11 @@ async def _recover(state: _State) -> None:
             remote = await client.find(row["id"], float(row["created"]), int(row["lines"]), ledger.known_provider_ids())
         except JudgeAuthError:
             raise
+        except ConnectorError as exc:  # the listing is down: the batch may exist, its lines wait
+            msg = f"could not look for batch {row['id']} ({row['judge']}) at the provider ({exc})"
+            state.messages.append(msg + "; it is looked for again next round")
+            _say(state.messages[-1])
+            continue
         except JudgeError as exc:  # an endpoint that cannot list its batches: the lines go again
             _say(f"could not look for batch {row['id']} at the provider ({exc}); its lines are queued again")
             remote = None
@@ -250,7 +256,11 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
     client = state.clients.get(name)
     if client is None:
         return
-    remote = await client.get(row["provider_id"])
+    try:
+        remote = await client.get(row["provider_id"])  # (tried again on a 5xx inside)
+    except ConnectorError as exc:
+        _unreachable(state, row, "could not be polled", exc)
+        return
     ledger.update_batch(row["id"], remote.state, orjson.dumps(remote.counts).decode())
     cfg = state.configs[name]
     if not remote.done:
@@ -276,15 +286,24 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
             try:
                 await _ingest(state, pool.get(name), client, remote, row["id"], cfg)
                 break
-            except ConnectorError:
+            except ConnectorError as exc:
                 if attempt == GET_RETRIES:
-                    raise
+                    _unreachable(state, row, "results could not be read", exc)
+                    return
                 await anyio.sleep(GET_BACKOFF_S * 2**attempt)
         learned = ledger.get_meta(f"quota:{name}")
         if learned is not None:  # the provider took a batch: probe a little higher again
             ledger.set_meta(f"quota:{name}", str(int(float(learned) * QUOTA_GROWTH) + 1))
     if row.get("input_file"):
         await anyio.Path(row["input_file"]).unlink(missing_ok=True)
+
+
+def _unreachable(state: _State, row: dict[str, Any], what: str, exc: Exception) -> None:
+    """A poll or a result download that failed every retry (5xx, dropped connections): the batch
+    stays open and is polled again next round (the run is pending, not failed)."""
+    msg = f"batch {row['provider_id']} ({row['judge']}): {what} ({exc}); it is polled again next round"
+    state.messages.append(msg)
+    _say(msg)
 
 
 async def _ingest(
@@ -364,30 +383,16 @@ async def _collect(config: RunConfig, origin: str, shard: tuple[int, int] | None
     source = build_source(
         config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
     )
-    usage_before = {
-        e.name: (e.stats.calls, e.stats.usage.input_tokens, e.stats.usage.output_tokens, e.stats.usage.cost_usd)
-        for e in endpoints
-    }
-    try:
-        with use_pool(pool):
-            async with source as src:
-                async for batch in src.batches():
-                    traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
-                    if traces and evaluators:
-                        await stage.process(traces)
-            for endpoint in endpoints:
-                await endpoint.flush()
-    finally:
-        for endpoint in endpoints:  # real-time fallback calls of this pass, kept across invocations
-            calls, tin, tout, cost = usage_before[endpoint.name]
-            u = endpoint.stats.usage
-            ledger.add_realtime(
-                endpoint.name,
-                endpoint.stats.calls - calls,
-                u.input_tokens - tin,
-                u.output_tokens - tout,
-                u.cost_usd - cost,
-            )
+    # (the real-time fallback calls of this pass are in the ledger already: BatchEndpoint counts
+    # each one as its answer comes in)
+    with use_pool(pool):
+        async with source as src:
+            async for batch in src.batches():
+                traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
+                if traces and evaluators:
+                    await stage.process(traces)
+        for endpoint in endpoints:
+            await endpoint.flush()
     misses = sum(e.collected for e in endpoints)
     new = sum(e.new_lines for e in endpoints)
     ledger.set_meta("collect", "done")
@@ -446,6 +451,11 @@ async def _submit(state: _State, state_dir: Path) -> None:
                 _refusal(ledger, name, tokens + ledger.open_tokens(name))
                 path.unlink(missing_ok=True)
                 _say(f"batch for {name} refused ({exc}); its lines wait for a later submission")
+                break
+            except ConnectorError as exc:  # a 5xx or a dropped connection: created or not, unknown
+                msg = f"batch for {name}: no clear answer to its create ({exc}); it is looked for at the provider next"
+                state.messages.append(msg)
+                _say(msg)
                 break
             except JudgeError as exc:  # a 4xx on create: the provider's message, not retried blindly
                 ledger.invalidate(batch, str(exc))
