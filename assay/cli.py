@@ -567,7 +567,7 @@ def merge(
             s3 = config.s3
             sink_path = str(getattr(config.sink, "path", "") or "")
             if location is None:
-                location = sink_path if sink_path.startswith("s3://") else local_summary_path(config).parent
+                location = sink_path if "://" in sink_path else local_summary_path(config).parent
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
         report = do_merge(location, policy=policy, shards=shards, s3=s3)

@@ -21,9 +21,10 @@ Exit codes as ``assay run``: 0 ok; 1 a shard summary is missing (status ``incomp
 failed; 2 bad usage; 3 a gate failed; 4 dead letters above the limit; 5 a shard stopped on its
 budget; 75 a shard's work is pending; 130 a shard was interrupted.
 
-The results are reached through :class:`ResultsFS`: a local directory (:class:`LocalFS`) or an
-``s3://`` prefix (:class:`S3FS`, the run file's ``s3:`` settings or the AWS chain's), where the
-shards of a run on several machines wrote their parts and summaries.
+The results are reached through :class:`ResultsFS`: a local directory (:class:`LocalFS`) or a
+prefix of a store the report knows (``s3://``: :class:`~assay.report.s3_store.S3ResultsFS`, with the
+run file's ``s3:`` settings or the AWS chain's), where the shards of a run on several machines wrote
+their parts and summaries.
 """
 
 from __future__ import annotations
@@ -99,57 +100,14 @@ class LocalFS:
         (self.root / name).unlink(missing_ok=True)
 
 
-class S3FS:
-    """An ``s3://bucket/prefix/`` of results, through a synchronous
-    :class:`~assay.report.s3_store.S3Reader` (opened on first use; :meth:`close` closes it). A
-    PutObject appears whole or not at all, so writes are atomic as the protocol asks."""
-
-    def __init__(self, location: str, s3: Any = None) -> None:
-        from assay.connectors.builtin import s3_options
-        from assay.connectors.s3_client import parse_s3_url
-        from assay.report.s3_store import S3Reader
-
-        url = parse_s3_url(location)
-        if url.pattern is not None:
-            raise ConfigError(f"assay merge {location}: a pattern names several outputs; name one prefix")
-        self.location = location
-        self.bucket = url.bucket
-        self.prefix = url.key.rstrip("/") + "/" if url.key.strip("/") else ""
-        self.reader = S3Reader(s3_options(s3))
-
-    def list(self) -> list[str]:
-        n = len(self.prefix)
-        return sorted(k[n:] for k, _ in self.reader.list(self.bucket, self.prefix) if "/" not in k[n:])
-
-    def read_bytes(self, name: str) -> bytes:
-        with self.reader.open_object(self.bucket, self.prefix + name) as f:
-            return f.read()
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        client, key = self.reader.client, self.prefix + name
-
-        async def put() -> None:
-            await client.call(
-                f"s3://{self.bucket}/{key}", client.raw.put_object, Bucket=self.bucket, Key=key, Body=data
-            )
-
-        self.reader.call(put)
-
-    def remove(self, name: str) -> None:
-        self.reader.call(self.reader.client.delete_keys, self.bucket, [self.prefix + name])
-
-    def close(self) -> None:
-        self.reader.close()
-
-
 def open_results(location: str | os.PathLike[str], s3: Any = None) -> ResultsFS:
     """The :class:`ResultsFS` of a results location: a local directory (or its ``_SUMMARY.json``),
     or an ``s3://`` prefix (``s3``: the run file's ``s3:`` settings; default the AWS chain)."""
     text = os.fspath(location)
-    if text.startswith("s3://"):
-        return S3FS(text.removesuffix(SUMMARY), s3)
-    if "://" in text:
-        raise ConfigError(f"assay merge {text}: results are merged from a local directory or an s3:// prefix")
+    if "://" in text:  # a store's scheme: the report's stores know them
+        from assay.report.store import open_results_fs
+
+        return open_results_fs(text.removesuffix(SUMMARY), s3)  # type: ignore[no-any-return]
     p = Path(text)
     return LocalFS(p.parent if p.name == SUMMARY else p)
 
@@ -204,8 +162,9 @@ def merge(
         try:
             return merge(fs, policy=policy, shards=shards, write=write)
         finally:
-            if isinstance(fs, S3FS):
-                fs.close()
+            close = getattr(fs, "close", None)
+            if close is not None:
+                close()
     fs = location
     n, parts = find_shards(fs, shards)
     missing = [i for i in range(n) if i not in parts]

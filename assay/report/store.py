@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol, runtime_checkable
+from typing import IO, Any, Protocol, runtime_checkable
 
 from assay.exceptions import ConfigError, ConnectorError
 
@@ -33,6 +33,7 @@ __all__ = [
     "close_stores",
     "expand_locations",
     "open_decompressed",
+    "open_results_fs",
     "open_store",
     "register_store",
 ]
@@ -135,6 +136,16 @@ def _s3_close() -> None:
 
 
 register_store("s3", _s3_store, expand=_s3_expand, close=_s3_close)
+
+
+def open_results_fs(location: str, s3: Any = None) -> Any:
+    """A results prefix of a registered scheme that ``assay merge`` reads and writes
+    (:class:`~assay.pipeline.merge.ResultsFS`); ``s3``: the run file's ``s3:`` settings."""
+    if not location.startswith("s3://"):
+        raise ConfigError(f"{location}: results are merged from a local directory or an s3:// prefix")
+    from assay.report.s3_store import S3ResultsFS
+
+    return S3ResultsFS(location, s3)
 
 
 def open_store(location: str) -> ResultStore:
