@@ -219,40 +219,33 @@ class S3Store:
 
 class S3ResultsFS:
     """An ``s3://bucket/prefix/`` of results that ``assay merge`` reads and writes
-    (:class:`~assay.pipeline.merge.ResultsFS`), through its own :class:`S3Reader` (opened on first
-    use; :meth:`close` closes it). A PutObject appears whole or not at all, so writes are atomic."""
+    (:class:`~assay.pipeline.merge.ResultsFS`): an :class:`S3Store` with its own :class:`S3Reader`
+    (opened on first use; :meth:`close` closes it). A PutObject appears whole or not at all, so
+    writes are atomic."""
 
     def __init__(self, location: str, s3: Any = None) -> None:
         from assay.connectors.builtin import s3_options
 
-        url = parse_s3_url(location)
-        if url.pattern is not None:
-            raise ConfigError(f"{location}: a pattern names several outputs; name one prefix")
-        self.location = location
-        self.bucket = url.bucket
-        self.prefix = url.key.rstrip("/") + "/" if url.key.strip("/") else ""
         self.reader = S3Reader(s3_options(s3))
+        self.store = S3Store(location, reader=self.reader)
 
     def list(self) -> list[str]:
-        n = len(self.prefix)
-        return sorted(k[n:] for k, _ in self.reader.list(self.bucket, self.prefix) if "/" not in k[n:])
+        return self.store.list("*")
 
     def read_bytes(self, name: str) -> bytes:
-        with self.reader.open_object(self.bucket, self.prefix + name) as f:
+        with self.store.open(name) as f:
             return f.read()
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        client, key = self.reader.client, self.prefix + name
+        client, bucket, key = self.reader.client, self.store.bucket, self.store.prefix + name
 
         async def put() -> None:
-            await client.call(
-                f"s3://{self.bucket}/{key}", client.raw.put_object, Bucket=self.bucket, Key=key, Body=data
-            )
+            await client.call(f"s3://{bucket}/{key}", client.raw.put_object, Bucket=bucket, Key=key, Body=data)
 
         self.reader.call(put)
 
     def remove(self, name: str) -> None:
-        self.reader.call(self.reader.client.delete_keys, self.bucket, [self.prefix + name])
+        self.reader.call(self.reader.client.delete_keys, self.store.bucket, [self.store.prefix + name])
 
     def close(self) -> None:
         self.reader.close()
