@@ -83,15 +83,14 @@ class AssembleExports(GroupingSource):
         groups, inputs = self._held, self._held_inputs
         self._held = RowGroups(spill_bytes=groups.spill_bytes)
         self._held_inputs = []
-        spilled = " (rows held on disk)" if groups.spilled else ""
         across = f" across {len(inputs)} inputs" if len(inputs) > 1 else ""
         kinds = " and ".join(_KIND_NAMES.get(k, k) for k in sorted(self._kinds)) or "export"
         self._kinds = set()
-        reading = f"{groups.rows} {kinds} rows grouped by trace id{across} into {len(groups)} traces{spilled}"
-        for name in inputs:
-            self.readings[name] = reading
-        self._drains.append(self._drain(groups))
+        self._give_out(groups, inputs, f"{groups.rows} {kinds} rows grouped by trace id{across}")
         return []
+
+    def _held_groups(self) -> list[RowGroups[Position]]:
+        return [self._exports, self._held]
 
     def _feed(self, batch: list[Envelope]) -> list[Envelope]:
         plain = not (self._assembling or self._skipping)
