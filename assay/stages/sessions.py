@@ -249,8 +249,10 @@ class GroupSessions(GroupingSource):
     read error at its position.
     """
 
-    def __init__(self, inner: Source, *, shard: tuple[int, int] | None = None) -> None:
-        super().__init__(inner, shard=shard)
+    def __init__(
+        self, inner: Source, *, shard: tuple[int, int] | None = None, spill_bytes: int = DEFAULT_SPILL_BYTES
+    ) -> None:
+        super().__init__(inner, shard=shard, spill_bytes=spill_bytes)
         self._pending: list[tuple[Any, Position]] = []  # rows of the session not known complete
         self._pending_trace: str | None = None  # the trace id the pending rows carry, if any
         self._spans: SpanGrouper[Position] = SpanGrouper()  # span-per-record exports, by trace id
