@@ -197,3 +197,29 @@ def test_a_spilled_export_resumes_exactly(tmp_path: Path) -> None:
     rest, _, _, _ = anyio.run(_read, paths, 1500, state)
     assert set(rest) == set(expected) - done  # acked traces skipped whole, the others whole
     assert all(rest[tid] == first[tid] for tid in rest)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_source_closed_mid_drain_closes_its_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    (tmp_path / "in").mkdir()
+    paths, _ = _spread(tmp_path / "in", 300, 2)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill))
+
+    async def first_batch() -> int:
+        config = SourceConfig(path=[str(p) for p in paths], export_memory_bytes=20_000)
+        src = FILE.build_source(config, SourceContext(batch_size=50))
+        n = 0
+        async with src:
+            async for batch in src.batches():
+                assert _temp_fds(spill) >= 1  # traces being given out from sorted runs
+                n = len(batch)
+                break
+        assert _temp_fds(spill) == 0  # closed with the source (the source still referenced)
+        return n
+
+    assert anyio.run(first_batch) > 0
+    assert _temp_fds(spill) == 0
