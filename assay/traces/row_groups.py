@@ -186,25 +186,29 @@ class RowGroups(Generic[T]):
         pos = 0
         head = _HEAD.size
         while pos < len(buf) or at < end:
-            if len(buf) - pos < head:  # a row is never cut at the end of a run: this reads one
-                chunk = os.pread(fd, min(self._block, end - at), at)
-                at += len(chunk)
-                buf = buf[pos:] + chunk
-                pos = 0
+            if len(buf) - pos < head:
+                buf, pos, at = self._fill(fd, buf, pos, at, end, head)
             klen, tlen, plen = _HEAD.unpack_from(buf, pos)
-            need = head + klen + tlen + plen
-            if len(buf) - pos < need:
-                more = max(self._block, need - (len(buf) - pos))
-                chunk = os.pread(fd, min(more, end - at), at)
-                at += len(chunk)
-                buf = buf[pos:] + chunk
-                pos = 0
+            if len(buf) - pos < head + klen + tlen + plen:
+                buf, pos, at = self._fill(fd, buf, pos, at, end, head + klen + tlen + plen)
             k = pos + head
             t = k + klen
             p = t + tlen
             pos = p + plen
             tag = buf[t:p]
             yield buf[k:t], self._decode(tag) if decode else tag, buf[p:pos]
+
+    def _fill(self, fd: int, buf: bytes, pos: int, at: int, end: int, need: int) -> tuple[bytes, int, int]:
+        """``buf[pos:]`` and what follows in the run at ``at``, at least ``need`` bytes (a block at
+        least): the new buffer, position and read offset."""
+        buf = buf[pos:]
+        while len(buf) < need:
+            chunk = os.pread(fd, min(max(self._block, need - len(buf)), end - at), at)
+            if not chunk:
+                raise OSError(f"a sorted run of export rows ends early, at byte {at} of {end}")
+            at += len(chunk)
+            buf += chunk
+        return buf, 0, at
 
     def merge(self) -> None:
         """Merge every level that holds :data:`FAN_IN` runs or more into one run of the next level
