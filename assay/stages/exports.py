@@ -4,10 +4,12 @@
 record. It looks at the first row of each input (file, object): when it is a LangSmith run or a
 Langfuse observation row (:func:`assay.traces.exports.export_row_kind`; a Parquet file tells by
 its columns), the input's rows are held by trace id together with those of the source's other
-export inputs (keys and offsets in memory, the payloads on disk past a budget:
-:class:`~assay.traces.exports.RowGroups`), and each trace becomes one record (the JSON array of its
-rows, which the ``langsmith`` / ``langfuse`` normalizers assemble) when the source ends; any other
-input passes through untouched, at the cost of parsing its first row.
+export inputs (in memory up to a budget, ``spill_bytes``: the source's ``export_memory_bytes``;
+past it sorted by trace id into runs on disk and merged at the end:
+:class:`~assay.traces.row_groups.RowGroups`), and each trace becomes one record (the JSON array of
+its rows, which the ``langsmith`` / ``langfuse`` normalizers assemble) when the source ends: in the
+order each trace was first seen when the rows fit in the budget, else in trace id order (the same
+on every run). Any other input passes through untouched, at the cost of parsing its first row.
 
 Exports write a trace's rows into any of their files (a bulk export's files are cut by size, a
 trace may cross an export window, the legacy Langfuse ``traces/`` row and its observations are in
