@@ -223,3 +223,29 @@ def test_a_source_closed_mid_drain_closes_its_temporary_files(tmp_path: Path, mo
 
     assert anyio.run(first_batch) > 0
     assert _temp_fds(spill) == 0
+
+
+def test_session_mode_groups_an_export_input_the_same_with_a_tiny_budget(tmp_path: Path) -> None:
+    """``read_mode: sessions`` groups export rows input by input: the same traces past the budget."""
+    rows, expected = langsmith_export(12, seed=23)
+    random.Random(24).shuffle(rows)
+    path = write_jsonl(tmp_path / "runs.jsonl", rows)
+
+    async def read(budget: int | None) -> tuple[dict[str, Any], str]:
+        extra = {} if budget is None else {"export_memory_bytes": budget}
+        config = SourceConfig(path=str(path), read_mode="sessions", **extra)
+        src = FILE.build_source(config, SourceContext(batch_size=5))
+        traces: dict[str, Any] = {}
+        async with src:
+            async for batch in src.batches():
+                for env in batch:
+                    t = parse_envelope(env, NormalizeOptions())
+                    assert isinstance(t, Trace) and t.id is not None and t.id not in traces
+                    traces[t.id] = t.to_dict()
+        return traces, src.readings[str(path)]  # type: ignore[attr-defined]
+
+    memory, reading = anyio.run(read, None)
+    assert set(memory) == set(expected) and reading.endswith("into 12 traces")
+    spilled, reading = anyio.run(read, 1000)
+    assert spilled == memory and list(spilled) == sorted(spilled)
+    assert reading.startswith(f"{len(rows)} export rows grouped by trace id into 12 traces, in trace id order")
