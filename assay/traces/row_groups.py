@@ -107,7 +107,7 @@ class RowGroups(Generic[T]):
         self._done = False
         #: Rows added.
         self.rows = 0
-        #: Runs written to disk (merges included).
+        #: Runs of held rows sorted to disk (not counting the runs merges make of them).
         self.runs = 0
 
     @property
@@ -150,6 +150,7 @@ class RowGroups(Generic[T]):
     def _spill(self) -> None:
         """Sort the held rows by key into a run of level 0."""
         self._write(self._level(0), self._memory_rows(encode=True))
+        self.runs += 1
         self._groups.clear()
         self._held = 0
 
@@ -175,7 +176,6 @@ class RowGroups(Generic[T]):
         level.file.flush()
         level.end = end
         level.runs.append((start, end))
-        self.runs += 1
 
     def _read(self, level: _Level, run: tuple[int, int], *, decode: bool) -> Iterator[_Row]:
         """The rows of one run, read a block at a time (``os.pread``: runs of one file are read

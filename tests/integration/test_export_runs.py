@@ -29,19 +29,19 @@ def _export(root: Path) -> set[str]:
     return set(expected)
 
 
-def _run_file(root: Path, name: str, budget: int | None) -> Path:
+def _run_file(root: Path, name: str, budget: int | None, slow: float) -> Path:
     """A run file in its own directory ``root/name`` (its state in ``.assay`` there)."""
     source: dict[str, Any] = {"path": str(root / "export")}
     if budget is not None:
         source["export_memory_bytes"] = budget
     cfg = {
         "source": source,
-        "evaluators": [{"name": "python", "params": {"function": "slowmod:slow"}}],
+        "evaluators": [{"name": "python", "params": {"function": "slowmod:slow"}}, "max_turns:max_turns=2"],
         "sink": {"path": "out/"},
         "limits": {"batch_size": 8, "commit_interval_s": 0.2},
     }
     (root / name).mkdir()
-    (root / name / "slowmod.py").write_text(slow_evaluator(0.01))
+    (root / name / "slowmod.py").write_text(slow_evaluator(slow))
     f = root / name / "run.yaml"
     f.write_text(json.dumps(cfg))
     return f
@@ -57,13 +57,13 @@ def _rows(out: Path) -> list[dict[str, Any]]:
 
 def test_a_spilled_export_killed_and_rerun_scores_each_trace_once(tmp_path: Path) -> None:
     expected = _export(tmp_path)
-    memory = _run_file(tmp_path, "memory", None)
+    memory = _run_file(tmp_path, "memory", None, 0.0)
     done = subprocess.run(_cmd(memory), capture_output=True, text=True, timeout=300, cwd=memory.parent)
     assert done.returncode == 0, done.stderr
     held = {r["trace_id"]: r["results"] for r in _rows(memory.parent / "out")}
     assert sorted(held) == sorted(expected)
 
-    spilled = _run_file(tmp_path, "spilled", 3000)
+    spilled = _run_file(tmp_path, "spilled", 3000, 0.03)  # slow enough to be killed midway
     since = time.time()
     proc = subprocess.Popen(_cmd(spilled), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=spilled.parent)
     deadline = time.monotonic() + 100
