@@ -9,9 +9,10 @@ empty; at the end the runs and the rows still held are merged (:func:`heapq.merg
 reader per run) and the traces come out in trace id order, each trace's rows in arrival order
 (the sorts and merges are stable, and runs are merged oldest first).
 
-Memory does not grow with the number of rows: 64 runs of one level are merged into one run of
-the next (:meth:`RowGroups.merge`, which a caller can run off its event loop when
-:attr:`RowGroups.merge_due`), so at most 63 runs per level (a level per factor of 64 in rows) are
+Memory does not grow with the number of rows (only with the number of inputs, whose names the
+runs refer to): 64 runs of one level are merged into one run of the next (:meth:`RowGroups.merge`,
+which a caller runs off its event loop when :attr:`RowGroups.merge_due`; ``add`` merges by itself
+when nobody did by 128 runs), so a few dozen runs per level (a level per factor of 64 in rows) are
 on disk, each level in one temporary file that is emptied when its runs move up, and the last merge
 reads at most 64 runs. What is in memory: the held rows (the budget), a read buffer per run being
 merged (together at most about half the budget, 1 MiB at least), and the rows of the trace being
