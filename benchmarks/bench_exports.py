@@ -6,6 +6,12 @@ and spilled to a temporary file (``spill_bytes=0``). Also what the export check 
 lines file: FileSource alone vs wrapped in AssembleExports.
 
     python benchmarks/bench_exports.py [N]
+
+Grouping alone (read → group by trace id, no normalization), each budget in a fresh process: rows/s
+and peak RSS for a dump of about 5·N rows, rows held up to each budget (bytes) and then sorted
+into runs on disk:
+
+    python benchmarks/bench_exports.py --group 200000 67108864 4194304
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -34,6 +41,15 @@ def make_export(n: int) -> Path:
         rows, _ = langsmith_export(n, seed=1)
         random.Random(2).shuffle(rows)
         path.write_bytes(b"".join(orjson.dumps(r, default=str) + b"\n" for r in rows))
+    return path
+
+
+def export_path(n: int) -> Path:
+    """The export of ``n`` traces, written by a child process: a child's peak RSS counts its
+    parent's (Linux keeps it across fork and exec), and generating the rows takes gigabytes."""
+    path = DATA / f"langsmith-{n}.jsonl"
+    if not path.exists():
+        subprocess.run([sys.executable, __file__, "--make", str(n)], check=True)
     return path
 
 
@@ -81,6 +97,49 @@ def child(path: str, spill: str) -> None:
     print(orjson.dumps({"rows": rows, "traces": traces, "s": dt, "rss_mib": rss}).decode())
 
 
+def group_child(path: str, budget: int) -> None:
+    """Grouping alone, in its own process: prints rows, traces, seconds, peak RSS (MiB)."""
+    from assay.connectors.file_source import FileSource
+    from assay.stages.exports import AssembleExports
+
+    class Unledgered(FileSource):
+        async def ack(self, positions: Any) -> None:
+            """Not recorded: the resume ledger's cost is the file source's, not the grouping's."""
+
+    async def run() -> tuple[int, int]:
+        traces = rows = 0
+        async with AssembleExports(Unledgered([path], batch_size=256), spill_bytes=budget) as src:
+            async for batch in src.batches():
+                traces += len(batch)
+                rows += sum(e.payload.count(b'"run_type"') for e in batch)
+                await src.ack([e.position for e in batch])  # lets go of each trace's row positions
+        return rows, traces
+
+    t0 = time.perf_counter()
+    rows, traces = anyio.run(run)
+    dt = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(orjson.dumps({"rows": rows, "traces": traces, "s": dt, "rss_mib": rss}).decode())
+
+
+def group_main(n: int, budgets: list[int]) -> None:
+    path = export_path(n)
+    print("| rows | traces | budget | rows/s | peak RSS |")
+    print("|---:|---:|---:|---:|---:|")
+    for budget in budgets:
+        out = subprocess.run(
+            [sys.executable, __file__, "--group-child", str(path), str(budget)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        r = orjson.loads(out.stdout.splitlines()[-1])
+        print(
+            f"| {r['rows']:,} | {r['traces']:,} | {budget / (1 << 20):g} MiB | {r['rows'] / r['s']:,.0f} | "
+            f"{r['rss_mib']:.0f} MiB |"
+        )
+
+
 def measure(path: Path, spill: str) -> dict[str, float]:
     out = subprocess.run(
         [sys.executable, __file__, "--child", str(path), spill], capture_output=True, text=True, check=True
@@ -94,7 +153,7 @@ def main() -> None:
     print("| traces | rows | rows held | rows/s | traces/s | peak RSS |")
     print("|---:|---:|---|---:|---:|---:|")
     for size in (n, 10 * n):
-        path = make_export(size)
+        path = export_path(size)
         for spill in ("memory", "disk"):
             r = measure(path, spill)
             print(
@@ -108,7 +167,13 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+    if len(sys.argv) > 1 and sys.argv[1] == "--make":
+        make_export(int(sys.argv[2]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--group-child":
+        group_child(sys.argv[2], int(sys.argv[3]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--group":
+        group_main(int(sys.argv[2]), [int(b) for b in sys.argv[3:]] or [64 << 20])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--child":
         path, mode = sys.argv[2], sys.argv[3]
         if mode == "wrapped":  # the wrapper on a plain file: read only, no normalization
             from assay.connectors.file_source import FileSource

@@ -30,6 +30,13 @@ def parquet_source(config: Any, ctx: SourceContext) -> Source | None:
     return make_parquet_source(config, ctx)
 
 
+def export_memory(config: Any) -> int:
+    """The ``export_memory_bytes`` of a ``source:`` section (the default for a model without it)."""
+    from assay.traces.row_groups import DEFAULT_SPILL_BYTES
+
+    return int(getattr(config, "export_memory_bytes", DEFAULT_SPILL_BYTES))
+
+
 def make_parquet_source(config: Any, ctx: SourceContext) -> Source:
     """The Parquet source of a ``source:`` section (exports assembled), without detection."""
     paths = config.paths
@@ -50,7 +57,8 @@ def make_parquet_source(config: Any, ctx: SourceContext) -> Source:
         skip_text=not getattr(ctx, "reads_text", True),
         skip_call_ids=not getattr(ctx, "reads_call_ids", True),
     )
-    return AssembleExports(source, across_shard=ctx.shard)  # LangSmith / Langfuse exports: one record per trace id
+    # LangSmith / Langfuse exports: one record per trace id
+    return AssembleExports(source, across_shard=ctx.shard, spill_bytes=export_memory(config))
 
 
 def _local_parquet(paths: list[str]) -> bool:
@@ -188,7 +196,7 @@ class FileConnector(BaseConnector):
                 input_format=config.input_format,
                 resume_state=ctx.resume_state,
             )
-            return GroupSessions(inner, shard=ctx.shard)
+            return GroupSessions(inner, shard=ctx.shard, spill_bytes=export_memory(config))
         from assay.stages.exports import AssembleExports
 
         source = FileSource(
@@ -198,7 +206,8 @@ class FileConnector(BaseConnector):
             shard=ctx.shard,
             resume_state=ctx.resume_state,
         )
-        return AssembleExports(source, across_shard=ctx.shard)  # LangSmith / Langfuse exports: one record per trace id
+        # LangSmith / Langfuse exports: one record per trace id
+        return AssembleExports(source, across_shard=ctx.shard, spill_bytes=export_memory(config))
 
     def build_sink(self, config: Any, ctx: SinkContext) -> Sink:
         from assay.connectors.file_sink import LocalSink

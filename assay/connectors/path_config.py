@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from assay.connectors.base import ConnectorConfig
+from assay.traces.row_groups import DEFAULT_SPILL_BYTES
 
 
 class SourceConfig(ConnectorConfig):
@@ -28,6 +29,10 @@ class SourceConfig(ConnectorConfig):
     """``records``: one trace per line/element. ``sessions``: agent session transcripts (Claude Code,
     Agent SDK streams) where one trace spans many lines, grouped by session id, and span-per-record
     OTel exports (``ConsoleSpanExporter``), grouped by trace id (docs/formats.md, otel)."""
+    export_memory_bytes: int = Field(DEFAULT_SPILL_BYTES, ge=0)
+    """LangSmith / Langfuse exports (many rows per trace): bytes of rows held in memory while they
+    are grouped by trace id; past it, the rows are sorted by trace id into runs in the system temp
+    directory and merged when the source ends (docs/formats.md, multi-row exports)."""
 
     @property
     def paths(self) -> list[str]:

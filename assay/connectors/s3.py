@@ -77,6 +77,8 @@ class S3Connector(BaseConnector):
         return self._json_source(config, ctx)
 
     def _json_source(self, config: Any, ctx: Any) -> Source:
+        from assay.connectors.builtin import export_memory
+
         paths = config.paths if hasattr(config, "paths") else [config.path]
         sessions = getattr(config, "read_mode", "records") == "sessions"
         source = S3Source(
@@ -90,10 +92,11 @@ class S3Connector(BaseConnector):
         if sessions:  # session grouping works over any source
             from assay.stages.sessions import GroupSessions
 
-            return GroupSessions(source, shard=ctx.shard)
+            return GroupSessions(source, shard=ctx.shard, spill_bytes=export_memory(config))
         from assay.stages.exports import AssembleExports
 
-        return AssembleExports(source)  # objects are sharded whole: unsharded, a trace is grouped across them
+        # objects are sharded whole: unsharded, a trace is grouped across them
+        return AssembleExports(source, spill_bytes=export_memory(config))
 
     def build_sink(self, config: Any, ctx: Any) -> Sink:
         from assay.connectors.builtin import is_parquet_sink, parquet_sink

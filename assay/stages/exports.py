@@ -4,10 +4,12 @@
 record. It looks at the first row of each input (file, object): when it is a LangSmith run or a
 Langfuse observation row (:func:`assay.traces.exports.export_row_kind`; a Parquet file tells by
 its columns), the input's rows are held by trace id together with those of the source's other
-export inputs (keys and offsets in memory, the payloads on disk past a budget:
-:class:`~assay.traces.exports.RowGroups`), and each trace becomes one record (the JSON array of its
-rows, which the ``langsmith`` / ``langfuse`` normalizers assemble) when the source ends; any other
-input passes through untouched, at the cost of parsing its first row.
+export inputs (in memory up to a budget, ``spill_bytes``: the source's ``export_memory_bytes``;
+past it sorted by trace id into runs on disk and merged at the end:
+:class:`~assay.traces.row_groups.RowGroups`), and each trace becomes one record (the JSON array of
+its rows, which the ``langsmith`` / ``langfuse`` normalizers assemble) when the source ends: in the
+order each trace was first seen when the rows fit in the budget, else in trace id order (the same
+on every run). Any other input passes through untouched, at the cost of parsing its first row.
 
 Exports write a trace's rows into any of their files (a bulk export's files are cut by size, a
 trace may cross an export window, the legacy Langfuse ``traces/`` row and its observations are in
@@ -83,15 +85,14 @@ class AssembleExports(GroupingSource):
         groups, inputs = self._held, self._held_inputs
         self._held = RowGroups(spill_bytes=groups.spill_bytes)
         self._held_inputs = []
-        spilled = " (rows held on disk)" if groups.spilled else ""
         across = f" across {len(inputs)} inputs" if len(inputs) > 1 else ""
         kinds = " and ".join(_KIND_NAMES.get(k, k) for k in sorted(self._kinds)) or "export"
         self._kinds = set()
-        reading = f"{groups.rows} {kinds} rows grouped by trace id{across} into {len(groups)} traces{spilled}"
-        for name in inputs:
-            self.readings[name] = reading
-        self._drains.append(self._drain(groups))
+        self._give_out(groups, inputs, f"{groups.rows} {kinds} rows grouped by trace id{across}")
         return []
+
+    def _held_groups(self) -> list[RowGroups[Position]]:
+        return [self._exports, self._held]
 
     def _feed(self, batch: list[Envelope]) -> list[Envelope]:
         plain = not (self._assembling or self._skipping)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -71,7 +71,7 @@ class GroupingSource(Source):
         self._index = 0
         self._exports: RowGroups[Position] = RowGroups(spill_bytes=spill_bytes)
         self._export_source: str | None = None
-        self._drains: deque[Iterator[Envelope]] = deque()  # inputs whose traces are being given out
+        self._drains: deque[Generator[Envelope, None, None]] = deque()  # inputs whose traces are being given out
         #: Per input: how its rows were read (for ``assay normalize``).
         self.readings: dict[str, str] = {}
 
@@ -79,7 +79,27 @@ class GroupingSource(Source):
         await self.inner.open()
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        try:
+            await self.inner.aclose()
+        finally:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """Close the rows still held and the traces not given out (their temporary files)."""
+        for groups in self._held_groups():
+            groups.close()
+        while self._drains:
+            self._drains.popleft().close()
+
+    def _held_groups(self) -> list[RowGroups[Position]]:
+        """The export rows being held, not yet given out."""
+        return [self._exports]
+
+    async def _merge_runs(self) -> None:
+        """Merge the sorted runs of held export rows that are due, off the event loop."""
+        for groups in self._held_groups():
+            if groups.merge_due:
+                await anyio.to_thread.run_sync(groups.merge)
 
     def describe(self) -> str:
         return f"traces of {self.inner.describe()}"
@@ -102,6 +122,7 @@ class GroupingSource(Source):
         async for batch in self.inner.batches():
             out = self._feed(batch)
             self._take_errors()
+            await self._merge_runs()
             if out:
                 yield out
             async for chunk in self._drained():
@@ -172,15 +193,27 @@ class GroupingSource(Source):
         groups = self._exports
         self._exports = RowGroups(spill_bytes=groups.spill_bytes)
         self._export_source = None
-        spilled = " (rows held on disk)" if groups.spilled else ""
-        self.readings[source] = f"{groups.rows} export rows grouped by trace id into {len(groups)} traces{spilled}"
-        self._drains.append(self._drain(groups))
+        self._give_out(groups, [source], f"{groups.rows} export rows grouped by trace id")
 
-    def _drain(self, groups: RowGroups[Position]) -> Iterator[Envelope]:
-        for positions, payloads in groups.drain():
-            out: list[Envelope] = []
-            self._emit(positions, b"[" + b",".join(payloads) + b"]", out)
-            yield from out
+    def _give_out(self, groups: RowGroups[Position], inputs: list[str], what: str) -> None:
+        """Queue the traces of ``groups`` for :meth:`_drained`; the ``inputs``' reading says
+        ``what`` and what is known of the traces (:func:`grouped_reading`)."""
+        for name in inputs:
+            self.readings[name] = grouped_reading(what, groups)
+        self._drains.append(self._drain(groups, inputs, what))
+
+    def _drain(self, groups: RowGroups[Position], inputs: list[str], what: str) -> Generator[Envelope, None, None]:
+        """The traces of ``groups`` (the temporary files closed at the end or when abandoned);
+        the number of traces of rows sorted on disk is known once they are all given out."""
+        try:
+            for positions, payloads in groups.drain():
+                out: list[Envelope] = []
+                self._emit(positions, b"[" + b",".join(payloads) + b"]", out)
+                yield from out
+            for name in inputs:
+                self.readings[name] = grouped_reading(what, groups)
+        finally:
+            groups.close()
 
     async def _drained(self) -> AsyncIterator[list[Envelope]]:
         """The grouped traces of the inputs that ended, DRAIN_CHUNK at a time (read off the
@@ -192,6 +225,16 @@ class GroupingSource(Source):
                 yield chunk
             else:
                 self._drains.popleft()
+
+
+def grouped_reading(what: str, groups: RowGroups[Any]) -> str:
+    """How export rows were read: ``what`` ("N … rows grouped by trace id"), the number of traces
+    when it is known, and, when the rows went to disk, that the traces come in trace id order."""
+    traces = groups.traces
+    into = "" if traces is None else f" into {traces} traces"
+    if not groups.spilled:
+        return f"{what}{into}"
+    return f"{what}{into}, in trace id order (rows held on disk: {groups.runs} sorted runs)"
 
 
 def _take(it: Iterator[Envelope]) -> list[Envelope]:
@@ -206,8 +249,10 @@ class GroupSessions(GroupingSource):
     read error at its position.
     """
 
-    def __init__(self, inner: Source, *, shard: tuple[int, int] | None = None) -> None:
-        super().__init__(inner, shard=shard)
+    def __init__(
+        self, inner: Source, *, shard: tuple[int, int] | None = None, spill_bytes: int = DEFAULT_SPILL_BYTES
+    ) -> None:
+        super().__init__(inner, shard=shard, spill_bytes=spill_bytes)
         self._pending: list[tuple[Any, Position]] = []  # rows of the session not known complete
         self._pending_trace: str | None = None  # the trace id the pending rows carry, if any
         self._spans: SpanGrouper[Position] = SpanGrouper()  # span-per-record exports, by trace id
@@ -279,4 +324,4 @@ class GroupSessions(GroupingSource):
         return self._emit_all(groups)
 
 
-__all__ = ["GroupSessions", "GroupingSource"]
+__all__ = ["GroupSessions", "GroupingSource", "grouped_reading"]

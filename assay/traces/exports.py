@@ -5,31 +5,22 @@ has one row per run; a Langfuse blob-storage export (``observations_v2/`` enrich
 or the legacy ``observations/``) one row per observation, and the legacy ``traces/`` one row per
 trace (:func:`is_langfuse_trace_row`; its ``id`` is the trace id). The rows of one trace share a
 ``trace_id`` and may be anywhere in any of the export's files. :func:`export_row_kind` recognises
-such a row; :class:`RowGroups` collects rows by trace id, holding in memory only each row's key and
-where its bytes are (the bytes go to a temporary file once a budget is passed), and gives back
-each trace's rows in first-seen order. The grouped rows (a JSON array) are then read by the
-``langsmith`` and ``langfuse`` normalizers, which decode the JSON-text ``inputs`` / ``outputs``
-columns with :func:`decode_json_text`.
-
->>> g = RowGroups(spill_bytes=0)
->>> for n, (tid, payload) in enumerate([("b", b"1"), ("a", b"2"), ("b", b"3")]):
-...     g.add(tid, payload, n)
->>> [(tags, rows) for tags, rows in g.drain()]
-[([0, 2], [b'1', b'3']), ([1], [b'2'])]
->>> g.close()
+such a row; :class:`~assay.traces.row_groups.RowGroups` collects rows by trace id in memory bounded
+by a budget (past it, an external sort: runs sorted by trace id on disk, merged at the end) and
+gives back each trace's rows in the order they came. The grouped rows (a JSON array) are then read
+by the ``langsmith`` and ``langfuse`` normalizers, which decode the JSON-text ``inputs`` /
+``outputs`` columns with :func:`decode_json_text`.
 """
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Collection, Iterator
-from typing import IO, Any, Generic, TypeVar
+from collections.abc import Collection
+from typing import Any
 
 import orjson
 
+from assay.traces.row_groups import DEFAULT_SPILL_BYTES, RowGroups
 from assay.traces.timing import time_key
-
-T = TypeVar("T")
 
 #: Observation types of Langfuse (the agent types included).
 OBSERVATION_TYPES = frozenset(
@@ -46,9 +37,6 @@ OBSERVATION_TYPES = frozenset(
         "GUARDRAIL",
     }
 )
-
-#: Bytes of row payloads a :class:`RowGroups` keeps in memory before it moves them to disk.
-DEFAULT_SPILL_BYTES = 64 << 20
 
 
 def export_row_kind(row: Any) -> str | None:
@@ -188,91 +176,6 @@ def latest_by_id(rows: list[Any], *stamps: str) -> list[Any]:
         elif rank(row) >= rank(out[at[key]]):
             out[at[key]] = row
     return out
-
-
-class RowGroups(Generic[T]):
-    """Rows grouped by trace id, in memory up to ``spill_bytes`` of payloads, then on disk.
-
-    ``add(trace_id, payload, tag)`` records one row (``trace_id`` None: a group of its own);
-    :meth:`drain` yields ``(tags, payloads)`` per trace, in the order each trace was first seen,
-    rows in their file order. Memory holds the keys, tags and offsets of the rows, not their
-    payloads, once the budget is passed."""
-
-    def __init__(self, *, spill_bytes: int = DEFAULT_SPILL_BYTES) -> None:
-        self.spill_bytes = spill_bytes
-        # per trace: (tag, payload in memory or None, offset, length)
-        self._groups: dict[Any, list[tuple[T, bytes | None, int, int]]] = {}
-        self._held = 0
-        self._file: IO[bytes] | None = None
-        self._end = 0
-        self._solo = 0
-        self.rows = 0
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    @property
-    def spilled(self) -> bool:
-        """Whether payloads went to the temporary file."""
-        return self._file is not None
-
-    def add(self, trace_id: str | None, payload: bytes, tag: T) -> None:
-        key: Any = trace_id
-        if key is None:
-            self._solo += 1
-            key = (self._solo,)  # never equal to a string id
-        self.rows += 1
-        if self._file is None and self._held + len(payload) > self.spill_bytes:
-            self._spill()
-        if self._file is None:
-            entry: tuple[T, bytes | None, int, int] = (tag, payload, 0, len(payload))
-            self._held += len(payload)
-        else:
-            entry = (tag, None, self._end, len(payload))
-            self._file.write(payload)
-            self._end += len(payload)
-        self._groups.setdefault(key, []).append(entry)
-
-    def _spill(self) -> None:
-        f = tempfile.TemporaryFile(prefix="assay-rows-")  # noqa: SIM115 - closed in close()
-        for key, entries in self._groups.items():
-            moved: list[tuple[T, bytes | None, int, int]] = []
-            for tag, payload, _, length in entries:
-                assert payload is not None
-                f.write(payload)
-                moved.append((tag, None, self._end, length))
-                self._end += length
-            self._groups[key] = moved
-        self._held = 0
-        self._file = f
-
-    def drain(self) -> Iterator[tuple[list[T], list[bytes]]]:
-        """Each trace's (tags, payloads); the groups are emptied as they are given out."""
-        f = self._file
-        if f is not None:
-            f.flush()
-        while self._groups:
-            key = next(iter(self._groups))
-            entries = self._groups.pop(key)
-            payloads: list[bytes] = []
-            for _, payload, offset, length in entries:
-                if payload is None:
-                    assert f is not None
-                    f.seek(offset)
-                    payload = f.read(length)
-                payloads.append(payload)
-            yield [tag for tag, _, _, _ in entries], payloads
-        self.close()
-
-    def close(self) -> None:
-        """Drop every group and the temporary file."""
-        self._groups.clear()
-        self._held = 0
-        self._end = 0
-        self.rows = 0
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
 
 __all__ = [
