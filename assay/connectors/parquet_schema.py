@@ -28,6 +28,7 @@ converted column by column, a row group at a time.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate
@@ -36,6 +37,8 @@ from typing import Any
 import msgspec
 import orjson
 import pyarrow as pa
+
+from assay.records import Result
 
 ROW_GROUP_ROWS = 65_536
 """Rows per row group: large enough for scans (a few MB of columns), small enough to stay flat."""
@@ -216,6 +219,73 @@ def decode_staged(chunk: bytes) -> list[StagedRow] | None:
         return _decode_lines(chunk)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+_JSON_SAME = frozenset({str, bool, type(None)})
+_NO_USAGE = _Meta()
+
+
+def _same_in_json(value: Any) -> bool:
+    """Whether a value reads back from the engine's JSON as itself: text, a bool, null, a finite
+    float, a 64-bit int (a NaN reads back as null, a set as a list, an object as its text)."""
+    t = type(value)
+    if t in _JSON_SAME:
+        return True
+    if t is float:
+        return math.isfinite(value)
+    return t is int and -(1 << 63) <= value < 1 << 64
+
+
+def staged_rows(rows: Sequence[Any]) -> list[StagedRow] | None:
+    """The engine's result rows as it builds them (:meth:`~assay.connectors.base.Sink.write_results`)
+    as :func:`decode_staged` decodes their JSON (:func:`~assay.records.encode_row`), without the
+    JSON: the same values, since each one read is checked to read back from JSON as itself. None
+    when a row holds one that would not (a NaN score, a set, an object, a usage that is not an
+    object) or is not such a row: the caller then encodes and decodes them, which is what these
+    rows stand for (``tests/unit/connectors/test_parquet_sink.py`` holds the two ways equal)."""
+    same = _same_in_json
+    out: list[StagedRow] = []
+    append = out.append
+    checked: Any = None  # the engine's rows share one identity dict: checked once
+    for row in rows:
+        if type(row) is not dict:
+            return None
+        results, position, identity = row.get("results"), row.get("position"), row.get("identity")
+        if type(results) is not dict or type(position) is not dict or not all(map(same, position.values())):
+            return None
+        tid, rid = row.get("trace_id"), row.get("run_id")
+        if not (same(tid) and same(rid)):
+            return None
+        if identity is not checked and identity is not None:
+            if type(identity) is not dict or not all(map(same, identity.values())):
+                return None
+            checked = identity
+        staged: dict[str, _StagedResult] = {}
+        for key, res in results.items():
+            if type(res) is not Result:
+                return None
+            score, value, comment, error, threshold = res.score, res.value, res.comment, res.error, res.threshold
+            if not (same(score) and same(value) and same(comment) and same(error) and same(threshold)):
+                return None
+            md = res.metadata
+            meta: _Meta | None = None
+            if type(md) is dict:
+                usage = md.get("usage")
+                if usage is None:
+                    meta = _NO_USAGE
+                elif type(usage) is dict:
+                    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+                    cost = usage.get("cost_usd")
+                    if not (same(tokens_in) and same(tokens_out) and same(cost)):
+                        return None
+                    meta = _Meta(_Usage(tokens_in, tokens_out, cost))
+                else:
+                    return None
+            elif md is not None:
+                return None
+            staged[key] = _StagedResult(score, value, comment, error, meta, threshold)
+        append(StagedRow(tid, rid, position, staged, identity))
+    return out
 
 
 class _ResultColumns:
@@ -523,5 +593,6 @@ __all__ = [
     "decode_staged",
     "position_text",
     "result_schema",
+    "staged_rows",
     "summary_keys",
 ]

@@ -26,7 +26,7 @@ import itertools
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from assay.connectors.parquet_schema import (
     TableBuilder,
     decode_staged,
     result_schema,
+    staged_rows,
     summary_keys,
 )
 from assay.connectors.parquet_segments import (
@@ -62,6 +63,7 @@ from assay.connectors.parquet_segments import (
     write_parts,
 )
 from assay.exceptions import ConnectorError
+from assay.records import encode_row
 
 STAGING = "_staging"
 _PART = re.compile(r"^part-(\d{5})-(\d{5})\.parquet$")
@@ -186,8 +188,9 @@ class ParquetSink(Sink):
         self._segment: Segment | None = None
         self._sealed: list[Segment] = []
         """Segments ended since the last commit (a new result key): renamed at the next ``flush``."""
-        self._pending: list[bytes] = []
-        """Rows written and not yet converted (fewer than :data:`SEGMENT_ROWS`)."""
+        self._pending: list[Any] = []
+        """Rows written and not yet converted (fewer than :data:`SEGMENT_ROWS`): JSON lines, or the
+        engine's rows as built."""
         self._committed: dict[str, Any] = {"segments": [], "seq": 0}
         self._dirty = False
         self._failed = False
@@ -237,6 +240,15 @@ class ParquetSink(Sink):
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         """Rows are kept as they come and converted :data:`SEGMENT_ROWS` at a time (one decode and
         a few list comprehensions per column for many rows, instead of per engine batch)."""
+        await self._write(rows)
+
+    async def write_results(self, rows: Sequence[Mapping[str, Any]], keys: Sequence[str | None] | None = None) -> None:
+        """The engine's rows as it builds them: converted to columns without being encoded as JSON
+        and decoded again (:func:`~assay.connectors.parquet_schema.staged_rows`), the same columns
+        as :meth:`write_batch` makes of their JSON."""
+        await self._write(rows)
+
+    async def _write(self, rows: Sequence[Any]) -> None:
         if not rows:
             return
         self._check()
@@ -261,7 +273,10 @@ class ParquetSink(Sink):
         rows, self._pending = self._pending, []
         if not rows:
             return
-        staged = decode_staged(b"\n".join(rows))
+        staged = staged_rows(rows) if type(rows[0]) is not bytes else None
+        if staged is None:  # JSON lines (write_batch), or rows whose values JSON would change
+            rows = [r if type(r) is bytes else encode_row(r) for r in rows]
+            staged = decode_staged(b"\n".join(rows))
         if staged is not None:
             self._builder_for(set().union(*(r.results for r in staged))).add_staged_rows(staged)
         else:  # rows of another shape: read as plain JSON
