@@ -50,8 +50,8 @@ from assay.connectors.parquet_schema import (
     ROW_GROUP_ROWS,
     TableBuilder,
     decode_staged,
+    result_columns,
     result_schema,
-    staged_rows,
     summary_keys,
 )
 from assay.connectors.parquet_segments import (
@@ -244,8 +244,8 @@ class ParquetSink(Sink):
 
     async def write_results(self, rows: Sequence[Mapping[str, Any]], keys: Sequence[str | None] | None = None) -> None:
         """The engine's rows as it builds them: converted to columns without being encoded as JSON
-        and decoded again (:func:`~assay.connectors.parquet_schema.staged_rows`), the same columns
-        as :meth:`write_batch` makes of their JSON."""
+        and decoded again (:func:`~assay.connectors.parquet_schema.result_columns`), the same
+        columns as :meth:`write_batch` makes of their JSON."""
         await self._write(rows)
 
     async def _write(self, rows: Sequence[Any]) -> None:
@@ -273,10 +273,14 @@ class ParquetSink(Sink):
         rows, self._pending = self._pending, []
         if not rows:
             return
-        staged = staged_rows(rows) if type(rows[0]) is not bytes else None
-        if staged is None:  # JSON lines (write_batch), or rows whose values JSON would change
-            rows = [r if type(r) is bytes else encode_row(r) for r in rows]
-            staged = decode_staged(b"\n".join(rows))
+        columns = result_columns(rows) if type(rows[0]) is not bytes else None
+        if columns is not None:  # the engine's rows, as built
+            self._builder_for(columns[1]).add_columns(columns[0])
+            self._spill()
+            return
+        # JSON lines (write_batch), or rows holding values that JSON changes: their JSON decoded
+        rows = [r if type(r) is bytes else encode_row(r) for r in rows]
+        staged = decode_staged(b"\n".join(rows))
         if staged is not None:
             self._builder_for(set().union(*(r.results for r in staged))).add_staged_rows(staged)
         else:  # rows of another shape: read as plain JSON

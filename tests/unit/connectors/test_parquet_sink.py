@@ -311,24 +311,38 @@ def _odd(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def test_engine_rows_are_staged_as_their_json_decodes() -> None:
+@pytest.mark.parametrize("layout", ["wide", "long"])
+def test_engine_rows_give_the_columns_of_their_json(layout: str) -> None:
     """The fast path of the Parquet sink (rows as built) against their JSON (``write_batch``):
-    the same staged rows, and none where JSON would change a value."""
-    from assay.connectors.parquet_schema import decode_staged, staged_rows
+    the same columns, and no fast path where JSON would change a value."""
+    from assay.connectors.parquet_schema import TableBuilder, decode_staged, result_columns
     from assay.records import encode_row
 
+    def built(rows: list[dict[str, Any]], as_objects: bool) -> list[dict[str, Any]]:
+        builder = TableBuilder(["j:sub", "k", "z"], layout=layout, ds="d", thresholds={"k": 0.6}, own_threshold=True)
+        if as_objects:
+            columns = result_columns(rows)
+            assert columns is not None
+            builder.add_columns(columns[0])
+        else:
+            staged = decode_staged(b"\n".join(encode_row(r) for r in rows))
+            assert staged is not None
+            builder.add_staged_rows(staged)
+        return list(builder.batch().to_pylist())
+
     rows = engine_rows()
-    staged = staged_rows(rows)
-    assert staged is not None
-    assert staged == decode_staged(b"\n".join(encode_row(r) for r in rows))
+    assert (result_columns(rows) or [None, None])[1] == {"k", "j:sub"}
+    assert built(rows, True) == built(rows, False)
     for field, value in ODD:
         (row,) = _odd(engine_rows(1))
         setattr(row["results"]["k"], field, value)
         if value is None:  # null stays null
-            assert staged_rows([row]) == decode_staged(encode_row(row))
+            assert built([row], True) == built([row], False)
         else:
-            assert staged_rows([row]) is None, (field, value)
-    assert staged_rows([encode_row(rows[0])]) is None  # JSON lines are not engine rows
+            assert result_columns([row]) is None, (field, value)
+    assert result_columns([encode_row(rows[0])]) is None  # JSON lines are not engine rows
+    assert result_columns([{**rows[1], "position": {"file": "a", "line": 2**64}}]) is None
+    assert result_columns([{**rows[1], "identity": {"k": {"evaluator": "x"}}}]) is None
 
 
 @pytest.mark.parametrize("odd", [False, True])
