@@ -22,8 +22,10 @@
 ``long``: the same top-level columns, then ``key`` (string) and the struct's fields as columns,
 one row per trace and result key (for dashboards that pivot).
 
-Rows arrive as the engine encodes them (JSON, :class:`~assay.records.TraceResult` shape) and are
-converted column by column, a row group at a time.
+Rows arrive as the engine builds them (``Sink.write_results``: ``Result`` objects) or as their JSON
+(``write_batch``, Delta's staged lines) and are converted column by column, many rows at a time: the
+engine's rows without JSON when every value they hold would read back from JSON as itself
+(:func:`result_columns`), else through their JSON (:func:`decode_staged`); both give the same columns.
 """
 
 from __future__ import annotations

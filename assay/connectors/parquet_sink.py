@@ -1,8 +1,9 @@
 """The Parquet sink (extra ``assay[lake]``): result rows as ``part-*.parquet`` in a directory, or as
 one ``.parquet`` file, with the JSON-lines sink's semantics (docs/lake.md).
 
-Rows are converted to columns as they arrive and staged as Arrow segments under ``<out>/_staging/``
-(``.<name>.parts/`` beside a file target), one finished and renamed into place at each commit
+Rows are converted to columns as they arrive (the engine's rows as it builds them, through
+:meth:`ParquetSink.write_results`, never encoded as JSON) and staged as Arrow segments under
+``<out>/_staging/`` (``.<name>.parts/`` beside a file target), one finished and renamed into place at each commit
 (:mod:`~assay.connectors.parquet_segments`): :meth:`ParquetSink.snapshot` lists them, a resume
 removes the ones written after its checkpoint, ``aclose`` drops the segment being written. A
 Parquet file cannot be appended to after a commit, so the Parquet parts are written at
