@@ -10,6 +10,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 
 @dataclass(slots=True)
 class Position:
@@ -48,8 +50,6 @@ class Envelope:
         """The payload, or the decoded record as JSON when the source gave no bytes."""
         if self.payload or self.record is None:
             return self.payload
-        import orjson
-
         record = self.record.as_dict() if hasattr(self.record, "as_dict") else self.record
         return orjson.dumps(record, default=str, option=orjson.OPT_NON_STR_KEYS)
 
@@ -172,3 +172,22 @@ class Failure:
             "severity": self.severity,
         }
         return d
+
+
+def _row_default(obj: Any) -> Any:
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    return str(obj)
+
+
+def encode_row(row: Mapping[str, Any]) -> bytes:
+    """A result row as the engine builds it (``trace_id``, ``run_id``, ``position``, ``results``:
+    key → :class:`Result`, ``identity``, ``warnings``) as one JSON document: what every JSON sink
+    writes (sets and tuples as arrays, bytes as text, anything else unknown as its ``str``).
+
+    >>> encode_row({"trace_id": "t1", "results": {"m": Result("m", 1.0, True)}, "tags": {"b"}})[:40]
+    b'{"trace_id":"t1","results":{"m":{"key":"'
+    """
+    return orjson.dumps(row, default=_row_default)

@@ -1,12 +1,13 @@
 """Role contracts for connectors, as the engine uses them.
 
-A :class:`Source` yields batches of :class:`~assay.records.Envelope`; a :class:`Sink` takes encoded
-result rows. Both are async resources: no I/O in ``__init__``; ``async with`` opens and closes, and
+A :class:`Source` yields batches of :class:`~assay.records.Envelope`; a :class:`Sink` takes result
+rows (``write_results``: as the engine builds them; by default encoded as JSON for ``write_batch``).
+Both are async resources: no I/O in ``__init__``; ``async with`` opens and closes, and
 ``aclose`` is idempotent.
 
 The commit protocol (one place: :mod:`assay.pipeline.commit`)::
 
-    rows/dead letters ──write_batch──▶ sink (buffered, not yet durable)
+    rows/dead letters ──write_results/write_failures──▶ sink (buffered, not yet durable)
     every commit interval and at the end of the run:
         1. sink.flush(); dead_letter.flush()     everything written so far is durable
         2. source.ack(positions)                 positions whose rows (or dead letters) are now durable
@@ -43,7 +44,7 @@ The commit protocol (one place: :mod:`assay.pipeline.commit`)::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -51,7 +52,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from assay.exceptions import ConnectorError
-from assay.records import Envelope, Failure, Position
+from assay.records import Envelope, Failure, Position, encode_row
 from assay.resources import AsyncResource
 
 
@@ -118,7 +119,9 @@ class Source(AsyncResource, ABC):
 
 
 class Sink(AsyncResource, ABC):
-    """Writes encoded rows (one JSON document per row, without the trailing newline).
+    """Writes result rows: :meth:`write_results` takes them as the engine builds them, and by
+    default hands them to :meth:`write_batch` encoded (one JSON document per row, without the
+    trailing newline).
 
     ``commit_every_rows``: a sink that holds full parts until the next ``flush`` (S3: a completed
     object) asks the engine to commit after this many rows as well as on the clock, so that no more
@@ -129,6 +132,14 @@ class Sink(AsyncResource, ABC):
     @abstractmethod
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         """Write rows (may buffer). ``keys``: the rows' trace ids (a Kafka sink keys messages by them)."""
+
+    async def write_results(self, rows: Sequence[Mapping[str, Any]], keys: Sequence[str | None] | None = None) -> None:
+        """Result role: write the engine's result rows as it builds them (``trace_id``, ``run_id``,
+        ``position`` as a dict, ``results``: key → :class:`~assay.records.Result`, ``identity``,
+        ``warnings``). The default encodes each as JSON (:func:`~assay.records.encode_row`) and
+        writes them with :meth:`write_batch`; a sink with a form of its own (Parquet: columns)
+        overrides this and never encodes them."""
+        await self.write_batch([encode_row(r) for r in rows], keys)
 
     async def write_failures(self, failures: Sequence[Failure]) -> None:
         """Dead-letter role: write failed records. The default writes each as a JSON row

@@ -22,20 +22,27 @@
 ``long``: the same top-level columns, then ``key`` (string) and the struct's fields as columns,
 one row per trace and result key (for dashboards that pivot).
 
-Rows arrive as the engine encodes them (JSON, :class:`~assay.records.TraceResult` shape) and are
-converted column by column, a row group at a time.
+Rows arrive as the engine builds them (``Sink.write_results``: ``Result`` objects) or as their JSON
+(``write_batch``, Delta's staged lines) and are converted column by column, many rows at a time: the
+engine's rows without JSON when every value they hold would read back from JSON as itself
+(:func:`result_columns`), else through their JSON (:func:`decode_staged`); both give the same columns.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import accumulate
-from typing import Any
+from itertools import accumulate, chain, repeat
+from operator import attrgetter, itemgetter
+from typing import Any, NamedTuple
 
 import msgspec
 import orjson
 import pyarrow as pa
+
+from assay.records import Result
 
 ROW_GROUP_ROWS = 65_536
 """Rows per row group: large enough for scans (a few MB of columns), small enough to stay flat."""
@@ -92,15 +99,6 @@ def _text(value: Any) -> str | None:
     if value is None or type(value) is str:
         return value
     return orjson.dumps(value, default=str).decode()
-
-
-def _file_line(pos: Any) -> str | None:
-    """:func:`position_text` with the file sources' ``{"file", "line"}`` inline (the common case)."""
-    if type(pos) is dict and len(pos) == 2 and "line" in pos and "file" in pos:
-        line = pos["line"]
-        if line is not None:
-            return f"{pos['file']}:{line}"
-    return position_text(pos)
 
 
 def _bitmap(flags: bytes) -> bytes:
@@ -218,6 +216,117 @@ def decode_staged(chunk: bytes) -> list[StagedRow] | None:
         return None
 
 
+_JSON_SAME = frozenset({str, bool, type(None)})
+_JSON_NUMBERS = frozenset({*_JSON_SAME, int, float})
+
+
+def _same_in_json(values: list[Any]) -> bool:
+    """Whether every value reads back from the engine's JSON as itself: text, bools, nulls,
+    finite floats, 64-bit ints (a NaN reads back as null, a set as a list, an object as its text,
+    a str subclass as str). A few C calls for a column of plain values."""
+    types = set(map(type, values))
+    if types <= _JSON_SAME:
+        return True
+    if not types <= _JSON_NUMBERS:
+        return False
+    if float in types:
+        try:
+            if not math.isfinite(math.fsum(v for v in values if type(v) is float)):
+                return False
+        except (OverflowError, ValueError):  # an infinity, or finite values too large to add
+            return False
+    if int in types:
+        ints = [v for v in values if type(v) is int]
+        return min(ints) >= -(1 << 63) and max(ints) < 1 << 64
+    return True
+
+
+def _usage(res: Any) -> Any:
+    """A result's usage: of a staged result (``metadata.usage``) or of a ``Result`` (its metadata dict's)."""
+    md = res.metadata
+    if md is None:
+        return None
+    return md.usage if type(md) is _Meta else md.get("usage")
+
+
+def _any_usage(results: list[Any]) -> bool:
+    """Whether any of these results (staged ones, or ``Result`` objects) has usage (a metadata
+    dict with a ``usage`` key counts), in a few C calls."""
+    mds = [r.metadata for r in results]
+    if None in mds:
+        mds = [md for md in mds if md is not None]
+    if not mds:
+        return False
+    if type(mds[0]) is _Meta:
+        return any(map(attrgetter("usage"), mds))
+    return any(map(operator.contains, mds, repeat("usage")))
+
+
+class RowColumns(NamedTuple):
+    """Result rows as columns of their top fields (the conversion's input, whatever the rows were)."""
+
+    trace_ids: list[Any]
+    run_ids: list[Any]
+    positions: list[Any]
+    identities: list[Any]
+    results: list[Any]
+    """Each row's results: key → a staged result or a ``Result``."""
+
+    @classmethod
+    def of_staged(cls, rows: Sequence[StagedRow]) -> RowColumns:
+        return cls(*(list(map(attrgetter(f), rows)) for f in ("trace_id", "run_id", "position", "identity", "results")))
+
+
+_ROW_FIELDS = itemgetter("trace_id", "run_id", "position", "results")
+
+
+def result_columns(rows: Sequence[Any]) -> tuple[RowColumns, set[str]] | None:
+    """The engine's rows as it builds them (``Sink.write_results``) as columns, with their result
+    keys, when every value the conversion reads is one that reads back from their JSON
+    (:func:`~assay.records.encode_row`) as itself; None otherwise (or for rows that are not such
+    rows: JSON lines). Such columns give the values their JSON gives through :func:`decode_staged`
+    (``tests/unit/connectors/test_parquet_sink.py`` holds them equal); other rows are encoded and
+    decoded."""
+    if set(map(type, rows)) != {dict}:
+        return None
+    try:
+        fields = list(map(_ROW_FIELDS, rows))
+    except KeyError:
+        return None
+    trace_ids, run_ids, positions, results = (list(c) for c in zip(*fields, strict=True))
+    identities = [r.get("identity") for r in rows]
+    if set(map(type, results)) != {dict} or set(map(type, positions)) != {dict}:
+        return None
+    if not (
+        _same_in_json(trace_ids)
+        and _same_in_json(run_ids)
+        and _same_in_json(list(chain.from_iterable(map(dict.values, positions))))
+    ):
+        return None
+    for ident in {id(i): i for i in identities}.values():  # the engine's rows share one
+        if ident is not None and (type(ident) is not dict or not _same_in_json(list(ident.values()))):
+            return None
+    keys: set[str] = set().union(*results)
+    for key in keys:
+        present = [res for res in (r.get(key) for r in results) if res is not None]
+        if set(map(type, present)) != {Result}:
+            return None
+        for field in ("score", "value", "comment", "error", "threshold"):
+            if not _same_in_json(list(map(attrgetter(field), present))):
+                return None
+        metadata = [r.metadata for r in present]
+        if not set(map(type, metadata)) <= {dict, type(None)}:
+            return None
+        if _any_usage(present):
+            usages = [u for u in (md.get("usage") for md in metadata if md is not None) if u is not None]
+            if usages and (
+                set(map(type, usages)) != {dict}
+                or not _same_in_json([u.get(f) for u in usages for f in ("input_tokens", "output_tokens", "cost_usd")])
+            ):
+                return None
+    return RowColumns(trace_ids, run_ids, positions, identities, results), keys
+
+
 class _ResultColumns:
     """The fields of a result struct as column lists (the hot loop of the conversion)."""
 
@@ -318,20 +427,19 @@ class _ResultColumns:
             own,
         )
 
-    def add_staged(self, res: _StagedResult | None, identity: Any, threshold: float) -> None:
+    def add_staged(self, res: _StagedResult | Result | None, identity: Any, threshold: float) -> None:
+        """A staged result (:func:`decode_staged`), or a ``Result`` of :func:`result_row_keys`'s rows."""
         if res is None:
             self.add_missing()
             return
-        md = res.metadata
         own = res.threshold
         if type(own) is float or type(own) is int:
             threshold = own
         else:
             own = None
-        usage = None if md is None else md.usage
-        self.add(res.score, res.value, res.comment, res.error, usage, identity, threshold, own)
+        self.add(res.score, res.value, res.comment, res.error, _usage(res), identity, threshold, own)
 
-    def add_present(self, results: list[_StagedResult], identities: list[Any], threshold: float) -> None:
+    def add_present(self, results: Sequence[_StagedResult | Result], identities: list[Any], threshold: float) -> None:
         """Results present in every row and without usage (a deterministic evaluator's): the
         fields of :meth:`add` column by column."""
         scores = [s if type(s) is float else _float(s) for s in (r.score for r in results)]
@@ -465,22 +573,43 @@ class TableBuilder:
             for row in rows:
                 self.add_staged(row)
             return
+        self.add_columns(RowColumns.of_staged(rows))
+
+    def add_columns(self, rows: RowColumns) -> None:
+        """Rows as columns: of staged rows (:meth:`add_staged_rows`), or of the engine's rows
+        (:func:`result_columns`), whose ``Result`` objects are read as staged results are."""
+        if self.layout == "long":
+            for tid, rid, position, identity, results in zip(*rows, strict=True):
+                self.add_staged(StagedRow(tid, rid, position, results, identity))
+            return
+        trace_ids, run_ids, positions, identities, results = rows
         t0, t1, t2, t3 = self.top
-        t0.extend([t if t is None or type(t) is str else _text(t) for t in (r.trace_id for r in rows)])
-        t1.extend([t if t is None or type(t) is str else _text(t) for t in (r.run_id for r in rows)])
-        t2.extend([self.ds] * len(rows))
-        t3.extend([_file_line(p) for p in (r.position for r in rows)])
+        t0.extend([t if t is None or type(t) is str else _text(t) for t in trace_ids])
+        t1.extend([t if t is None or type(t) is str else _text(t) for t in run_ids])
+        t2.extend([self.ds] * len(trace_ids))
+        t3.extend(
+            [  # position_text, with the file sources' {file, line} inline (a call per row costs as much)
+                f"{p['file']}:{line}"
+                if type(p) is dict and len(p) == 2 and "file" in p and (line := p.get("line")) is not None
+                else position_text(p)
+                for p in positions
+            ]
+        )
+        first = identities[0] if identities else None
+        shared = identities.count(first) == len(identities)  # the engine's rows share one identity dict
         for key, cols in self.cols.items():
-            found = [r.results.get(key) for r in rows]
+            found = [r.get(key) for r in results]
             present = [res for res in found if res is not None]
-            ids = [_identity(r.identity or {}, key) for r in rows]
-            usage = any(r.metadata is not None and r.metadata.usage is not None for r in present)
-            if usage or len(present) < len(found):
+            if shared:
+                ids = [_identity(first or {}, key)] * len(found)
+            else:
+                ids = [_identity(i or {}, key) for i in identities]
+            if len(present) < len(found) or _any_usage(present):
                 for res, ident in zip(found, ids, strict=True):  # missing results or usage: row by row
                     cols.add_staged(res, ident, self.thresholds.get(key, 0.5))
                 continue
             cols.add_present(present, ids, self.thresholds.get(key, 0.5))
-        self.rows += len(rows)
+        self.rows += len(trace_ids)
 
     def add_all(self, rows: Iterable[Mapping[str, Any]]) -> None:
         for r in rows:
@@ -518,10 +647,12 @@ __all__ = [
     "ROW_GROUP_ROWS",
     "SEGMENT_RESULT_TYPE",
     "TOP_FIELDS",
+    "RowColumns",
     "StagedRow",
     "TableBuilder",
     "decode_staged",
     "position_text",
+    "result_columns",
     "result_schema",
     "summary_keys",
 ]

@@ -1,8 +1,9 @@
 """The Parquet sink (extra ``assay[lake]``): result rows as ``part-*.parquet`` in a directory, or as
 one ``.parquet`` file, with the JSON-lines sink's semantics (docs/lake.md).
 
-Rows are converted to columns as they arrive and staged as Arrow segments under ``<out>/_staging/``
-(``.<name>.parts/`` beside a file target), one finished and renamed into place at each commit
+Rows are converted to columns as they arrive (the engine's rows as it builds them, through
+:meth:`ParquetSink.write_results`, never encoded as JSON) and staged as Arrow segments under
+``<out>/_staging/`` (``.<name>.parts/`` beside a file target), one finished and renamed into place at each commit
 (:mod:`~assay.connectors.parquet_segments`): :meth:`ParquetSink.snapshot` lists them, a resume
 removes the ones written after its checkpoint, ``aclose`` drops the segment being written. A
 Parquet file cannot be appended to after a commit, so the Parquet parts are written at
@@ -26,7 +27,7 @@ import itertools
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -49,6 +50,7 @@ from assay.connectors.parquet_schema import (
     ROW_GROUP_ROWS,
     TableBuilder,
     decode_staged,
+    result_columns,
     result_schema,
     summary_keys,
 )
@@ -61,6 +63,7 @@ from assay.connectors.parquet_segments import (
     write_parts,
 )
 from assay.exceptions import ConnectorError
+from assay.records import encode_row
 
 STAGING = "_staging"
 S = TypeVar("S", bound=Sink)
@@ -136,6 +139,9 @@ class StagedSink(Sink, Generic[S]):
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         await self.staging.write_batch(rows, keys)
 
+    async def write_results(self, rows: Sequence[Mapping[str, Any]], keys: Sequence[str | None] | None = None) -> None:
+        await self.staging.write_results(rows, keys)  # the staging sink's own form (Parquet: columns)
+
     async def flush(self) -> None:
         await self.staging.flush()
 
@@ -186,8 +192,9 @@ class ParquetSink(Sink):
         self._segment: Segment | None = None
         self._sealed: list[Segment] = []
         """Segments ended since the last commit (a new result key): renamed at the next ``flush``."""
-        self._pending: list[bytes] = []
-        """Rows written and not yet converted (fewer than :data:`SEGMENT_ROWS`)."""
+        self._pending: list[Any] = []
+        """Rows written and not yet converted (fewer than :data:`SEGMENT_ROWS`): JSON lines, or the
+        engine's rows as built."""
         self._committed: dict[str, Any] = {"segments": [], "seq": 0}
         self._dirty = False
         self._failed = False
@@ -237,6 +244,15 @@ class ParquetSink(Sink):
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
         """Rows are kept as they come and converted :data:`SEGMENT_ROWS` at a time (one decode and
         a few list comprehensions per column for many rows, instead of per engine batch)."""
+        await self._write(rows)
+
+    async def write_results(self, rows: Sequence[Mapping[str, Any]], keys: Sequence[str | None] | None = None) -> None:
+        """The engine's rows as it builds them: converted to columns without being encoded as JSON
+        and decoded again (:func:`~assay.connectors.parquet_schema.result_columns`), the same
+        columns as :meth:`write_batch` makes of their JSON."""
+        await self._write(rows)
+
+    async def _write(self, rows: Sequence[Any]) -> None:
         if not rows:
             return
         self._check()
@@ -261,6 +277,13 @@ class ParquetSink(Sink):
         rows, self._pending = self._pending, []
         if not rows:
             return
+        columns = result_columns(rows) if type(rows[0]) is not bytes else None
+        if columns is not None:  # the engine's rows, as built
+            self._builder_for(columns[1]).add_columns(columns[0])
+            self._spill()
+            return
+        # JSON lines (write_batch), or rows holding values that JSON changes: their JSON decoded
+        rows = [r if type(r) is bytes else encode_row(r) for r in rows]
         staged = decode_staged(b"\n".join(rows))
         if staged is not None:
             self._builder_for(set().union(*(r.results for r in staged))).add_staged_rows(staged)

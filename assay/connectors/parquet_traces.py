@@ -6,10 +6,13 @@ The pipeline's parser asks a row for :meth:`Row.trace` when its normalize option
 defaults: for a batch whose ``messages`` (and reference) columns are ``list<struct<role, content,
 tool_calls: list<struct<id, type, function: struct<name, arguments>>>, tool_call_id, name>>``,
 the trace is built straight from the leaf columns, converted to Python once per batch, without
-building a dict per message (what ``to_pylist`` costs). It returns None wherever the general path
-could decide differently (a role alias, a call without a name, an empty message list…), and the
-parser then normalizes :meth:`Row.as_dict` like any JSON record. The two paths give the same
-trace: ``tests/unit/connectors/test_parquet_source.py`` holds them together.
+building a dict per message (what ``to_pylist`` costs) and without a Python loop per message: a
+batch's calls and messages are built by a few ``map`` calls over its leaf lists (each distinct
+argument text parsed once per batch), and a row's messages are a slice of them. It returns None
+wherever the general path could decide differently (a role alias, a call without a name, an
+empty message list…), and the parser then normalizes :meth:`Row.as_dict` like any JSON record.
+The two paths give the same trace: ``tests/unit/connectors/test_parquet_source.py`` and
+``test_parquet_fast_path.py`` hold them together.
 
 The fast path is derived from the normalizer's own key lists (``ID_KEYS``, ``INPUT_KEYS``,
 ``REFERENCE_KEYS``, ``CONTEXT_KEYS``, ``USAGE_KEYS``): a table with any other column that the
@@ -18,15 +21,20 @@ normalizer reads (``outputs``, ``trajectory``, ``response``…) takes the genera
 
 from __future__ import annotations
 
+import operator
+from bisect import bisect_right
+from itertools import chain, compress, pairwise, repeat
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from assay.connectors.parquet_rows import batch_records, decode_json_text, is_text
 from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
 from assay.traces.normalize import CONTEXT_KEYS, ID_KEYS, INPUT_KEYS, REFERENCE_KEYS, USAGE_KEYS
-from assay.traces.openai import ARGS_MEMO, args_defects, object_args, parse_args, reset_args_memo
+from assay.traces.openai import parse_args
 
+_loads = orjson.loads
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 #: columns the fast path reads (besides messages and the reference); any other column is ignored
@@ -73,10 +81,27 @@ def _call_list_type(t: pa.DataType) -> bool:
     )
 
 
-def _relative(offsets: pa.Array) -> list[int]:
-    o: list[int] = offsets.to_pylist()
+def _list_parts(arr: pa.Array) -> tuple[list[int], pa.Array]:
+    """A list array's offsets (from 0) and the slice of its values they index (``values`` and
+    ``offsets``, not ``flatten()``, whose first call imports ``pyarrow.compute``: ~50 ms a run)."""
+    o: list[int] = arr.offsets.to_pylist()
     first = o[0]
-    return [x - first for x in o] if first else o
+    values = arr.values.slice(first, o[-1] - first)
+    return ([x - first for x in o] if first else o), values
+
+
+_BITS = [tuple(bool(b >> k & 1) for k in range(8)) for b in range(256)]
+
+
+def _valid(arr: pa.Array) -> list[bool]:
+    """Whether each value of ``arr`` is valid, from its validity bitmap (``is_valid()`` would
+    import ``pyarrow.compute``)."""
+    bitmap = arr.buffers()[0]
+    if bitmap is None or not arr.null_count:
+        return [True] * len(arr)
+    first = arr.offset
+    flags = list(chain.from_iterable(map(_BITS.__getitem__, memoryview(bitmap)[first // 8 :])))
+    return flags[first % 8 : first % 8 + len(arr)]
 
 
 def _children(arr: pa.Array) -> dict[str, pa.Array]:
@@ -84,97 +109,153 @@ def _children(arr: pa.Array) -> dict[str, pa.Array]:
     return dict(zip([f.name for f in arr.type], arr.flatten(), strict=True))
 
 
-def _texts(fields: dict[str, pa.Array], name: str, n: int) -> list[Any]:
+def _texts(fields: dict[str, pa.Array], name: str, n: int) -> list[Any] | None:
     arr = fields.get(name)
-    return arr.to_pylist() if arr is not None else [None] * n
+    if arr is None or arr.null_count == n:
+        return None  # not read, or all null: None for every value
+    return arr.to_pylist()  # type: ignore[no-any-return]
+
+
+def _owner(offsets: list[int], i: int) -> int:
+    """The list (row, message) that holds value ``i`` of a list column."""
+    return bisect_right(offsets, i) - 1
+
+
+def _args(raws: list[Any], memo: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """Each call's arguments as ``parse_args`` reads them, every distinct JSON-object text parsed
+    once per batch (calls with equal text share one dict, as within a record; nothing mutates
+    arguments), and the defects by call index (what ``parse_args`` flags)."""
+    new = [raw for raw in dict.fromkeys(raws) if raw not in memo]
+    if new:
+        try:
+            parsed = list(map(_loads, new))
+        except (orjson.JSONDecodeError, TypeError):  # a defect or a null: one at a time
+            parsed = [_object_or_none(raw) for raw in new]
+        memo.update({raw: value for raw, value in zip(new, parsed, strict=True) if type(value) is dict})
+    get = memo.get
+    args: list[Any] = list(map(get, raws))
+    errors: dict[int, str] = {}
+    if None in args:
+        for j, raw in enumerate(raws):
+            if args[j] is None:
+                args[j], err = parse_args(raw)
+                if err is not None:
+                    errors[j] = err
+    return args, errors
+
+
+def _object_or_none(raw: Any) -> Any:
+    if type(raw) is not str:
+        return None
+    try:
+        return _loads(raw)
+    except orjson.JSONDecodeError:
+        return None
 
 
 class _Messages:
-    """One message-list column of a batch as flat Python lists (converted once per batch)."""
+    """One message-list column of a batch, converted to canonical messages at once: each leaf
+    column to Python once, then the calls, the messages and each row's slice of them built by a
+    few ``map`` calls over the whole batch instead of a loop per message (the Parquet twin of
+    ``openai_decode._messages``: the same messages, ``tests/unit/connectors`` holds them equal)."""
 
-    def __init__(self, arr: pa.Array) -> None:
-        self.valid: list[bool] | None = arr.is_valid().to_pylist() if arr.null_count else None
-        self.offsets = _relative(arr.offsets)
-        values = arr.flatten()
+    def __init__(self, arr: pa.Array, memo: dict[str, dict[str, Any]]) -> None:
+        self.valid: list[bool] | None = _valid(arr) if arr.null_count else None
+        self.offsets, values = _list_parts(arr)
         n = len(values)
-        self.message_nulls = values.null_count
         fields = _children(values)
-        self.role = _texts(fields, "role", n)
         self.has_text = "content" in fields  # left unread when no evaluator reads text
-        self.content = _texts(fields, "content", n)
-        self.tool_call_id = _texts(fields, "tool_call_id", n)
-        self.name = _texts(fields, "name", n)
-        calls = fields.get("tool_calls")
-        if calls is None or pa.types.is_null(calls.type):
-            self.call_offsets: list[int] | None = None
+        self.bad: set[int] = set()
+        """Rows the general path decides (a role alias or a missing role, a call without a name)."""
+        self.defects: list[int] | None = None
+        """Per row, calls whose arguments ``parse_args`` flagged (None: none in the batch)."""
+        self.messages: list[Message] | None = None
+        if values.null_count:  # a null message: the general path names it
             return
-        self.call_offsets = _relative(calls.offsets)
-        cv = calls.flatten()
-        self.call_nulls = cv.null_count
-        cf = _children(cv)
-        m = len(cv)
-        self.call_id = _texts(cf, "id", m)
+        role = _texts(fields, "role", n) or [None] * n
+        calls = self._calls(fields.get("tool_calls"), n, memo)
+        if calls is _DECLINE:
+            return
+        content = _texts(fields, "content", n)
+        if content is None:
+            content_it: Any = repeat("", n)
+        else:
+            content_it = content if None not in content else ["" if c is None else c for c in content]
+        tcid, name = _texts(fields, "tool_call_id", n), _texts(fields, "name", n)
+        self.messages = list(
+            map(
+                Message,
+                role,
+                content_it,
+                repeat(None, n) if calls is None else calls,
+                repeat(None, n) if tcid is None else tcid,
+                repeat(None, n) if name is None else name,
+            )
+        )
+        if not _ROLES.issuperset(role):
+            self.bad.update(_owner(self.offsets, i) for i, ro in enumerate(role) if ro not in _ROLES)
+
+    def _calls(self, arr: pa.Array | None, n: int, memo: dict[str, dict[str, Any]]) -> Any:
+        """Each message's tool calls (None where it has none), None when no message has any, or
+        :data:`_DECLINE` (a null call or function: the general path names the defect)."""
+        if arr is None or pa.types.is_null(arr.type) or arr.null_count == n:
+            return None
+        offs, values = _list_parts(arr)
+        m = len(values)
+        if not m:
+            return None
+        if values.null_count:
+            return _DECLINE
+        cf = _children(values)
         fn = cf["function"]
-        self.fn_nulls = fn.null_count
+        if fn.null_count:
+            return _DECLINE
         ff = _children(fn)
-        self.fn_name = _texts(ff, "name", m)
-        self.fn_args = _texts(ff, "arguments", m)
+        names = _texts(ff, "name", m) or [None] * m
+        args, errors = _args(_texts(ff, "arguments", m) or [None] * m, memo)
+        ids = _texts(cf, "id", m)
+        calls = list(map(ToolCall, names, args)) if ids is None else list(map(ToolCall, names, args, ids))
+        if errors:
+            defects = [0] * (len(self.offsets) - 1)
+            for j, err in errors.items():
+                calls[j].args_error = err
+                defects[_owner(self.offsets, _owner(offs, j))] += 1
+            self.defects = defects
+        if not all(names):
+            self.bad.update(_owner(self.offsets, _owner(offs, j)) for j, name in enumerate(names) if not name)
+        per_message = [calls[a:b] if a != b else None for a, b in pairwise(offs)]
+        if arr.null_count:  # a null list has no calls, whatever its offsets span
+            for i in compress(range(n), map(operator.not_, _valid(arr))):
+                per_message[i] = None
+        return per_message
 
     def row(self, r: int) -> list[Message] | None:
         """The canonical messages of row ``r``, as ``openai_decode._messages`` builds them; None
         where that would return None (or where the general path must decide)."""
-        if self.valid is not None and not self.valid[r]:
+        if self.messages is None or (self.valid is not None and not self.valid[r]) or r in self.bad:
             return None
         start, end = self.offsets[r], self.offsets[r + 1]
-        if start == end or self.message_nulls:
+        if start == end:
             return None
-        role, content, tcid, name = self.role, self.content, self.tool_call_id, self.name
-        coffs = self.call_offsets
-        if coffs is not None and (self.call_nulls or self.fn_nulls):
-            return None  # a null call or function: the general path names the defect
-        fn_name, fn_args, call_id = (self.fn_name, self.fn_args, self.call_id) if coffs is not None else ((), (), ())
-        out: list[Message] = []
-        append = out.append
-        memo = ARGS_MEMO
-        roles = _ROLES
-        for i in range(start, end):
-            ro = role[i]
-            if ro not in roles:
-                return None  # a role alias or a missing role: the general path decides
-            c = content[i]
-            if c is None:
-                c = ""
-            if coffs is None or coffs[i] == coffs[i + 1]:
-                append(Message(ro, c, None, tcid[i], name[i]))
-                continue
-            calls: list[ToolCall] = []
-            for j in range(coffs[i], coffs[i + 1]):
-                fname = fn_name[j]
-                if not fname:
-                    return None
-                raw = fn_args[j]
-                if raw is not None:
-                    args = memo.get(raw)
-                    if args is None:
-                        args = object_args(raw)
-                    if args is not None:
-                        calls.append(ToolCall(fname, args, call_id[j]))
-                        continue
-                parsed, err = parse_args(raw)
-                calls.append(ToolCall(fname, parsed, call_id[j], err))
-            append(Message(ro, c, calls, tcid[i], name[i]))
-        return out
+        return self.messages[start:end]
+
+    def defects_of(self, r: int) -> int:
+        return 0 if self.defects is None else self.defects[r]
+
+
+_DECLINE = object()
 
 
 class _Columnar:
     """The fast path's view of a batch: message columns as flat lists, simple columns as values."""
 
     def __init__(self, batch: pa.RecordBatch, reference: str | None) -> None:
-        self.messages = _Messages(batch.column("messages"))
-        self.reference = _Messages(batch.column(reference)) if reference else None
+        memo: dict[str, dict[str, Any]] = {}  # argument texts parsed, shared by both columns
+        self.messages = _Messages(batch.column("messages"), memo)
+        self.reference = _Messages(batch.column(reference), memo) if reference else None
         self.ref_valid: list[bool] | None = None
         if reference and batch.column(reference).null_count:
-            self.ref_valid = batch.column(reference).is_valid().to_pylist()
+            self.ref_valid = _valid(batch.column(reference))
         self.simple: dict[str, list[Any]] = {}
         for f in batch.schema:
             if f.name in _SIMPLE:
@@ -193,7 +274,6 @@ class _Columnar:
         self.metadata = self.simple.get("metadata")
 
     def trace(self, r: int) -> Trace | None:
-        reset_args_memo()
         messages = self.messages.row(r)
         if messages is None:
             return None
@@ -203,6 +283,7 @@ class _Columnar:
             trace.format = "canonical"
         if trace.final_output is None and self.messages.has_text:  # (no text read: no final text)
             trace.final_output = final_assistant_text(messages)
+        defects = self.messages.defects_of(r)
         reference = self.reference
         if reference is not None and (self.ref_valid is None or self.ref_valid[r]):
             ref = reference.row(r)
@@ -210,6 +291,7 @@ class _Columnar:
                 return None
             final = final_assistant_text(ref) if reference.has_text else None
             trace.reference = Trace(messages=ref, format="openai", final_output=final)
+            defects += reference.defects_of(r)
         if self.ids is not None and (tid := self.ids[r]) is not None:
             trace.id = str(tid)
         inputs = None
@@ -225,7 +307,7 @@ class _Columnar:
             trace.metadata = md
         if self.usages is not None and type(usage := self.usages[r]) is dict:
             trace.usage = usage
-        trace.args_defects = args_defects()
+        trace.args_defects = defects
         return trace
 
 

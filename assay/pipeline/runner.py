@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import orjson
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
@@ -34,16 +33,6 @@ from assay.stages.normalize import RecordParser, trace_warnings, warning_failure
 from assay.stats.clusters import cluster_of
 from assay.traces.model import Trace
 from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions
-
-_dumps = orjson.dumps
-
-
-def _default(obj: Any) -> Any:
-    if isinstance(obj, set | frozenset | tuple):
-        return list(obj)
-    if isinstance(obj, bytes):
-        return obj.decode("utf-8", "replace")
-    return str(obj)
 
 
 @dataclass(slots=True)
@@ -62,7 +51,8 @@ class RunOptions:
 
 @dataclass(slots=True)
 class Processed:
-    rows: list[bytes]
+    rows: list[dict[str, Any]]
+    """The result rows, as built (each sink encodes them its way: ``Sink.write_results``)."""
     failures: list[Failure]
     results: list[dict[str, Result]]
     positions: list[Position]
@@ -186,8 +176,10 @@ class Pipeline:
                     continue  # stopping: drain without work; these positions stay unprocessed (resumable)
                 await send.send(await self._process(batch))
 
-    def _row(self, trace: Trace, env: Envelope, res: dict[str, Result], failures: list[Failure]) -> tuple[bytes, bool]:
-        """The encoded result row of one trace (and a warning Failure for defects it was scored with)."""
+    def _row(
+        self, trace: Trace, env: Envelope, res: dict[str, Result], failures: list[Failure]
+    ) -> tuple[dict[str, Any], bool]:
+        """The result row of one trace (and a warning Failure for defects it was scored with)."""
         identity = self._identity
         if identity is None:  # first row: judges resolve inside the run's pool
             identity = self._identity = {ev.key: evaluator_identity(ev) for ev in self.evaluate.evaluators}
@@ -202,7 +194,7 @@ class Pipeline:
         if warn:
             row["warnings"] = warn
             failures.append(warning_failure(env, trace, warn))
-        return _dumps(row, default=_default), bool(warn)
+        return row, bool(warn)
 
     def _process_streaming(self, batch: list[Envelope]) -> Processed:
         """Deterministic evaluators only: parse, normalize, score and encode one record at a time,
@@ -210,7 +202,7 @@ class Pipeline:
         holding a whole batch of parsed records)."""
         parse = self.parse
         score_one = self.evaluate.score_one
-        rows: list[bytes] = []
+        rows: list[dict[str, Any]] = []
         kept: list[dict[str, Result]] = []
         failures: list[Failure] = []
         positions: list[Position] = []
@@ -253,7 +245,7 @@ class Pipeline:
         except PartialBatch as partial:
             results, done = partial.results, partial.done
             self.stop("budget")
-        rows: list[bytes] = []
+        rows: list[dict[str, Any]] = []
         kept: list[dict[str, Result]] = []
         positions: list[Position] = [f.position for f in failures]
         abandoned = 0
@@ -282,7 +274,7 @@ class Pipeline:
         async with recv:
             async for p in recv:
                 if p.rows:
-                    await self.sink.write_batch(p.rows, p.keys)
+                    await self.sink.write_results(p.rows, p.keys)
                 if p.failures:
                     await self.dead_letter.write_failures(p.failures)
                 counts["read"] += p.read

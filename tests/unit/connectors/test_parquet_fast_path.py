@@ -12,9 +12,11 @@ import anyio
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from assay.connectors.parquet_source import ParquetSource
-from assay.records import Envelope, Failure
+from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
+from assay.records import Envelope, Failure, Position
 from assay.registry import build_evaluator
 from assay.stages.normalize import parse_envelope
 from assay.traces.model import Trace
@@ -79,10 +81,10 @@ def cases() -> list[tuple[Any, Any]]:
     ]
 
 
-def table(tmp_path: Path) -> Path:
+def table(tmp_path: Path, row_group_size: int = 7) -> Path:
     recs = [{"id": f"t{i}", "messages": m, "reference": r} for i, (m, r) in enumerate(cases())]
     path = tmp_path / "edge.parquet"
-    pq.write_table(pa.Table.from_pylist(recs, SCHEMA), path, row_group_size=7)
+    pq.write_table(pa.Table.from_pylist(recs, SCHEMA), path, row_group_size=row_group_size)
     return path
 
 
@@ -137,14 +139,43 @@ def test_the_fast_path_scores_every_row_as_the_general_path_and_the_json_line(tm
     assert len(declined) == 10
 
 
-def test_the_fast_path_builds_the_general_paths_trace_when_it_reads_every_column(tmp_path: Path) -> None:
-    for env in anyio.run(read_all, ParquetSource([str(table(tmp_path))])):
+@pytest.mark.parametrize("row_group_size", [7, 100])
+def test_the_fast_path_builds_the_general_paths_trace_when_it_reads_every_column(
+    tmp_path: Path, row_group_size: int
+) -> None:
+    """Trace for trace, argument defects counted per row (a batch converts its calls at once: the
+    defects, role aliases and nameless calls of one row never reach another)."""
+    hits = 0
+    for env in anyio.run(read_all, ParquetSource([str(table(tmp_path, row_group_size))])):
         fast = env.record.trace()
         if fast is not None:
+            hits += 1
             slow = general(env)
             assert isinstance(slow, Trace)
             slow.scenario = None  # the general path keeps the whole record there; the fast path never
             assert fast == slow, env.position
+            assert fast.args_defects == slow.args_defects, env.position
+    assert hits == len(cases()) - 5
+
+
+def test_a_null_call_list_has_no_calls_whatever_its_offsets_span() -> None:
+    """Arrow lets a null list's offsets span values (a batch built in memory; a Parquet reader
+    never makes one); the fast path reads it as no calls, as ``to_pylist`` (the general path) does."""
+    calls = pa.array([A, B], CALL)
+    tool_calls = pa.ListArray.from_arrays(
+        pa.array([0, 0, 1, 2], pa.int32()), calls, mask=pa.array([False, True, False])
+    )
+    roles = pa.array(["user", "assistant", "assistant"])
+    nulls = pa.nulls(3, pa.string())
+    msgs = pa.StructArray.from_arrays([roles, nulls, tool_calls, nulls, nulls], fields=list(MSG))
+    messages = pa.ListArray.from_arrays(pa.array([0, 3], pa.int32()), msgs)
+    batch = pa.record_batch({"id": ["t0"], "messages": messages, "reference": messages}, SCHEMA)
+    env = Envelope(b"", Position("mem", 1), record=Row(BatchRows(batch, columnar_plan(batch.schema)), 0))
+    fast, slow = env.record.trace(), general(env)
+    assert isinstance(fast, Trace) and isinstance(slow, Trace)
+    slow.scenario = None
+    assert fast == slow
+    assert [m.tool_calls is None for m in fast.messages] == [True, True, False]
 
 
 def test_trajectory_match_reads_no_call_ids_and_the_engine_skips_them(tmp_path: Path) -> None:

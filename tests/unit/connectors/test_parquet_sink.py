@@ -249,3 +249,126 @@ def test_columns_are_built_as_pa_array_builds_them_without_importing_pandas(tmp_
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class _Label(str):
+    """Text that JSON reads back as a plain ``str``."""
+
+
+def engine_rows(n: int = 60) -> list[dict[str, Any]]:
+    """Result rows as the engine builds them (``Result`` objects, nothing encoded yet)."""
+    from assay.records import Result
+
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        res = Result("k", [1.0, 0.0, 1, None, 0.25, 0.6][i % 6], [True, False, "yes", 3, None][i % 5], f"c{i} ✓")
+        res.threshold = 0.3 if i % 7 == 0 else None
+        res.error = "boom" if i % 11 == 0 else None
+        if i % 13 == 0:
+            res.metadata = {"usage": {"input_tokens": 10, "output_tokens": 2, "cost_usd": 0.5}, "tools": ["a"]}
+        elif i % 13 == 1:
+            res.metadata = {"usage": {"input_tokens": 10}}
+        results = {"k": res} if i != 5 else {}
+        if i % 4 == 0:
+            results["j:sub"] = Result("j:sub", 0.5, 0.5, None, {"mode": "x"})
+        position = {"file": "a.jsonl", "line": i + 1} if i % 9 else {"topic": "t", "partition": 0, "offset": i}
+        out.append(
+            {
+                "trace_id": f"t{i}" if i % 17 else i,
+                "run_id": "r",
+                "position": position,
+                "results": results,
+                "identity": {"k": "id-k", "j": "id-j"} if i % 19 else None,
+                **({"warnings": ["w"]} if i % 8 == 0 else {}),
+            }
+        )
+    return out
+
+
+ODD: list[tuple[str, Any]] = [  # values that JSON changes, and (last) one it keeps
+    ("score", float("nan")),
+    ("score", float("inf")),
+    ("value", {2, 1}),
+    ("value", ("a", 1)),
+    ("value", b"x"),
+    ("value", _Label("x")),
+    ("comment", _Label("y")),
+    ("value", object()),
+    ("metadata", {"usage": "lots"}),
+    ("metadata", {"usage": {"input_tokens": float("nan")}}),
+    ("metadata", None),
+]
+
+
+def _odd(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same rows, with the values of :data:`ODD` (a NaN reads back as null, a set as a list,
+    bytes and objects as text, a str subclass as str, usage that is not an object)."""
+    import copy
+
+    rows = copy.deepcopy(rows)
+    for row, (field, value) in zip(rows[1::5], ODD, strict=False):
+        setattr(row["results"]["k"], field, value)
+    return rows
+
+
+@pytest.mark.parametrize("layout", ["wide", "long"])
+def test_engine_rows_give_the_columns_of_their_json(layout: str) -> None:
+    """The fast path of the Parquet sink (rows as built) against their JSON (``write_batch``):
+    the same columns, and no fast path where JSON would change a value."""
+    from assay.connectors.parquet_schema import TableBuilder, decode_staged, result_columns
+    from assay.records import encode_row
+
+    def built(rows: list[dict[str, Any]], as_objects: bool) -> list[dict[str, Any]]:
+        builder = TableBuilder(["j:sub", "k", "z"], layout=layout, ds="d", thresholds={"k": 0.6}, own_threshold=True)
+        if as_objects:
+            columns = result_columns(rows)
+            assert columns is not None
+            builder.add_columns(columns[0])
+        else:
+            staged = decode_staged(b"\n".join(encode_row(r) for r in rows))
+            assert staged is not None
+            builder.add_staged_rows(staged)
+        return list(builder.batch().to_pylist())
+
+    rows = engine_rows()
+    assert (result_columns(rows) or [None, None])[1] == {"k", "j:sub"}
+    assert built(rows, True) == built(rows, False)
+    for field, value in ODD:
+        (row,) = _odd(engine_rows(1))
+        setattr(row["results"]["k"], field, value)
+        if value is None:  # null stays null
+            assert built([row], True) == built([row], False)
+        else:
+            assert result_columns([row]) is None, (field, value)
+    assert result_columns([encode_row(rows[0])]) is None  # JSON lines are not engine rows
+    assert result_columns([{**rows[1], "position": {"file": "a", "line": 2**64}}]) is None
+    assert result_columns([{**rows[1], "identity": {"k": {"evaluator": "x"}}}]) is None
+
+
+@pytest.mark.parametrize("odd", [False, True])
+def test_the_sink_writes_engine_rows_as_it_writes_their_json(tmp_path: Path, odd: bool) -> None:
+    from assay.records import encode_row
+
+    rows = _odd(engine_rows()) if odd else engine_rows()
+    summary = {"evaluators": {"k": {"threshold": 0.6}, "j:sub": {}}}
+
+    async def write(path: Path, as_objects: bool) -> None:
+        async with ParquetSink(str(path) + "/", ds="2026-11-21") as sink:
+            for i in range(0, len(rows), 7):
+                chunk = rows[i : i + 7]
+                if as_objects:
+                    await sink.write_results(chunk)
+                else:
+                    await sink.write_batch([encode_row(r) for r in chunk])
+                if i % 21 == 0:
+                    await sink.flush()
+            await sink.publish(summary, success=True)
+
+    def published(path: Path) -> list[dict[str, Any]]:
+        return [r for p in sorted(path.glob("part-*.parquet")) for r in pq.read_table(p).to_pylist()]
+
+    anyio.run(write, tmp_path / "objects", True)
+    anyio.run(write, tmp_path / "json", False)
+    by_objects = published(tmp_path / "objects")
+    assert len(by_objects) == len(rows)
+    assert by_objects == published(tmp_path / "json")
