@@ -352,7 +352,8 @@ class LocalSink(Sink):
                 continue
             f.unlink(missing_ok=True)  # written after the last commit: redone by this run
         # swapped in by a publish that a stop cut short before the run was forgotten: in place
-        swapped = self.staged and not (self.parts_dir / OPEN).exists()
+        # (a directory's staging area only: a file target's has no marker)
+        swapped = self.staged and self.directory and not (self.parts_dir / OPEN).exists()
         require_recorded(self.path, self.out_dir if swapped else self.parts_dir, keep)
         self.parts = sorted(keep)
         self.seq = int(state.get("seq", 0))
