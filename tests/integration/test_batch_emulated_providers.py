@@ -30,7 +30,7 @@ import pytest
 
 from tests.support.provider_batch import Faults, ProviderBatchEmulator
 
-N_TRACES = int(os.environ.get("ASSAY_EMU_TRACES", "1500"))
+N_TRACES = int(os.environ.get("ASSAY_EMU_TRACES", "800"))
 PRICE_IN, PRICE_OUT = 1.0, 2.0
 MAX_ATTEMPTS = 3
 NEW_USER = os.environ.get("ASSAY_EMU_NEW_USER") == "1"
@@ -366,7 +366,7 @@ def sampled_ids(out: Path) -> set[str]:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_2_percent_sample_picks_the_same_traces_across_reruns_and_workers(tmp_path: Path, provider: str) -> None:
-    n = int(os.environ.get("ASSAY_EMU_SAMPLE_TRACES", "3000"))
+    n = int(os.environ.get("ASSAY_EMU_SAMPLE_TRACES", "1500"))
     picked: dict[str, set[str]] = {}
     for workers in ("1", "2"):
         folder = tmp_path / f"workers-{workers}"
