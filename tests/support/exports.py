@@ -390,3 +390,18 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 def write_json_array(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
     return path
+
+
+def traces_by_id(envs: Sequence[Any]) -> dict[str, Any]:
+    """The canonical traces of grouped export records, by trace id; each id read once."""
+    from assay.stages.normalize import parse_envelope
+    from assay.traces.model import Trace
+    from assay.traces.normalize import NormalizeOptions
+
+    traces: dict[str, Any] = {}
+    for env in envs:
+        t = parse_envelope(env, NormalizeOptions())
+        assert isinstance(t, Trace), t
+        assert t.id is not None and t.id not in traces, f"trace {t.id} read twice"
+        traces[t.id] = t
+    return traces

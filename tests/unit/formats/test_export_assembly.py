@@ -26,6 +26,7 @@ from tests.support.exports import (
     langfuse_legacy_export,
     langsmith_export,
     shuffled_files,
+    traces_by_id,
     write_json_array,
     write_jsonl,
     write_parquet,
@@ -46,13 +47,7 @@ async def _read(src: Source, ack: bool = False) -> list[Envelope]:
 
 
 def _traces(envs: list[Envelope]) -> dict[str, Trace]:
-    traces: dict[str, Trace] = {}
-    for env in envs:
-        t = parse_envelope(env, NormalizeOptions())
-        assert isinstance(t, Trace), t
-        assert t.id is not None and t.id not in traces, f"trace {t.id} read twice"
-        traces[t.id] = t
-    return traces
+    return traces_by_id(envs)
 
 
 def _check(traces: dict[str, Trace], expected: dict[str, dict[str, Any]], fmt: str) -> None:

@@ -15,15 +15,14 @@ from assay.config import SourceConfig
 from assay.connectors.builtin import FILE
 from assay.connectors.registry import SourceContext
 from assay.records import Envelope
-from assay.stages.normalize import parse_envelope
 from assay.traces.model import Trace
-from assay.traces.normalize import NormalizeOptions
 
 pytest.importorskip("pyarrow")
 pytest.importorskip("langsmith")
 pytest.importorskip("langchain_core")
 pytest.importorskip("openai")
 
+from tests.support.exports import traces_by_id
 from tests.support.sdk_exports import (
     langfuse_blob_export,
     langfuse_langchain_export,
@@ -57,13 +56,7 @@ def _read(paths: list[Path], shard: tuple[int, int] | None = None) -> dict[str, 
             assert not src.read_errors
         return out
 
-    traces: dict[str, Trace] = {}
-    for env in anyio.run(read):
-        t = parse_envelope(env, NormalizeOptions())
-        assert isinstance(t, Trace), t
-        assert t.id is not None and t.id not in traces, f"trace {t.id} read twice"
-        traces[t.id] = t
-    return traces
+    return traces_by_id(anyio.run(read))
 
 
 def _check(traces: dict[str, Trace], expected: dict[str, dict[str, Any]], fmt: str) -> None:
