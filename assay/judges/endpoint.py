@@ -65,6 +65,7 @@ from assay.judges.providers import get_provider_class
 from assay.judges.retry import wait_for
 from assay.judges.turns import FIRST, RETRY
 from assay.judges.verdict import usable_answer
+from assay.judges.warm import open_connections, warm_count
 from assay.judges.wire import WireReply, estimate_input_tokens
 from assay.resources import AsyncResource
 
@@ -187,6 +188,7 @@ class JudgeEndpoint(AsyncResource):
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
         self._session_users = 0
+        self._warm: tuple[aiohttp.ClientSession, anyio.Event] | None = None
 
     def __repr__(self) -> str:
         cfg = self.config
@@ -564,6 +566,7 @@ class JudgeEndpoint(AsyncResource):
         self._fail_fast()
         session = self._acquire_session()
         try:
+            await self._warm_up(session)
             async with self.limits.slot(estimated, priority) as sent_at:
                 self._fail_fast()  # the breaker may have opened while this call waited its turn
                 self.stats.requests += 1
@@ -639,6 +642,22 @@ class JudgeEndpoint(AsyncResource):
         self.hedge.observe(latency)
         self.limits.settle_tokens(estimated, reply.input_tokens + reply.output_tokens)
         return reply, latency
+
+    async def _warm_up(self, session: aiohttp.ClientSession) -> None:
+        """Before a paced session's first request, open the connections its first second needs
+        (see :mod:`assay.judges.warm`); the other first callers wait for it."""
+        warm = self._warm
+        if warm is not None and warm[0] is session:
+            await warm[1].wait()
+            return
+        done = anyio.Event()
+        self._warm = (session, done)
+        try:
+            count = warm_count(self.limits.configured_rps, self.limits.cap.value)
+            if count is not None:
+                await open_connections(session, self._url, count)
+        finally:
+            done.set()
 
     async def _read_capped(self, resp: aiohttp.ClientResponse) -> tuple[bytes, bool]:
         """The body, read in chunks up to ``max_response_bytes``; (what was read, whether it was cut)."""
