@@ -22,6 +22,17 @@ from pathlib import Path
 from typing import Any
 
 
+def byte_compile() -> None:
+    """Byte-compile assay as ``pip install .`` does (the README's install): an editable checkout
+    under ``PYTHONDONTWRITEBYTECODE=1`` compiles its 90-odd modules from source at every start,
+    0.17 s more from process start to the first request."""
+    import compileall
+
+    import assay
+
+    compileall.compile_dir(str(Path(assay.__file__).parent), quiet=1)
+
+
 def corpus(path: Path, n: int) -> None:
     with path.open("w") as f:
         for i in range(n):
@@ -188,6 +199,7 @@ def main() -> None:
     ap.add_argument("--hang-rate", type=float, default=0.0, help="share of requests the server never answers")
     ap.add_argument("--timeout", type=float, default=10.0, help="the judge's request timeout (seconds)")
     args = ap.parse_args()
+    byte_compile()
     with tempfile.TemporaryDirectory() as d:
         workdir = Path(d)
         corpus(workdir / "corpus.jsonl", args.n)

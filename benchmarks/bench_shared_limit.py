@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_judged_run import ServerProcess, diagnose
+from benchmarks.bench_judged_run import ServerProcess, byte_compile, diagnose
 from tests.support.redis_server import RedisServer
 
 
@@ -72,6 +72,7 @@ def main() -> None:
     ap.add_argument("--diagnose", action="store_true", help="print where the time went (server arrival log)")
     ap.add_argument("--budgets", default="shared,none", help="which pairs to run: shared, none or both")
     args = ap.parse_args()
+    byte_compile()
     server_args = argparse.Namespace(
         latency_low=0.2, latency_high=0.6, limit=args.limit, window=False, seed=1, burst=None, coarse=True,
         bare=False, announce=False,

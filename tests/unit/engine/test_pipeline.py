@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from assay.connectors.base import Sink
@@ -180,3 +181,41 @@ def test_scenario_evaluators_see_the_whole_record_and_others_take_the_fast_path(
     pipe, sink, _ = run([record])
     assert pipe.parse.fast is True and pipe.parse.hits == 1
     assert sink.records()[0]["results"]["trajectory_strict_match"]["score"] == 1.0
+
+
+class Starts(AsyncEvaluator[EvaluatorParams]):
+    name = "starts"
+    Params = EvaluatorParams
+    started = 0
+
+    async def ascore(self, trace: Trace) -> Result:
+        type(self).started += 1
+        await anyio.lowlevel.checkpoint()
+        return Result(self.key, 1.0, True)
+
+
+def test_a_batch_of_async_evaluations_starts_a_chunk_at_a_time() -> None:
+    """Each start renders a prompt: a whole batch started in one turn of the event loop held it
+    for 50 ms, and a paced judge's sender waiting for its slot woke that late. A task waiting for
+    its turn now runs after the first chunk, not after the whole batch."""
+    import anyio.lowlevel
+
+    from assay.stages.evaluate import SPAWN_CHUNK
+
+    Starts.started = 0
+    seen: list[int] = []
+    traces: list[Any] = [None] * (8 * SPAWN_CHUNK)  # the stage hands them to the evaluator untouched
+
+    async def other() -> None:
+        await anyio.lowlevel.checkpoint()
+        seen.append(Starts.started)
+
+    async def main() -> None:
+        stage = EvaluateStage([Starts()])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stage.process, traces)
+            tg.start_soon(other)
+
+    anyio.run(main)
+    assert Starts.started == len(traces)
+    assert seen == [SPAWN_CHUNK]  # the other task ran once the first chunk had started

@@ -11,9 +11,13 @@ import pytest
 
 from assay.judges.limits import (
     BETA,
+    CHEAP_WEIGHT,
     JITTER_ALLOWED,
     PACE_MARGIN,
+    RECLAIM_EVERY,
     RECLAIM_FAILURES,
+    SPACING_STEP,
+    STARTUP_S,
     WINDOW_S,
     AdaptiveRate,
     Limits,
@@ -587,3 +591,60 @@ def test_retries_go_ahead_of_first_attempts_and_a_cancelled_waiter_leaves_the_li
     order, borrowed = anyio.run(main)
     assert order == ["retry-1", "retry-2", "new-1", "new-2"]
     assert borrowed == 0
+
+
+def test_refusals_whose_reclaimed_slots_are_accepted_are_cheap() -> None:
+    """Once a send in a reclaimed slot was answered, a strict limiter's refusal costs a tenth of a
+    slot: the next reclaim may come RECLAIM_EVERY sends later (not JITTER_RECENT), and it widens
+    the least gap by CHEAP_WEIGHT of a step, not a whole one (so refusals settle near 4 %, not 1 %)."""
+    offset = 0.0
+    limits = Limits(max_concurrency=8, rps=100.0, tpm=None, clock=lambda: time.monotonic() + offset)
+    sent: list[float] = []
+
+    async def one() -> None:
+        async with limits.slot(1) as at:
+            sent.append(at)
+
+    async def main() -> None:
+        nonlocal offset
+        for _ in range(20):
+            await one()
+        offset += STARTUP_S  # past the start-up seconds, whose refusals do not widen the gap
+        for _ in range(20):
+            await one()
+        control = limits.control
+        before = control.spacing
+        limits.on_rate_limited(sent_at=sent[-1], delay=1.0)
+        assert control.reclaimed and control.spacing - before == pytest.approx(SPACING_STEP)
+        await one()
+        limits.on_answer(0.1, sent[-1])  # the send in the reclaimed slot was accepted
+        for _ in range(RECLAIM_EVERY):
+            await one()
+        before = control.spacing
+        limits.on_rate_limited(sent_at=sent[-1], delay=1.0)
+        assert control.reclaimed  # RECLAIM_EVERY + 1 sends after the last reclaim
+        assert control.spacing - before == pytest.approx(SPACING_STEP * CHEAP_WEIGHT)
+        assert control.decreases == 0
+
+    anyio.run(main)
+
+
+def test_after_a_cut_at_the_configured_rate_jitter_does_not_hold_the_rate_below_it() -> None:
+    """A cluster of early requests at the configured rate cuts the rate a little; a later jitter
+    refusal, sent at the cut rate, is no sign that the limit is there: the rate still returns to
+    the configured one (it stayed at the cut rate as long as jitter kept coming)."""
+    ctl = AdaptiveRate(30.0)
+    t = paced(ctl, 3.0)
+    for i in range(JITTER_ALLOWED):
+        now = t + i * 0.034
+        ctl.record_send(now)
+        ctl.on_rate_limited(now=now + 0.001, sent_at=now, delay=1.0)
+    assert ctl.decreases == 1
+    assert ctl.rate is not None and ctl.ceiling is not None and ctl.rate < ctl.ceiling
+    t = paced(ctl, 2.0, start=t + 0.1)  # past the cluster's two seconds
+    before = ctl.current(t)
+    assert before is not None and before < ctl.ceiling  # still on the way back
+    ctl.on_rate_limited(now=t + 0.001, sent_at=t, delay=1.0)
+    assert ctl.decreases == 1 and ctl.jitter_refusals >= 1  # jitter, no second cut
+    t = paced(ctl, 3.0, start=t + 0.05)
+    assert ctl.current(t) == pytest.approx(ctl.ceiling)
