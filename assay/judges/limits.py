@@ -93,8 +93,8 @@ QUIET_S = 0.5
 HOLD_S = 10.0
 #: Refusals at the configured rate in the first seconds of sending are taken as jitter (connections
 #: being opened), unless the server clearly accepts less than we send.
-STARTUP_S = 2.0
-STARTUP_ALLOWED = 8
+STARTUP_S = 1.5
+STARTUP_ALLOWED = 3
 #: One episode of refusals never cuts the rate below this fraction of the rate being sent.
 MAX_CUT = 0.6
 #: Share of refused sends beyond which the accepted count is trusted whatever the cut.

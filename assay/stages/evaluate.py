@@ -58,6 +58,8 @@ class EvaluateStage:
         self.samplers = dict(samplers)
         """Result key of an evaluator → its sampler (default: the evaluators' own ``sampler``)."""
         self._counting: anyio.Lock | None = None
+        self._spawning: anyio.Lock | None = None
+        """Held while a batch's evaluations are started: batches enter the judges' line in order."""
         self.batched = [e for e in evaluators if not e.is_async and hasattr(e, "score_traces")]
         self.inline = [e for e in evaluators if not e.is_async and e not in self.batched]
         self.async_ = [e for e in evaluators if e.is_async]
@@ -186,7 +188,12 @@ class EvaluateStage:
                 except Exception as exc:
                     results[i][ev.key] = _weighted(Result.from_error(ev.key, exc), weight, sampled)
 
-        async with anyio.create_task_group() as tg:
+        if self._spawning is None:
+            self._spawning = anyio.Lock()
+        # One batch at a time (the lock is fair): started a chunk at a time, two workers' batches
+        # would interleave in the judges' line, finish together, and leave the judge idle while
+        # every worker fetched its next batch (measured: a second without a send).
+        async with anyio.create_task_group() as tg, self._spawning:
             for i, trace in enumerate(traces):
                 tg.start_soon(one, i, trace)
                 if i % SPAWN_CHUNK == SPAWN_CHUNK - 1:

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -207,8 +208,9 @@ def test_a_batch_of_async_evaluations_starts_a_chunk_at_a_time() -> None:
     traces: list[Any] = [None] * (8 * SPAWN_CHUNK)  # the stage hands them to the evaluator untouched
 
     async def other() -> None:
-        await anyio.lowlevel.checkpoint()
-        seen.append(Starts.started)
+        while Starts.started < len(traces):
+            await anyio.lowlevel.checkpoint()
+            seen.append(Starts.started)
 
     async def main() -> None:
         stage = EvaluateStage([Starts()])
@@ -218,4 +220,36 @@ def test_a_batch_of_async_evaluations_starts_a_chunk_at_a_time() -> None:
 
     anyio.run(main)
     assert Starts.started == len(traces)
-    assert seen == [SPAWN_CHUNK]  # the other task ran once the first chunk had started
+    # the other task ran between chunks, never more than one chunk apart
+    assert max(b - a for a, b in itertools.pairwise([0, *seen])) <= SPAWN_CHUNK
+
+
+class Tagged(AsyncEvaluator[EvaluatorParams]):
+    name = "tagged"
+    Params = EvaluatorParams
+    order: ClassVar[list[str]] = []
+
+    async def ascore(self, trace: Trace) -> Result:
+        type(self).order.append(cast(str, trace))
+        await anyio.lowlevel.checkpoint()
+        return Result(self.key, 1.0, True)
+
+
+def test_two_workers_batches_start_one_after_the_other() -> None:
+    """Started a chunk at a time, two workers' batches interleaved in the judges' line, finished
+    together and left the judge idle while every worker fetched its next batch: the first batch's
+    evaluations all start before the second's."""
+    from assay.stages.evaluate import SPAWN_CHUNK
+
+    Tagged.order = []
+    first: list[Any] = ["a"] * (4 * SPAWN_CHUNK)  # the stage hands them to the evaluator untouched
+    second: list[Any] = ["b"] * (4 * SPAWN_CHUNK)
+
+    async def main() -> None:
+        stage = EvaluateStage([Tagged()])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stage.process, first)
+            tg.start_soon(stage.process, second)
+
+    anyio.run(main)
+    assert Tagged.order == first + second
