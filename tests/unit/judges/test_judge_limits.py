@@ -31,6 +31,14 @@ def refuse_burst(ctl: AdaptiveRate, start: float, count: int, delay: float | Non
         ctl.on_rate_limited(now=start + i * 0.001, sent_at=start + i * 0.001, delay=delay)
 
 
+def refuse_sends(ctl: AdaptiveRate, start: float, count: int, every: float) -> None:
+    """``count`` sends ``every`` seconds apart, each refused with ``Retry-After: 1`` 1 ms later."""
+    for i in range(count):
+        now = start + i * every
+        ctl.record_send(now)
+        ctl.on_rate_limited(now=now + 0.001, sent_at=now, delay=1.0)
+
+
 def test_one_jitter_429_does_not_cut_the_rate() -> None:
     ctl = AdaptiveRate(30.0)
     for i in range(60):
@@ -403,10 +411,7 @@ def test_crossing_a_strict_limit_steps_back_gently() -> None:
     ctl = AdaptiveRate(90.0)
     ctl.rate = 31.0  # just above a strict limit of 30: about every other request is refused
     t = paced(ctl, 3.0)
-    for i in range(JITTER_ALLOWED):
-        now = t + i * 0.066
-        ctl.record_send(now)
-        ctl.on_rate_limited(now=now + 0.001, sent_at=now, delay=1.0)
+    refuse_sends(ctl, t, JITTER_ALLOWED, every=0.066)
     assert ctl.decreases == 1
     assert 0.9 * 31.0 <= ctl.rate <= 31.0  # not the deep cut of a rate far above the limit
     assert ctl.blocked_until - t < 0.5  # and no second of silence
@@ -635,10 +640,7 @@ def test_after_a_cut_at_the_configured_rate_jitter_does_not_hold_the_rate_below_
     the configured one (it stayed at the cut rate as long as jitter kept coming)."""
     ctl = AdaptiveRate(30.0)
     t = paced(ctl, 3.0)
-    for i in range(JITTER_ALLOWED):
-        now = t + i * 0.034
-        ctl.record_send(now)
-        ctl.on_rate_limited(now=now + 0.001, sent_at=now, delay=1.0)
+    refuse_sends(ctl, t, JITTER_ALLOWED, every=0.034)
     assert ctl.decreases == 1
     assert ctl.rate is not None and ctl.ceiling is not None and ctl.rate < ctl.ceiling
     t = paced(ctl, 2.0, start=t + 0.1)  # past the cluster's two seconds
