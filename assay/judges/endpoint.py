@@ -644,11 +644,14 @@ class JudgeEndpoint(AsyncResource):
         return reply, latency
 
     async def _warm_up(self, session: aiohttp.ClientSession) -> None:
-        """Before a paced session's first request, open the connections its first second needs
-        (see :mod:`assay.judges.warm`); the other first callers wait for it."""
+        """Before a paced endpoint's first request, open the connections its first second needs
+        (see :mod:`assay.judges.warm`); the other first callers wait for it. Once per endpoint:
+        the library's sync face runs each call on a new event loop, hence a new session, and one
+        call needs no more than one connection."""
         warm = self._warm
-        if warm is not None and warm[0] is session:
-            await warm[1].wait()
+        if warm is not None:
+            if warm[0] is session:
+                await warm[1].wait()
             return
         done = anyio.Event()
         self._warm = (session, done)

@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import anyio
+import pytest
 
 from assay.judges import JudgeEndpoint, JudgeRequest
 from assay.judges.warm import open_connections, warm_count
@@ -88,3 +89,32 @@ def test_a_paced_endpoint_reuses_the_connections_it_opened_first() -> None:
     assert requests == 1
     assert expected == 7  # 10 req/s: rate x 0.5 s + 2
     assert idle == expected  # every connection opened ahead is open and idle, the answered one too
+
+
+def test_the_warm_up_happens_once_per_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The library's sync face runs each call on a new event loop, hence a new session: only the
+    endpoint's first session opens connections ahead (one call needs one connection)."""
+    import assay.judges.endpoint as endpoint_module
+
+    counts: list[int] = []
+    real = endpoint_module.open_connections
+
+    async def counted(session: aiohttp.ClientSession, url: str, count: int) -> int:
+        counts.append(count)
+        return await real(session, url, count)
+
+    monkeypatch.setattr(endpoint_module, "open_connections", counted)
+
+    async def go() -> int:
+        async with JudgeServer() as server:
+            cfg = {"base_url": server.url + "/v1", "model": "m", "rpm": 600, "api_key_env": None}
+            async with JudgeEndpoint("j", cfg) as judge:
+                for i in range(3):
+                    await judge.complete(JudgeRequest([{"role": "user", "content": f"Is {i}+{i}={2 * i}?"}]))
+                    old, judge._session = judge._session, None  # as a call on a new event loop finds it
+                    assert old is not None
+                    await old.close()
+            return server.stats.requests
+
+    assert anyio.run(go) == 3
+    assert counts == [7]
