@@ -37,9 +37,6 @@ from assay.judges.turns import FIRST, TurnQueue
 #: one-second window refuses an exactly paced client whenever jitter bunches requests together;
 #: 2% of headroom absorbs about 20 ms of jitter there, for a small, predictable cost.
 PACE_MARGIN = 0.99
-#: How much of a pacing interval a sender woken late may make up on the next one: two actual sends
-#: are never closer than (1 - GAP_SLACK) / rate (a strict limiter refuses anything closer than 1/R).
-GAP_SLACK = 0.0
 #: Each jitter refusal widens the least gap between sends by SPACING_STEP of an interval (up to
 #: SPACING_MAX); every send narrows it by SPACING_STEP * SPACING_TARGET, so jitter refusals settle
 #: at about SPACING_TARGET of the requests, whatever the timing noise on the way to the server
@@ -441,10 +438,11 @@ class AdaptiveRate:
         return (len(self._sends) - 1) / (self._sends[-1] - self._sends[0])
 
     def min_gap(self, rate: float) -> float:
-        """The least time between two actual sends at ``rate``: a late sender may catch up on the
-        pacer's grid, but never by more than GAP_SLACK of an interval; after jitter refusals the
-        gap widens by ``spacing`` (which narrows again with every send)."""
-        return (1.0 - GAP_SLACK + self.spacing) / rate
+        """The least time between two actual sends at ``rate``: one interval (a sender woken late
+        does not catch up on the pacer's grid: two sends exactly 1/R apart are refused by a strict
+        limiter half the time), widened by ``spacing`` after jitter refusals (which narrows again
+        with every send)."""
+        return (1.0 + self.spacing) / rate
 
     @staticmethod
     def _coarse(delay: float | None) -> bool:
@@ -486,7 +484,7 @@ class AdaptiveRate:
                 return min(wait, 1.0 / self.rate)
             self._pause(now, wait)
             return delay
-        cheap = cheap and reclaim and self._coarse(delay)
+        cheap = cheap and reclaim and self._coarse(delay)  # a slot handed back, by one that was free
         if self._isolated(now, accepted, cheap):
             self.jitter_refusals += 1
             if self.rate is None:  # the first sign of a limit: hold the rate we were sending at
@@ -739,9 +737,9 @@ class Limits:
         the first of them waits on the clock, so a new rate or a pause applies at once (no slots
         reserved ahead at an old rate).
 
-        The send times follow a grid of ``1/rate`` (a sender woken late lets the next one catch
-        up), but two actual sends are never closer than ``min_gap`` and the sliding window never
-        holds more than the rate allows. Sleeps end early by the loop's usual lateness and the last
+        The send times follow a grid of ``1/rate``, two actual sends are never closer than
+        ``min_gap`` (so a late send moves the grid) and the sliding window never holds more than
+        the rate allows. Sleeps end early by the loop's usual lateness and the last
         fraction of a millisecond is waited by yielding, so sends land on time; the final check and
         the record happen with no await between them.
 
@@ -842,9 +840,7 @@ class Limits:
             and self._send_count - self._reclaimed_at > (RECLAIM_EVERY if self._reclaim_ok else JITTER_RECENT)
             and self._reclaim_failures < RECLAIM_FAILURES
         )
-        retry = control.on_rate_limited(
-            now=now, sent_at=sent_at, delay=delay, reclaim=reclaim, cheap=reclaim and self._reclaim_ok
-        )
+        retry = control.on_rate_limited(now=now, sent_at=sent_at, delay=delay, reclaim=reclaim, cheap=self._reclaim_ok)
         if control.reclaimed and control.rate is not None:
             self._last_send, self._due = self._prev
             self._not_before = sent_at + reclaim_delay(control.rate)
