@@ -1,11 +1,16 @@
 """The run's judge budget: every endpoint of a pool charges the same :class:`Budget`.
 
-A call goes out only when it fits: the dollars spent, plus the calls in flight, plus this call's
-estimate stay within the limit. When it does not fit because of calls in flight, it waits for
-them to finish (their real cost is usually below the estimate); when it does not fit with
-nothing in flight, the budget is spent: :class:`~assay.exceptions.BudgetExceeded`. Estimates are
-calibrated per judge by what its calls really cost (the ratio of real to estimated cost so far),
-so the run stops when the *next* call would cross the limit — not far before it, and not after.
+A call goes out only when it fits: the dollars spent, plus what is held for the calls in flight,
+plus what this call holds stay within the limit. What a call holds is a *safe* amount, meant to be
+at least what it will really cost: a judge's estimate times the largest ratio of real to estimated
+cost its calls have shown (plus a margin), and, until the judge has answered
+:data:`CALIBRATION_CALLS` times, :data:`UNCALIBRATED_FACTOR` times its estimate (or the ceiling
+the caller knows, e.g. from ``max_tokens``, when that is lower). So 64 calls in flight cannot
+together cross the limit, whatever their size. When the safe amount no longer fits and nothing
+is in flight, the last calls go out one at a time while their *expected* cost (the estimate times
+the judge's mean ratio of real to estimated cost) fits: the run stops within one call's cost of
+the limit — at most one call's overrun past it, and never more than one typical call short of it.
+When not even that fits, the budget is spent: :class:`~assay.exceptions.BudgetExceeded`.
 
 >>> import anyio
 >>> async def demo():
@@ -24,6 +29,7 @@ so the run stops when the *next* call would cross the limit — not far before i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -32,6 +38,14 @@ import anyio.lowlevel
 from assay.exceptions import BudgetExceeded
 
 _EPSILON = 1e-12
+
+#: A judge's calls hold this many times their estimate until it has answered CALIBRATION_CALLS
+#: times (the estimate assumes a typical answer; a judge that writes ten times as much is rare).
+UNCALIBRATED_FACTOR = 10.0
+#: Answers of a judge after which its largest real-to-estimated ratio decides what a call holds.
+CALIBRATION_CALLS = 8
+#: What a calibrated call holds beyond its estimate times the largest ratio seen so far.
+SAFETY_MARGIN = 1.25
 
 
 class Reservation(float):
@@ -48,17 +62,28 @@ class Reservation(float):
         return held
 
 
+@dataclass(slots=True)
+class _Calibration:
+    """What one judge's finished calls cost against their estimates."""
+
+    calls: int = 0
+    estimated: float = 0.0
+    real: float = 0.0
+    max_ratio: float = 0.0
+
+
 class Budget:
     """Dollars spent on judge calls so far, held for calls in flight, and the limit (None:
     unlimited)."""
 
-    __slots__ = ("_changed", "_costs", "limit_usd", "reserved_usd", "spent_usd")
+    __slots__ = ("_changed", "_closed", "_costs", "limit_usd", "reserved_usd", "spent_usd")
 
     def __init__(self, limit_usd: float | None = None) -> None:
         self.limit_usd = limit_usd
+        self._closed = False
         self.spent_usd = 0.0
         self.reserved_usd = 0.0
-        self._costs: dict[str, list[float]] = {}  # judge -> [estimated, real] of its finished calls
+        self._costs: dict[str, _Calibration] = {}
         self._changed: tuple[Any, anyio.Event] | None = None  # (event loop token, event)
 
     def __repr__(self) -> str:
@@ -76,23 +101,52 @@ class Budget:
                 f"not calling judge {judge!r}"
             )
 
-    def calibrated(self, judge: str, estimate_usd: float) -> float:
-        """``estimate_usd`` scaled by what ``judge``'s calls really cost against their estimates."""
-        estimated, real = self._costs.get(judge, (0.0, 0.0))
-        return estimate_usd * (real / estimated) if estimated > 0 else estimate_usd
+    def close(self) -> None:
+        """An earlier attempt of the run stopped at this limit: no call is sent (BudgetExceeded)."""
+        self._closed = True
 
-    async def acquire(self, judge: str, estimate_usd: float) -> Reservation:
-        """Hold this call's (calibrated) estimate once it fits within the limit, waiting for calls
-        in flight when they are what is in the way; BudgetExceeded when it cannot fit even with
-        nothing in flight. Pass the result to :meth:`charge` or :meth:`release`."""
+    def calibrated(self, judge: str, estimate_usd: float) -> float:
+        """``estimate_usd`` scaled by what ``judge``'s calls really cost against their estimates
+        (the mean ratio): what the call is expected to cost."""
+        cal = self._costs.get(judge)
+        return estimate_usd * (cal.real / cal.estimated) if cal is not None and cal.estimated > 0 else estimate_usd
+
+    def safe(self, judge: str, estimate_usd: float, ceiling_usd: float | None = None) -> float:
+        """What a call of ``judge`` estimated at ``estimate_usd`` holds while in flight: an amount
+        it should not exceed (see the module docstring). ``ceiling_usd``: a bound the caller
+        knows (the output capped by ``max_tokens``), used until the judge is calibrated."""
+        cal = self._costs.get(judge)
+        expected = self.calibrated(judge, estimate_usd)
+        if cal is None or cal.calls < CALIBRATION_CALLS:
+            prior = estimate_usd * UNCALIBRATED_FACTOR
+            if ceiling_usd is not None:
+                prior = min(prior, ceiling_usd)
+            seen = estimate_usd * cal.max_ratio * SAFETY_MARGIN if cal is not None else 0.0
+            return max(prior, seen, expected)
+        return max(estimate_usd * cal.max_ratio * SAFETY_MARGIN, expected)
+
+    async def acquire(self, judge: str, estimate_usd: float, ceiling_usd: float | None = None) -> Reservation:
+        """Hold this call's safe amount once it fits within the limit, waiting for calls in flight
+        when they are what is in the way; with nothing in flight, the call goes out alone when its
+        expected cost fits; BudgetExceeded when not even that fits. Pass the result to
+        :meth:`charge` or :meth:`release`."""
+        if self._closed:
+            raise BudgetExceeded(
+                f"judge budget of ${self.limit_usd:.4f} was already spent (${self.spent_usd:.4f}) by an earlier "
+                f"attempt of this run; not calling judge {judge!r}"
+            )
         while True:
-            amount = self.calibrated(judge, estimate_usd)  # the calls that finished meanwhile teach it
+            # the calls that finished meanwhile teach both amounts
+            amount = self.safe(judge, estimate_usd, ceiling_usd)
             if self.limit_usd is None or self.spent_usd + self.reserved_usd + amount <= self.limit_usd + _EPSILON:
                 break
             if self.reserved_usd <= _EPSILON:
+                expected = self.calibrated(judge, estimate_usd)
+                if self.spent_usd + expected <= self.limit_usd + _EPSILON:
+                    break  # the last calls, one at a time: at most one call's overrun
                 raise BudgetExceeded(
                     f"judge budget of ${self.limit_usd:.4f} reached: spent ${self.spent_usd:.4f}, and the next call "
-                    f"to judge {judge!r} (about ${amount:.4f}) would cross it"
+                    f"to judge {judge!r} (about ${expected:.4f}) would cross it"
                 )
             await self._wait_for_change()
         self.reserved_usd += amount
@@ -107,10 +161,12 @@ class Budget:
 
     def charge(self, cost_usd: float, reserved_usd: float = 0.0) -> None:
         """A call finished and cost ``cost_usd``; what was held for it is released."""
-        if isinstance(reserved_usd, Reservation):
-            sums = self._costs.setdefault(reserved_usd.judge, [0.0, 0.0])
-            sums[0] += reserved_usd.estimate_usd
-            sums[1] += cost_usd
+        if isinstance(reserved_usd, Reservation) and reserved_usd.estimate_usd > 0:
+            cal = self._costs.setdefault(reserved_usd.judge, _Calibration())
+            cal.calls += 1
+            cal.estimated += reserved_usd.estimate_usd
+            cal.real += cost_usd
+            cal.max_ratio = max(cal.max_ratio, cost_usd / reserved_usd.estimate_usd)
         self.spent_usd += cost_usd
         self.release(reserved_usd)
 

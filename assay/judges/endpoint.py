@@ -285,6 +285,12 @@ class JudgeEndpoint(AsyncResource):
             calls=1,
         )
 
+    def _cost_ceiling(self, request: JudgeRequest, est: JudgeUsage) -> float | None:
+        """What a call can cost at most when its output is capped (``max_tokens``): twice the
+        estimated input (the estimate counts four characters a token) and the whole cap."""
+        cap = request.max_tokens or self.config.max_tokens
+        return self.config.cost(2 * est.input_tokens, cap) if cap else None
+
     def _expected_output_tokens(self, request: JudgeRequest) -> int:
         cap = request.max_tokens or self.config.max_tokens
         typical = EXPECTED_VERDICT_TOKENS if request.schema is not None else EXPECTED_TEXT_TOKENS
@@ -313,7 +319,7 @@ class JudgeEndpoint(AsyncResource):
         if self.budget is not None:
             try:
                 est = self.estimate(request)
-                reserved = await self.budget.acquire(self.name, est.cost_usd)
+                reserved = await self.budget.acquire(self.name, est.cost_usd, self._cost_ceiling(request, est))
             except Exception:
                 self.stats.budget_refusals += 1
                 raise

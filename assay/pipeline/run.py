@@ -21,7 +21,7 @@ from assay.exceptions import AssayError
 from assay.pipeline.assembly import sweep_leftovers, tune_gc
 from assay.pipeline.outputs import RunPlan, build_summary
 from assay.pipeline.progress import ProgressSink
-from assay.pipeline.verdict import Policy, RunReport, combine_statuses, decide
+from assay.pipeline.verdict import Policy, RunReport, budget_message, combine_statuses, decide
 from assay.pipeline.writer import WriterResult, run_writer
 
 
@@ -102,7 +102,14 @@ async def conclude(
     kept = await plan.keep_if_nothing_new(summary, stats, status=status, error=error)
     if kept is not None:  # read nothing beside a whole output: that output stays as it was
         return RunReport(0, summary, "nothing_new", [kept], None)
-    verdict = decide(Policy.from_config(config), stats, status=status, error=error, final=plan.shard is None)
+    note = None
+    if status == "budget":
+        spent = float(summary.get("totals", {}).get("cost_usd") or 0.0)
+        spent_now = sum(float(r.extra.get("spent_now_usd", 0.0)) for r in results)
+        note = budget_message(config.limits.budget_usd, spent, spent_now)
+    verdict = decide(
+        Policy.from_config(config), stats, status=status, error=error, final=plan.shard is None, budget_note=note
+    )
     verdict.record(summary)
     redact_summary(summary, expanded_values(config))
     report = RunReport(verdict.exit_code, summary, verdict.status, verdict.messages, error)

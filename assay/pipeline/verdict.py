@@ -54,7 +54,10 @@ WHOLE_STATUSES = frozenset({"ok", "gate_failed", "dead_letters"})
 STOPPED: dict[str, tuple[int, str]] = {
     "failed": (EXIT_INFRA, ""),
     "incomplete": (EXIT_INFRA, ""),
-    "budget": (EXIT_BUDGET, "budget reached: the run stopped cleanly; run the same command again to resume"),
+    "budget": (
+        EXIT_BUDGET,
+        "budget reached: the run stopped cleanly; raise limits.budget_usd and run the same command again to resume",
+    ),
     "interrupted": (EXIT_INTERRUPTED, "interrupted: written rows are durable; run the same command again to resume"),
     "pending": (EXIT_PENDING, "pending: the work is submitted; run the same command again later to collect it"),
 }
@@ -189,6 +192,30 @@ def dead_letter_failures(policy: Policy, stats: RunStats) -> list[str]:
     return []
 
 
+def budget_message(limit_usd: float | None, spent_usd: float, spent_now_usd: float) -> str:
+    """What a budget stop says: what was spent of which limit, and how to go on (a rerun under the
+    same ``limits.budget_usd`` stops again at once: the run's spending is counted across attempts).
+
+    >>> budget_message(1.0, 0.9981, 0.0)  # doctest: +NORMALIZE_WHITESPACE
+    'budget reached: limits.budget_usd of $1.00 was already spent ($0.9981 so far, nothing more this time);
+    raise it (e.g. --set limits.budget_usd=2, or limits.budget_usd in the run file) and run the same command
+    again to continue'
+    """
+    if limit_usd is None:
+        return STOPPED["budget"][1]
+    raised = f"{limit_usd * 2:.6g}"
+    how = f"(e.g. --set limits.budget_usd={raised}, or limits.budget_usd in the run file) and run the same command"
+    if spent_now_usd <= 0.0:
+        return (
+            f"budget reached: limits.budget_usd of ${limit_usd:.2f} was already spent (${spent_usd:.4f} so far, "
+            f"nothing more this time); raise it {how} again to continue"
+        )
+    return (
+        f"budget reached: ${spent_usd:.4f} spent of limits.budget_usd ${limit_usd:.2f}; the run stopped cleanly "
+        f"(written rows are kept); raise limits.budget_usd {how} again to resume"
+    )
+
+
 def decide(
     policy: Policy,
     stats: RunStats,
@@ -196,15 +223,19 @@ def decide(
     status: str = "ok",
     error: AssayError | None = None,
     final: bool = True,
+    budget_note: str | None = None,
 ) -> Verdict:
     """The verdict of an output from its totals (see the module docstring).
 
     ``status``: how the output ended (``ok``, or a :data:`STOPPED` status; see
-    :func:`combine_statuses` for several parts); ``final``: False for one shard of a run."""
+    :func:`combine_statuses` for several parts); ``final``: False for one shard of a run;
+    ``budget_note``: what a budget stop says (:func:`budget_message`) instead of the generic line."""
     if error is not None:
         return Verdict("failed", error.exit_code, [], [], final, policy, error)
     if status in STOPPED:
         code, message = STOPPED[status]
+        if status == "budget" and budget_note:
+            message = budget_note
         return Verdict(status, code, [message] if message else [], [], final, policy)
     gates = evaluate_gates(policy.gates, stats)
     errors = error_rate_failures(policy.max_error_rate, stats)
@@ -227,6 +258,7 @@ __all__ = [
     "Policy",
     "RunReport",
     "Verdict",
+    "budget_message",
     "combine_statuses",
     "dead_letter_failures",
     "decide",

@@ -92,9 +92,16 @@ async def run_writer(
         resumed = getattr(progress, "resumed_from", None)  # a shard worker's counters have none
         if resumed is not None:
             resumed(read_before)
+        spent_before = 0.0
         if pool is not None:
-            spent = sum(float(j.get("cost_usd", 0.0) or 0.0) for j in prior_judges.values())
-            pool.budget.spent_usd += spent  # one budget for the whole run, not per attempt
+            spent_before = sum(float(j.get("cost_usd", 0.0) or 0.0) for j in prior_judges.values())
+            pool.budget.spent_usd += spent_before  # one budget for the whole run, not per attempt
+            # an earlier attempt stopped at this budget (or a higher one): it stays spent, not one
+            # more call per rerun (the calibration that stopped it is not in the checkpoint)
+            stopped_at = state.get("budget_stopped_at")
+            limit = config.limits.budget_usd
+            if isinstance(stopped_at, (int, float)) and limit is not None and limit <= stopped_at:
+                pool.budget.close()
         source = build_source(
             config.source,
             SourceContext(
@@ -126,8 +133,15 @@ async def run_writer(
             judges = prior_judges
             if pool is not None:  # this writer's earlier attempts, then this one
                 judges = merge_judge_stats([prior_judges, pool.stats()], side_by_side=False)
-            return {"stats": stats.to_dict(), "judges": judges, "writer": writer, "n": n}
+            record: dict[str, Any] = {"stats": stats.to_dict(), "judges": judges, "writer": writer, "n": n}
+            stopped_at = state.get("budget_stopped_at")  # a raised budget that was not reached keeps it
+            if pipeline is not None and pipeline.status == "budget":
+                stopped_at = config.limits.budget_usd
+            if stopped_at is not None:
+                record["budget_stopped_at"] = stopped_at
+            return record
 
+        pipeline: Pipeline | None = None
         committer = Committer(
             source,
             sinks,
@@ -191,6 +205,7 @@ async def run_writer(
             committer.save()  # the sinks' state after close (the current parts finished)
         status = "failed" if error is not None else pipeline.status
         final = checkpoint_state()
+        spent_now = pool.spent_usd - spent_before if pool is not None else 0.0
     read_now = int(final["stats"]["counts"]["read"]) - read_before
     return WriterResult(
         status,
@@ -199,5 +214,5 @@ async def run_writer(
         time.perf_counter() - started,
         error,
         committer.commits,
-        extra={"read_now": read_now},
+        extra={"read_now": read_now, "spent_now_usd": spent_now},
     )

@@ -114,6 +114,39 @@ def test_budget_is_spent_up_to_the_call_that_would_cross_it() -> None:
     assert budget_after_release() == 0.0
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_budget_with_64_calls_in_flight_stops_within_one_call_of_the_limit(seed: int) -> None:
+    """Calls estimated at $0.01 that really cost $0.002 to $0.09 (a long answer), 64 at a time,
+    answering in random order: the spend ends within one call's cost of the limit, either side."""
+    import random
+
+    rng = random.Random(seed)
+    costs: list[float] = []
+
+    async def main() -> float:
+        budget = Budget(1.0)
+
+        async def caller() -> None:
+            while True:
+                try:
+                    held = await budget.acquire("j", 0.01)
+                except BudgetExceeded:
+                    return
+                cost = rng.uniform(0.002, 0.09) if rng.random() < 0.3 else rng.uniform(0.002, 0.02)
+                costs.append(cost)
+                for _ in range(rng.randrange(1, 20)):  # in flight a while, others answer meanwhile
+                    await anyio.lowlevel.checkpoint()
+                budget.charge(cost, held)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(64):
+                tg.start_soon(caller)
+        return budget.spent_usd
+
+    spent = anyio.run(main)
+    assert 1.0 - max(costs) < spent <= 1.0 + max(costs), (spent, max(costs), len(costs))
+
+
 def budget_after_release() -> float:
     """A held call that failed frees its amount, and nothing is learnt from it."""
 
