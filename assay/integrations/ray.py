@@ -26,8 +26,19 @@ its dead letters; null for scored rows)::
 Each actor builds the evaluators once and keeps its judges open between batches (an event loop
 in a thread of the actor). Judges share one rate budget across all actors when the run file sets
 ``rate_store: redis://…`` (or a judge's ``shared_limit``): every actor draws from the same Redis
-budget, instead of each assuming the endpoint's whole limit. The judge cache is off by default
-(``use_cache=True`` uses the run file's ``state_dir``, which must then be shared by the actors).
+budget, instead of each assuming the endpoint's whole limit.
+
+Every actor answers from the run's judge cache (``<state_dir>/judge_cache.sqlite``, the cache
+``assay run`` uses) and stores each answer there as it arrives, so an actor that is killed and
+restarted (Ray Data restarts actors and retries their batches by default) re-pays nothing: the
+batch it redoes finds the answers the dead actor received in the cache (only a request in flight at
+the moment of the kill is sent again). The actors of one machine share the file (SQLite in WAL
+mode; writers wait for each other up to 30 s); ``state_dir`` is the run file's (a relative one is
+resolved against the run file's folder; pass an absolute one with ``config=``). SQLite cannot be
+shared between machines (WAL needs shared memory; network file systems break its locks): on a
+cluster of several nodes each node keeps the cache on its own disk at the same ``state_dir``, and
+an actor restarted on *another* node pays again for the answers of the batch it redoes.
+``use_cache=False`` turns the cache off.
 
 Rows are traces one by one: multi-row exports (LangSmith runs, Langfuse observations) are
 assembled by ``assay run``, not here (their rows of one trace may be in different batches).
@@ -61,7 +72,8 @@ class AssayScorer:
     ``run_file`` (or ``config``: a run file's contents as a dict), ``ds`` and ``sets`` as for
     ``assay run --ds … --set …``; ``run_id``: the ``run_id`` column (default: the run file's, else
     the same stable id ``assay run`` gives the run file and ``ds``); ``name``: what the
-    ``position`` column names the rows by (``name:row``, the row's index in its batch, 1-based).
+    ``position`` column names the rows by (``name:row``, the row's index in its batch, 1-based);
+    ``use_cache``: answer from and store into the run's judge cache (see the module docs).
     """
 
     def __init__(
@@ -72,7 +84,7 @@ class AssayScorer:
         ds: str | None = None,
         sets: Sequence[str] | None = None,
         run_id: str | None = None,
-        use_cache: bool = False,
+        use_cache: bool = True,
         name: str = "batch",
     ) -> None:
         if (run_file is None) == (config is None):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,90 @@ def test_scorer_on_one_batch_without_ray(tmp_path: Path) -> None:
     assert rows[0]["ds"] == "2026-11-24" and rows[0]["position"] == "batch:1"
     assert rows[2]["trajectory_strict_match"] is None and "no outputs or trajectory" in rows[2]["read_error"]
     scorer.close()
+
+
+class KillTheCaller:
+    """A judge rule that, at the ``at``-th request, kills (SIGKILL) the process that sent it before
+    answering: the request is never answered (a 500 to a dead socket), as when an actor dies with
+    a call in flight. Every other request is answered with the default verdict."""
+
+    def __init__(self, port: int, at: int) -> None:
+        self.port, self.at = port, at
+        self.seen = 0
+        self.killed: list[int] = []
+        self.answered: list[str] = []
+
+    async def __call__(self, body: dict[str, Any]) -> Any:
+        import asyncio
+
+        from assay.testing.judge_server import Reply, default_verdict, prompt_text, requested_schema
+
+        self.seen += 1
+        if self.seen == self.at:
+            await asyncio.to_thread(self._kill)
+            return Reply(500, {"error": {"message": "the caller was killed"}})
+        self.answered.append(prompt_text(body))
+        return default_verdict(prompt_text(body), requested_schema(body, "openai"))
+
+    def _kill(self) -> None:
+        import psutil
+
+        me = os.getpid()
+        pids = {
+            c.pid
+            for c in psutil.net_connections(kind="tcp")
+            if c.raddr and c.raddr.port == self.port and c.pid and c.pid != me and c.status == "ESTABLISHED"
+        }
+        assert len(pids) == 1, pids  # the one actor
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+            psutil.Process(pid).wait(timeout=30)
+        self.killed.extend(pids)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
+@pytest.mark.filterwarnings("ignore::UserWarning:ray")
+def test_a_killed_actor_restarts_and_pays_no_judge_call_twice(tmp_path: Path) -> None:
+    """kill -9 of the actor in the middle of a batch (one judge call in flight): Ray Data restarts
+    it and redoes the batch, whose answered calls come from the run's judge cache: the server
+    answers each distinct judge call once, and every trace gets its row once."""
+    _table(tmp_path / "traces.parquet")
+    rule = KillTheCaller(0, at=8)  # the 3rd call of the 2nd batch of 5
+    with JudgeServerThread(rule=rule) as server:
+        rule.port = int(server.url.rsplit(":", 1)[1])
+        run_file = _run_file(tmp_path, server.url, "")
+        cfg = json.loads(run_file.read_text())
+        del cfg["rate_store"]
+        cfg["judges"]["j"]["max_concurrency"] = 1  # one call in flight when the actor dies
+        cfg["judges"]["j"]["hedge"] = False
+        run_file.write_text(json.dumps(cfg))
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+        )
+        try:
+            from assay.integrations.ray import AssayScorer
+
+            ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
+            scored = ds.map_batches(
+                AssayScorer,
+                fn_constructor_kwargs={"run_file": str(run_file)},
+                batch_format="pyarrow",
+                batch_size=5,
+                concurrency=1,
+                num_cpus=0.5,
+            )
+            rows = [r for ref in scored.to_arrow_refs() for r in ray.get(ref).to_pylist()]
+        finally:
+            ray.shutdown()
+        stats = server.stats
+    assert len(rule.killed) == 1  # the actor did die mid-batch
+    assert sorted(r["trace_id"] for r in rows) == sorted(f"t{i}" for i in range(N))  # one row per trace
+    assert all(r["correctness"]["error"] is None for r in rows)
+    # every distinct judge call answered (paid) once; the one killed in flight was sent once more
+    assert len(rule.answered) == len(set(rule.answered)) == N
+    assert stats.ok == N and stats.requests == N + 1
