@@ -205,7 +205,7 @@ def run(
     """Run the job described by a run file.
 
     Exit codes: 0 ok; 1 infrastructure failure; 2 bad config or usage; 3 a quality gate failed;
-    4 too many dead letters; 5 budget exhausted (resumable); 6 the same run is already running;
+    4 too many dead letters; 5 budget exhausted (raise limits.budget_usd to resume); 6 the same run is already running;
     75 judge batches pending (run the same command again to collect); 130 interrupted."""
     from assay.observability.logs import secrets_of_run_file
     from assay.observability.session import RunSession

@@ -12,7 +12,8 @@ exit    meaning                         task
 2       bad config or usage             failed, no retry (``AirflowFailException``)
 3       a quality gate failed           failed, no retry; the gates in the log
 4       too many dead letters           failed, no retry; the counts in the log
-5       budget exhausted (resumable)    failed, retried: the retry resumes
+5       budget exhausted                failed, no retry: raise ``limits.budget_usd``
+                                        (``--set``), then run again: it resumes
 6       the same run is still running   failed, retried
 75      judge batches pending           failed, retried: the retry collects
                                         (``deferrable=True``: deferred instead)
@@ -76,7 +77,7 @@ EXIT_MEANING: dict[int, tuple[str, bool]] = {
     EXIT_CONFIG: ("bad config or usage", False),
     EXIT_GATE: ("a quality gate failed", False),
     EXIT_DEAD_LETTERS: ("too many dead letters", False),
-    EXIT_BUDGET: ("budget exhausted (a retry resumes the run)", True),
+    EXIT_BUDGET: ("budget exhausted (raise limits.budget_usd, then run again to resume)", False),
     EXIT_LOCKED: ("the same run is still running elsewhere", True),
     EXIT_PENDING: ("submitted work is not finished yet (a retry collects it)", True),
     EXIT_INTERRUPTED: ("interrupted (a retry resumes the run)", True),

@@ -4,7 +4,7 @@ Copy this file into your Airflow ``dags/`` folder and point ``ASSAY_RUN_FILE`` a
 (default: ``nightly.yaml`` beside this file). ``assay_nightly`` then runs at 02:00 UTC:
 
     score[0..N-1]  assay run nightly.yaml --ds <yesterday> --shard i/N   (mapped, side by side)
-         │         each pushes its shard summary to XCom; budget/interrupt/infra errors retry
+         │         each pushes its shard summary to XCom; interrupt/infra errors retry, a budget stop does not
          ▼
     merge          assay merge --run-file nightly.yaml --ds <yesterday>
                    one _SUMMARY.json, the gates applied once, _SUCCESS when every shard is whole;

@@ -165,7 +165,7 @@ def test_exit_codes_map_to_task_states(airflow: Airflow) -> None:
         ("exit_2", -1): ("failed", 1),  # bad config: no retry
         ("exit_3", -1): ("failed", 1),  # gate failed: no retry
         ("exit_4", -1): ("failed", 1),  # dead letters: no retry
-        ("exit_5", -1): ("failed", 2),  # budget: retried (resumes)
+        ("exit_5", -1): ("failed", 1),  # budget: no retry (a retry under the same cap stops at once)
         ("exit_6", -1): ("failed", 2),  # still running elsewhere: retried
         ("exit_130", -1): ("failed", 2),  # interrupted: retried (resumes)
     }
