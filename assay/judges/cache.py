@@ -34,9 +34,15 @@ from typing import Any, TypeVar
 
 import orjson
 
+from assay.judges.state_file import corrupt, is_corrupt
 from assay.resources import AsyncResource
 
 T = TypeVar("T")
+#: What a person loses when a damaged cache is moved aside.
+CORRUPT_CONSEQUENCE = (
+    "answers of finished batches (mode: batch) are downloaded again from the provider, "
+    "other judge answers are asked (and paid) again"
+)
 CACHE_FORMAT = 1
 DEFAULT_FILENAME = "judge_cache.sqlite"
 
@@ -95,12 +101,19 @@ class JudgeCache(AsyncResource):
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30.0)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, created REAL NOT NULL, value BLOB NOT NULL)"
-        )
-        conn.commit()
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS judge_cache "
+                "(key TEXT PRIMARY KEY, created REAL NOT NULL, value BLOB NOT NULL)"
+            )
+            conn.commit()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if not is_corrupt(exc):
+                raise
+            raise corrupt("judge cache", self.path, exc, CORRUPT_CONSEQUENCE) from None
         self._conn = conn
 
     async def aclose(self) -> None:
