@@ -163,8 +163,7 @@ class Ledger:
     def line(self, custom_id: str) -> dict[str, Any] | None:
         with self._lock:
             row = self._conn.execute(
-                "SELECT custom_id, judge, state, attempts, batch, error, cost_usd FROM lines WHERE custom_id = ?",
-                (custom_id,),
+                "SELECT custom_id, judge, state, attempts, batch, error FROM lines WHERE custom_id = ?", (custom_id,)
             ).fetchone()
         return dict(row) if row is not None else None
 
