@@ -131,9 +131,18 @@ class JudgeCache(AsyncResource):
             self._conn.close()
             self._conn = None
 
+    async def _guarded(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the cache's thread; a damaged file becomes one error naming it."""
+        try:
+            return await self._run(fn, *args)
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            raise corrupt("judge cache", self.path, exc, CORRUPT_CONSEQUENCE) from None
+
     async def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer, or None (missing or older than the TTL)."""
-        value = await self._run(self._get_sync, key)
+        value = await self._guarded(self._get_sync, key)
         if value is None:
             self.misses += 1
         else:
@@ -184,7 +193,7 @@ class JudgeCache(AsyncResource):
     async def put_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         """Store several answers in one transaction (batch results)."""
         blobs = [(key, orjson.dumps(value)) for key, value in items]
-        await self._run(self._put_many_sync, blobs)
+        await self._guarded(self._put_many_sync, blobs)
         self.writes += len(blobs)
 
     def _put_many_sync(self, blobs: list[tuple[str, bytes]]) -> None:
