@@ -277,6 +277,8 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
         return
     except BatchNotFound as exc:
         _lost(state, row, exc)
+        if row.get("input_file"):
+            await anyio.Path(row["input_file"]).unlink(missing_ok=True)
         return
     ledger.update_batch(row["id"], remote.state, orjson.dumps(remote.counts).decode())
     cfg = state.configs[name]
