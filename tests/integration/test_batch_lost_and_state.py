@@ -9,10 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import duckdb
 import pytest
 from deltalake import DeltaTable
 
+from assay.config import load_run_file
+from assay.judges.batch.commands import open_batches_finished
 from assay.testing.batch_server import BatchServerThread
 from tests.integration.test_batch_runs import assay, rows, run_file, summary
 
@@ -60,6 +63,9 @@ def test_a_batch_the_provider_forgot_is_lost_and_its_lines_are_submitted_again(
         assert assay("run", str(run), "-q", cwd=tmp_path).returncode == 75
         forgotten = server.forget()  # deleted at the provider (another workspace, a reset)
         assert len(forgotten) == 3
+        # the Airflow trigger's waiter: nothing left to wait for, run the command again (not an error)
+        state = anyio.run(open_batches_finished, load_run_file(run))
+        assert state == {"finished": True, "open": 3, "done": 3}
         server.server.delay = 0.1
         proc = assay("run", str(run), "-q", cwd=tmp_path)
         assert proc.returncode == 75, proc.stderr  # not 1: the run goes on with new batches
