@@ -235,3 +235,27 @@ def test_each_day_of_a_delta_table_keeps_its_own_batches_and_cost(tmp_path: Path
     per_day = dict(con.sql("select ds, sum(coalesce(correctness.cost_usd, 0)) from t group by ds").fetchall())
     # the cost query of docs/lake.md: each row carries its own judge cost (batch lines at the batch price)
     assert per_day[d1] == pytest.approx(first["cost_usd"]) and per_day[d2] == pytest.approx(second["cost_usd"])
+
+
+def test_the_tables_ledger_of_an_earlier_assay_is_collected_not_paid_again(tmp_path: Path) -> None:
+    from assay.judges.batch.phase import ledger_path, legacy_ledger_path
+
+    d1 = "2026-11-21"
+    write_corpus(tmp_path / "in" / d1 / "corpus.jsonl", 40, "a")
+    with BatchServerThread(delay=3600.0, seed=8) as server:
+        run = delta_run(tmp_path, server.url)
+        assert assay("run", str(run), "--ds", d1, "-q", cwd=tmp_path).returncode == 75
+        config = load_run_file(run, ds=d1)
+        day, legacy = ledger_path(config), legacy_ledger_path(config)
+        assert legacy is not None and legacy != day
+        day.rename(legacy)  # as an assay with one ledger per table left it, its batches open
+        proc = assay("run", str(run), "--ds", d1, "-q", cwd=tmp_path)
+        assert proc.returncode == 75, proc.stderr  # they are waited for, not submitted again
+        assert "batches an earlier assay submitted for the whole table" in proc.stderr
+        for b in list(server.server._batches.values()):
+            b.done_at = time.time()  # they end now
+        proc = assay("run", str(run), "--ds", d1, "-q", "--wait", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert set(server.stats.submissions.values()) == {1} and len(server.stats.submissions) == 40
+        assert not legacy.exists() and legacy.with_name(legacy.name + ".drained").exists()
+    assert day_summary(tmp_path, d1)["counts"]["scored"] == 40

@@ -92,6 +92,19 @@ def ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) -> Path
     return Path(config.state_dir) / "batches" / f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite"
 
 
+def legacy_ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) -> Path | None:
+    """The one ledger an assay before per-day ledgers kept for a whole Delta table (None: the
+    sink keeps no per-day scope). Its batches are collected (never resubmitted) until none is open."""
+    from assay.connectors import registry
+    from assay.pipeline.checkpoint import CheckpointStore
+    from assay.pipeline.targets import sink_url
+
+    if not registry.checkpoint_scope(config.sink):
+        return None
+    scope = f"#shard-{shard[0]}-of-{shard[1]}" if shard else ""
+    return Path(config.state_dir) / "batches" / f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite"
+
+
 def with_ledger(config: RunConfig, path: Path) -> RunConfig:
     """The config whose batch judges know the ledger (so every process of the run finds it)."""
     judges = {}
@@ -202,7 +215,16 @@ async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | N
             state.clients[name] = await stack.enter_async_context(
                 client_for(name, cfg, endpoint._api_key, pool.secrets)
             )
+        legacy = _legacy_state(config, shard, state)
+        if legacy is not None:
+            stack.callback(legacy.ledger.close)
         while True:
+            if legacy is not None and not await _drain_legacy(legacy, state, pool):
+                if not wait:
+                    return False
+                await anyio.sleep(min(c.batch.poll_interval_s for c in state.configs.values()))
+                continue
+            legacy = None
             await _recover(state)  # (in a loop: a create that got no clear answer is resolved next)
             state.refused.clear()
             await _poll(state, pool)
@@ -220,6 +242,38 @@ async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | N
                 return False
             _progress(state)
             await anyio.sleep(min(c.batch.poll_interval_s for c in state.configs.values()))
+
+
+def _legacy_state(config: RunConfig, shard: tuple[int, int] | None, state: _State) -> _State | None:
+    path = legacy_ledger_path(config, shard)
+    if path is None or path == state.ledger.path or not path.exists():
+        return None
+    return _State(Ledger(path), state.configs, clients=state.clients, messages=state.messages)
+
+
+async def _drain_legacy(legacy: _State, state: _State, pool: Any) -> bool:
+    """The whole table's ledger of an earlier assay: its batches are recovered, polled and
+    collected into the cache (their lines are never submitted from it). True once none is open
+    (the file is then renamed ``*.drained``); until then this day waits, so that nothing they
+    will answer is paid twice."""
+    await _recover(legacy)
+    await _poll(legacy, pool)
+    ledger = legacy.ledger
+    still = ledger.batches(states=[CREATING, OPEN])
+    if still:
+        msg = (
+            f"{len(still)} batches an earlier assay submitted for the whole table (ledger {ledger.path}) are "
+            "still open: their answers are collected before this day submits anything"
+        )
+        if msg not in state.messages:
+            state.messages.append(msg)
+            _say(msg)
+        return False
+    ledger.close()
+    with contextlib.suppress(OSError):
+        ledger.path.rename(ledger.path.with_name(ledger.path.name + ".drained"))
+    _say(f"the table's earlier ledger {ledger.path} has no open batch left: renamed *.drained")
+    return True
 
 
 # --- recover and poll ------------------------------------------------------------------------------
