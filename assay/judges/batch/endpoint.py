@@ -131,6 +131,8 @@ class BatchEndpoint(JudgeEndpoint):
         batch price, a real-time fallback of a line that used up its attempts at full price. The
         judge totals are not touched (the ledger counts every line once, whatever rows replay it)."""
         response = self.replay(hit)
+        if self.mode == "collect":  # no row is written from this pass
+            return response
         try:
             tin, tout = int(hit.get("input_tokens") or 0), int(hit.get("output_tokens") or 0)
         except (TypeError, ValueError):

@@ -407,7 +407,7 @@ async def _refetch(state: _State, pool: Any) -> bool:
     for name, endpoint in pool.endpoints.items():
         if not isinstance(endpoint, BatchEndpoint) or not endpoint.refetch:
             continue
-        client, cfg = state.clients[name], state.configs[name]
+        client = state.clients[name]
         wanted, endpoint.refetch = sorted(endpoint.refetch), set()
         for batch in wanted:
             row = state.ledger.find_batch(batch)
@@ -417,7 +417,7 @@ async def _refetch(state: _State, pool: Any) -> bool:
                 continue
             try:
                 remote = await client.get(row["provider_id"])
-                got = await _reload(endpoint, client, remote, cfg)
+                got = await _reload(endpoint, client, remote)
             except BatchNotFound:
                 msg = (
                     f"batch {row['provider_id']} ({name}): its answers left the judge cache and the provider no "
@@ -435,7 +435,7 @@ async def _refetch(state: _State, pool: Any) -> bool:
     return changed
 
 
-async def _reload(endpoint: BatchEndpoint, client: BatchAPI, remote: RemoteBatch, cfg: JudgeConfig) -> int:
+async def _reload(endpoint: BatchEndpoint, client: BatchAPI, remote: RemoteBatch) -> int:
     """The answers of a collected batch into the cache again (the ledger knows them already)."""
     assert endpoint.cache is not None
     answers: list[tuple[str, dict[str, Any]]] = []
