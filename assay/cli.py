@@ -583,7 +583,7 @@ def merge(
     raise typer.Exit(report.exit_code)
 
 
-batches_app = typer.Typer(help="The judge batches of a run (mode: batch): list, cancel.", no_args_is_help=True)
+batches_app = typer.Typer(help="The judge batches of a run (mode: batch): list, cancel, forget.", no_args_is_help=True)
 app.add_typer(batches_app, name="batches")
 
 
@@ -619,6 +619,25 @@ def batches_cancel(
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
         anyio.run(lambda: cancel_batches(config, _parse_shard(shard)))
+    except AssayError as exc:
+        _fail(exc)
+
+
+@batches_app.command("forget")
+def batches_forget(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
+    batch_id: Annotated[str, typer.Argument(help="The batch id (the provider's, as `assay batches list` shows).")],
+    ds: Annotated[str | None, typer.Option("--ds", help="Logical date for the run file's templating.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="The ledger of shard i/N.")] = None,
+) -> None:
+    """Mark a batch lost without asking the provider (deleted there, made in another workspace):
+    its unanswered requests are submitted again by the next `assay run` (one more attempt each)."""
+    from assay.judges.batch.commands import forget_batch
+
+    try:
+        config = load_run_file(run_file, ds=ds, sets=set_)
+        forget_batch(config, _parse_shard(shard), batch_id)
     except AssayError as exc:
         _fail(exc)
 

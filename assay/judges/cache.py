@@ -34,9 +34,15 @@ from typing import Any, TypeVar
 
 import orjson
 
+from assay.judges.state_file import corrupt, is_corrupt
 from assay.resources import AsyncResource
 
 T = TypeVar("T")
+#: What a person loses when a damaged cache is moved aside.
+CORRUPT_CONSEQUENCE = (
+    "answers of finished batches (mode: batch) are downloaded again from the provider, "
+    "other judge answers are asked (and paid) again"
+)
 CACHE_FORMAT = 1
 DEFAULT_FILENAME = "judge_cache.sqlite"
 
@@ -95,12 +101,19 @@ class JudgeCache(AsyncResource):
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30.0)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, created REAL NOT NULL, value BLOB NOT NULL)"
-        )
-        conn.commit()
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS judge_cache "
+                "(key TEXT PRIMARY KEY, created REAL NOT NULL, value BLOB NOT NULL)"
+            )
+            conn.commit()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if not is_corrupt(exc):
+                raise
+            raise corrupt("judge cache", self.path, exc, CORRUPT_CONSEQUENCE) from None
         self._conn = conn
 
     async def aclose(self) -> None:
@@ -118,9 +131,18 @@ class JudgeCache(AsyncResource):
             self._conn.close()
             self._conn = None
 
+    async def _guarded(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the cache's thread; a damaged file becomes one error naming it."""
+        try:
+            return await self._run(fn, *args)
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            raise corrupt("judge cache", self.path, exc, CORRUPT_CONSEQUENCE) from None
+
     async def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer, or None (missing or older than the TTL)."""
-        value = await self._run(self._get_sync, key)
+        value = await self._guarded(self._get_sync, key)
         if value is None:
             self.misses += 1
         else:
@@ -171,7 +193,7 @@ class JudgeCache(AsyncResource):
     async def put_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         """Store several answers in one transaction (batch results)."""
         blobs = [(key, orjson.dumps(value)) for key, value in items]
-        await self._run(self._put_many_sync, blobs)
+        await self._guarded(self._put_many_sync, blobs)
         self.writes += len(blobs)
 
     def _put_many_sync(self, blobs: list[tuple[str, bytes]]) -> None:

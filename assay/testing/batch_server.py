@@ -10,7 +10,9 @@ provider message), ``expire_rate`` (a line expires: the OpenAI batch ends ``expi
 ``enqueued_token_limit`` (OpenAI: the batch fails with ``token_limit_exceeded``; Anthropic: 429 on
 create, when the unfinished batches' tokens would exceed it), ``poll_error_rate`` (a poll answered
 500), ``download_error_rate`` / ``fail_first_download`` (a result download answered 502) and
-``api_key`` (401 otherwise).
+``api_key`` (401 otherwise). :meth:`BatchServer.forget` (or ``POST /stand-in/forget``) makes it
+forget batches as a provider does after a deletion, a reset or for another workspace: their
+polls, cancels and result downloads answer 404 in each wire format.
 
 ``stats`` counts what a test asserts on: ``submissions`` (custom_id → times submitted),
 ``batches``, ``refused``, ``lines``, and the real-time requests (``judge.stats``).
@@ -74,6 +76,8 @@ class BatchStats:
     polls: int = 0
     poll_errors: int = 0
     download_errors: int = 0
+    forgotten: int = 0
+    """Batches forgotten on demand (:meth:`BatchServer.forget`)."""
 
     def resubmitted_after_success(self) -> list[str]:
         """custom_ids submitted again after a submission that was answered (must be none)."""
@@ -163,6 +167,7 @@ class BatchServer(LoopbackServer):
         r.add_get("/v1/messages/batches/{id}/results", self._anthropic_results)
         r.add_post("/v1/messages/batches/{id}/cancel", self._anthropic_cancel)
         r.add_get("/stats", self._get_stats)
+        r.add_post("/stand-in/forget", self._post_forget)
         await self.serve(app)
 
     async def stop(self) -> None:
@@ -273,6 +278,28 @@ class BatchServer(LoopbackServer):
         self._files[file_id] = data
         return file_id
 
+    def forget(self, batch_id: str | None = None, *, provider: str | None = None) -> list[str]:
+        """Forget batch ``batch_id`` (or every batch, of ``provider``: openai | anthropic), with its
+        input and result files: the provider deleted them. The ids forgotten."""
+        gone = [
+            b
+            for b in self._batches.values()
+            if (batch_id is None or b.id == batch_id) and (provider is None or b.provider == provider)
+        ]
+        for b in gone:
+            del self._batches[b.id]
+            for fid in (b.input_file_id, b.output_file_id, b.error_file_id):
+                if fid is not None:
+                    self._files.pop(fid, None)
+        self.stats.forgotten += len(gone)
+        return [b.id for b in gone]
+
+    async def _post_forget(self, request: web.Request) -> web.Response:
+        """``POST /stand-in/forget`` with ``{"id": ..., "provider": ...}`` (both optional)."""
+        body = await request.json(loads=orjson.loads) if request.can_read_body else {}
+        ids = self.forget(body.get("id"), provider=body.get("provider"))
+        return web.json_response({"forgotten": ids})
+
     async def _get_stats(self, request: web.Request) -> web.Response:
         return web.json_response({**self.stats.to_dict(), "realtime": self.judge.stats.to_dict()})
 
@@ -302,7 +329,9 @@ class BatchServer(LoopbackServer):
         if self._download_fails(request.match_info["id"]):
             return web.json_response({"error": {"message": "stand-in batch: download failed"}}, status=502)
         if data is None:
-            return web.json_response({"error": {"message": "no such file"}}, status=404)
+            message = f"No such File object: {request.match_info['id']}"
+            error = {"message": message, "type": "invalid_request_error", "param": "id", "code": None}
+            return web.json_response({"error": error}, status=404)
         return web.Response(body=data, content_type="application/jsonl")
 
     async def _openai_create(self, request: web.Request) -> web.Response:
@@ -375,7 +404,9 @@ class BatchServer(LoopbackServer):
             return self._unauthorized("openai")
         batch = self._batches.get(request.match_info["id"])
         if batch is None or batch.provider != "openai":
-            return web.json_response({"error": {"message": "no such batch"}}, status=404)
+            message = f"No batch found with id '{request.match_info['id']}'."
+            error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+            return web.json_response({"error": error}, status=404)
         return batch
 
     def _poll_fails(self) -> bool:
@@ -588,6 +619,15 @@ class BatchServerThread(ServerThread[BatchServer]):
     @property
     def stats(self) -> BatchStats:
         return self.server.stats
+
+    def forget(self, batch_id: str | None = None, *, provider: str | None = None) -> list[str]:
+        """:meth:`BatchServer.forget` on the server's own loop."""
+        assert self._loop is not None
+
+        async def run() -> list[str]:
+            return self.server.forget(batch_id, provider=provider)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=30)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

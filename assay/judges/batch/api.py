@@ -47,6 +47,19 @@ class BatchRefused(JudgeError):
         self.retry_after = retry_after
 
 
+class NotFound(JudgeError):
+    """A 404 from the batch API: a missing batch or file, or a wrong ``base_url``."""
+
+
+class BatchNotFound(JudgeError):
+    """The provider answers, but no longer knows this batch (or its result files): deleted, made
+    with another key or workspace, or gone in a reset. Its answers cannot be had any more."""
+
+    def __init__(self, provider_id: str, message: str) -> None:
+        super().__init__(message)
+        self.provider_id = provider_id
+
+
 @dataclass(slots=True)
 class RemoteBatch:
     """A batch as the provider reports it."""
@@ -135,6 +148,23 @@ class BatchAPI:
     async def cancel(self, provider_id: str) -> RemoteBatch:
         raise NotImplementedError
 
+    list_path: ClassVar[str] = ""
+    """The listing of the account's batches (``?limit=1`` tells a 404 of a batch from a wrong URL)."""
+
+    async def missing(self, provider_id: str, exc: NotFound) -> BatchNotFound:
+        """A 404 about batch ``provider_id``: :class:`BatchNotFound` when the listing of batches
+        answers (the API is there, the batch is not); the 404 itself otherwise (a wrong
+        ``base_url`` must not make a run forget its batches)."""
+        try:
+            await self.request("GET", self.list_path + "?limit=1")
+        except JudgeError:
+            raise exc from None
+        return BatchNotFound(
+            provider_id,
+            f"judge {self.name!r}: the provider no longer knows batch {provider_id} "
+            f"(deleted, made with another key or workspace, or reset): {exc}",
+        )
+
     # --- shared --------------------------------------------------------------------------------
 
     def headers(self, *, json: bool = True) -> dict[str, str]:
@@ -200,6 +230,8 @@ class BatchAPI:
             raise BatchRefused(message, after)
         if status >= 500:
             raise ConnectorError(message)
+        if status == 404:
+            raise NotFound(message)
         if "token_limit_exceeded" in message or "enqueued token" in message.lower():
             raise BatchRefused(message)  # a gateway that refuses the quota on create with a 4xx
         raise JudgeError(message)
@@ -277,19 +309,30 @@ class OpenAIBatches(BatchAPI):
         counts = {k: int(v) for k, v in (raw.get("request_counts") or {}).items()}
         return RemoteBatch(str(raw["id"]), state, state in self.TERMINAL, counts, refused, error, raw)
 
+    list_path = "/batches"
+
     async def get(self, provider_id: str) -> RemoteBatch:
-        return self._remote(await self.request("GET", f"/batches/{provider_id}"))
+        try:
+            return self._remote(await self.request("GET", f"/batches/{provider_id}"))
+        except NotFound as exc:
+            raise await self.missing(provider_id, exc) from None
 
     async def cancel(self, provider_id: str) -> RemoteBatch:
-        return self._remote(await self.request("POST", f"/batches/{provider_id}/cancel"))
+        try:
+            return self._remote(await self.request("POST", f"/batches/{provider_id}/cancel"))
+        except NotFound as exc:
+            raise await self.missing(provider_id, exc) from None
 
     async def results(self, remote: RemoteBatch) -> AsyncIterator[LineResult]:
         for key in ("output_file_id", "error_file_id"):
             file_id = remote.raw.get(key)
             if not file_id:
                 continue
-            async for raw in self.stream_lines(self.url(f"/files/{file_id}/content")):
-                yield self._line(orjson.loads(raw))
+            try:
+                async for raw in self.stream_lines(self.url(f"/files/{file_id}/content")):
+                    yield self._line(orjson.loads(raw))
+            except NotFound as exc:  # the result file was deleted: its answers are gone
+                raise await self.missing(remote.id, exc) from None
 
     def _line(self, item: dict[str, Any]) -> LineResult:
         cid = str(item.get("custom_id"))
@@ -387,11 +430,19 @@ class AnthropicBatches(BatchAPI):
                 raise ConnectorError(f"judge {self.name!r}: batch API unreachable: {exc}") from exc
         return await super().request(method, path, data=data, json_body=json_body)
 
+    list_path = "/messages/batches"
+
     async def get(self, provider_id: str) -> RemoteBatch:
-        return self._remote(await self.request("GET", f"/messages/batches/{provider_id}"))
+        try:
+            return self._remote(await self.request("GET", f"/messages/batches/{provider_id}"))
+        except NotFound as exc:
+            raise await self.missing(provider_id, exc) from None
 
     async def cancel(self, provider_id: str) -> RemoteBatch:
-        return self._remote(await self.request("POST", f"/messages/batches/{provider_id}/cancel"))
+        try:
+            return self._remote(await self.request("POST", f"/messages/batches/{provider_id}/cancel"))
+        except NotFound as exc:
+            raise await self.missing(provider_id, exc) from None
 
     async def results(self, remote: RemoteBatch) -> AsyncIterator[LineResult]:
         url = str(remote.raw.get("results_url") or self.url(f"/messages/batches/{remote.id}/results"))
@@ -399,8 +450,11 @@ class AnthropicBatches(BatchAPI):
             from urllib.parse import urljoin
 
             url = urljoin(self.root + "/", url)
-        async for raw in self.stream_lines(url):
-            yield self._line(orjson.loads(raw))
+        try:
+            async for raw in self.stream_lines(url):
+                yield self._line(orjson.loads(raw))
+        except NotFound as exc:
+            raise await self.missing(remote.id, exc) from None
 
     def _line(self, item: dict[str, Any]) -> LineResult:
         cid = str(item.get("custom_id"))

@@ -1,4 +1,4 @@
-"""``assay batches list`` and ``assay batches cancel``: the ledger of one run (run file, ``--ds``,
+"""``assay batches list``, ``cancel`` and ``forget``: the ledger of one run (run file, ``--ds``,
 ``--shard``)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import orjson
 
 from assay.config import RunConfig
 from assay.exceptions import ConfigError
-from assay.judges.batch.api import client_for
-from assay.judges.batch.ledger import CREATING, OPEN, Ledger
-from assay.judges.batch.phase import batch_judges, ledger_path
+from assay.judges.batch.api import BatchNotFound, client_for
+from assay.judges.batch.ledger import CREATING, LOST, OPEN, Ledger
+from assay.judges.batch.phase import batch_judges, ledger_path, lost_message
 from assay.judges.guard import Secrets
 
 
@@ -60,8 +60,16 @@ async def cancel_batches(config: RunConfig, shard: tuple[int, int] | None) -> in
                 continue
             env = cfg.resolved_key_env()
             key = os.environ.get(env) if env else None
-            async with client_for(b["judge"], cfg, key, Secrets()) as client:
-                remote = await client.cancel(b["provider_id"])
+            try:
+                async with client_for(b["judge"], cfg, key, Secrets()) as client:
+                    remote = await client.cancel(b["provider_id"])
+            except BatchNotFound:  # nothing left to cancel: its lines go again at the next run
+                put_back = ledger.lose(b["id"], cfg.batch.max_attempts, "no longer exists at the provider")
+                print(
+                    f"assay: {lost_message(b['provider_id'], b['judge'], put_back, cfg.batch.max_attempts)}",
+                    file=sys.stderr,
+                )
+                continue
             ledger.update_batch(b["id"], remote.state, orjson.dumps(remote.counts).decode())
             print(f"assay: cancel requested for batch {remote.id} ({b['judge']}): {remote.state}", file=sys.stderr)
             asked += 1
@@ -70,6 +78,37 @@ async def cancel_batches(config: RunConfig, shard: tuple[int, int] | None) -> in
     if not asked:
         print("assay: no open batch to cancel", file=sys.stderr)
     return asked
+
+
+def forget_batch(config: RunConfig, shard: tuple[int, int] | None, batch_id: str) -> None:
+    """Mark a batch lost without asking the provider (it no longer knows it, or it answers for
+    another workspace): its unanswered lines are submitted again by the next ``assay run``."""
+    ledger = _ledger(config, shard)
+    configs = batch_judges(config)
+    try:
+        row = ledger.find_batch(batch_id)
+        if row is None:
+            known = ", ".join(b["provider_id"] or b["id"] for b in ledger.batches()) or "none"
+            raise ConfigError(f"batch {batch_id!r} is not in this run's ledger ({ledger.path}; its batches: {known})")
+        if row["state"] == LOST:
+            print(f"assay: batch {batch_id} is marked lost already", file=sys.stderr)
+            return
+        if row["state"] not in (OPEN, CREATING):
+            raise ConfigError(
+                f"batch {batch_id} was collected already ({row['state']}): its answers are in the ledger; "
+                "nothing to forget"
+            )
+        cfg = configs.get(row["judge"])
+        max_attempts = cfg.batch.max_attempts if cfg is not None else 1
+        put_back = ledger.lose(row["id"], max_attempts, "forgotten (assay batches forget)")
+    finally:
+        ledger.close()
+    print(
+        f"assay: batch {batch_id} ({row['judge']}) marked lost in the ledger; its {put_back:,} unanswered requests "
+        f"are submitted again by the next `assay run` of this run file and --ds (the lost batch counts as one of "
+        f"their max_attempts {max_attempts})",
+        file=sys.stderr,
+    )
 
 
 async def open_batches_finished(config: RunConfig, shard: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -92,7 +131,11 @@ async def open_batches_finished(config: RunConfig, shard: tuple[int, int] | None
             continue  # a batch being created: the next run resolves it
         env = cfg.resolved_key_env()
         key = os.environ.get(env) if env else None
-        async with client_for(b["judge"], cfg, key, Secrets()) as client:
-            remote = await client.get(b["provider_id"])
+        try:
+            async with client_for(b["judge"], cfg, key, Secrets()) as client:
+                remote = await client.get(b["provider_id"])
+        except BatchNotFound:  # gone at the provider: the next run marks it lost and submits again
+            done += 1
+            continue
         done += remote.done
     return {"finished": done == len(rows), "open": len(rows), "done": done}

@@ -64,6 +64,12 @@ class BatchEndpoint(JudgeEndpoint):
         self._usage_taken = self._usage_done = 0
         """Commits of real-time usage that took their calls / that are written."""
         self._usage_lock: anyio.Lock | None = None
+        self.refetch: set[str] = set()
+        """Ledger ids of finished batches holding answers that left the cache (collect pass): their
+        results are downloaded again."""
+        self.no_refetch: set[str] = set()
+        """Batches whose results were downloaded again in this invocation, or cannot be: an answer
+        of theirs still missing is a line to submit again."""
 
     def _ledger(self) -> Ledger:
         if self.ledger is None:
@@ -87,7 +93,7 @@ class BatchEndpoint(JudgeEndpoint):
         body, key = self.request_body(request)
         hit = await self._cache_get(key)
         if hit is not None:
-            return self.replay(hit)
+            return await self._replay_priced(hit, key)
         ledger = self._ledger()
         line = await ledger.call(ledger.line, key)
         state = line["state"] if line is not None else None
@@ -101,7 +107,13 @@ class BatchEndpoint(JudgeEndpoint):
             )
         if self.mode == "collect":
             self.collected += 1
-            if (line is None or state == DONE) and key not in self._buffer:  # DONE: its answer left the cache
+            batch = line["batch"] if line is not None else None
+            if state == DONE and batch is not None and batch not in self.no_refetch:
+                # answered, and its answer left the cache (deleted, expired, a damaged cache moved
+                # aside): the batch's results are downloaded again before anything is paid again
+                self.refetch.add(batch)
+                raise BatchPending(f"judge {self.name!r}: its answer is downloaded again")
+            if (line is None or state == DONE) and key not in self._buffer:  # DONE: its answer is gone
                 import orjson
 
                 tokens = estimate_input_tokens(request) + self._expected_output_tokens(request)
@@ -113,6 +125,30 @@ class BatchEndpoint(JudgeEndpoint):
             f"judge {self.name!r}: no batch answer for this request yet (ledger: {state or 'not submitted'});"
             " run the same command again"
         )
+
+    async def _replay_priced(self, hit: dict[str, Any], key: str) -> JudgeResponse:
+        """A cached answer carrying what it cost (its row's ``cost_usd``): a batch answer at the
+        batch price, a real-time fallback of a line that used up its attempts at full price. The
+        judge totals are not touched (the ledger counts every line once, whatever rows replay it)."""
+        response = self.replay(hit)
+        if self.mode == "collect":  # no row is written from this pass
+            return response
+        try:
+            tin, tout = int(hit.get("input_tokens") or 0), int(hit.get("output_tokens") or 0)
+        except (TypeError, ValueError):
+            return response
+        cfg = self.config
+        if hit.get("batch"):
+            cost = cfg.cost(tin, tout) * cfg.batch.discount
+        else:  # answered in real time: a fallback of this run's ledger, or an answer paid elsewhere
+            ledger = self._ledger()
+            line = await ledger.call(ledger.line, key)
+            if line is None or line["state"] != EXHAUSTED:
+                return response
+            cost = cfg.cost(tin, tout)
+        u = response.usage
+        u.input_tokens, u.output_tokens, u.cost_usd = tin, tout, cost
+        return response
 
     async def _fallback(self, request: JudgeRequest, key: str) -> JudgeResponse:
         """One real-time call at full price for a line that used up its attempts (cached like any

@@ -29,24 +29,55 @@ The bodies of lines stay on disk (not in memory): a night of 10⁷ requests is p
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import anyio
 import anyio.to_thread
 
+from assay.judges.state_file import corrupt, is_corrupt
+
 T = TypeVar("T")
+P = ParamSpec("P")
+
+#: What a person loses when a damaged ledger is moved aside.
+_CORRUPT_CONSEQUENCE = (
+    "answers already in the judge cache are reused, but the lines of batches still open at the provider "
+    "are submitted (and paid) again"
+)
+
+
+def _guarded(fn: Callable[P, T]) -> Callable[P, T]:
+    """A ledger method whose damaged file becomes one error naming it (not a bare DatabaseError)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            ledger = args[0]
+            assert isinstance(ledger, Ledger)
+            raise corrupt("batch ledger", ledger.path, exc, _CORRUPT_CONSEQUENCE) from None
+
+    return wrapper
+
 
 QUEUED, SUBMITTED, DONE, RETRY, EXHAUSTED, INVALID = "queued", "submitted", "done", "retry", "exhausted", "invalid"
 #: Batch states in the ledger: creating (recorded, maybe not created yet), open (created, not yet
 #: collected), collected (its lines are accounted for), refused (the provider would not take it:
 #: its lines went back to the queue), cancelled (collected after a cancel).
 CREATING, OPEN, COLLECTED, REFUSED = "creating", "open", "collected", "refused"
+#: A batch the provider no longer knows (deleted, another workspace or key, a reset), found by a
+#: 404 or named by ``assay batches forget``: its unanswered lines were put back to be submitted again.
+LOST = "lost"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS lines (
@@ -97,15 +128,22 @@ class Ledger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.executescript(_SCHEMA)
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            if not is_corrupt(exc):
+                raise
+            raise corrupt("batch ledger", self.path, exc, _CORRUPT_CONSEQUENCE) from None
         self._lock = threading.Lock()
         self._limiter: anyio.CapacityLimiter | None = None
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
+    @_guarded
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -121,6 +159,7 @@ class Ledger:
 
     # --- lines ---------------------------------------------------------------------------------
 
+    @_guarded
     def line(self, custom_id: str) -> dict[str, Any] | None:
         with self._lock:
             row = self._conn.execute(
@@ -128,6 +167,7 @@ class Ledger:
             ).fetchone()
         return dict(row) if row is not None else None
 
+    @_guarded
     def queue(self, judge: str, items: Iterable[tuple[str, bytes, int]]) -> int:
         """Add (custom_id, body, estimated tokens) lines to submit: new ones, and ``done`` ones whose
         answer is no longer in the cache (expired, deleted): how many were queued."""
@@ -141,6 +181,7 @@ class Ledger:
             )
             return c.total_changes - before
 
+    @_guarded
     def waiting(self, judge: str, max_attempts: int) -> int:
         """Lines of ``judge`` to submit (queued, or to retry with attempts left)."""
         with self._lock:
@@ -151,6 +192,7 @@ class Ledger:
             ).fetchone()
         return int(row[0])
 
+    @_guarded
     def exhaust(self, judge: str, max_attempts: int) -> int:
         """Lines to retry with no attempt left become ``exhausted``; how many."""
         with self._tx() as c:
@@ -168,12 +210,7 @@ class Ledger:
         after = 0
         given = 0
         while given < limit:
-            with self._lock:
-                rows = self._conn.execute(
-                    "SELECT rowid, custom_id, body, tokens FROM lines WHERE judge = ? AND rowid > ? AND "
-                    "(state = 'queued' OR (state = 'retry' AND attempts < ?)) ORDER BY rowid LIMIT ?",
-                    (judge, after, max_attempts, min(page, limit - given)),
-                ).fetchall()
+            rows = self._page(judge, after, max_attempts, min(page, limit - given))
             if not rows:
                 return
             for r in rows:
@@ -181,6 +218,16 @@ class Ledger:
             given += len(rows)
             after = int(rows[-1][0])
 
+    @_guarded
+    def _page(self, judge: str, after: int, max_attempts: int, n: int) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(
+                "SELECT rowid, custom_id, body, tokens FROM lines WHERE judge = ? AND rowid > ? AND "
+                "(state = 'queued' OR (state = 'retry' AND attempts < ?)) ORDER BY rowid LIMIT ?",
+                (judge, after, max_attempts, n),
+            ).fetchall()
+
+    @_guarded
     def mark(self, batch: str, outcomes: Iterable[tuple[str, str, str | None, int, int, float]]) -> None:
         """Record (custom_id, outcome, error, input tokens, output tokens, cost) of lines of ``batch``
         (outcome: done, retry or invalid). Only lines still submitted in that batch change, so
@@ -193,11 +240,11 @@ class Ledger:
                 ((state, err, tin, tout, cost, state, cid, batch) for cid, state, err, tin, tout, cost in outcomes),
             )
 
-    def lines_of(self, batch: str) -> Iterator[str]:
+    @_guarded
+    def lines_of(self, batch: str) -> list[str]:
         with self._lock:
             rows = self._conn.execute("SELECT custom_id FROM lines WHERE batch = ?", (batch,)).fetchall()
-        for r in rows:
-            yield r[0]
+        return [r[0] for r in rows]
 
     # --- batches -------------------------------------------------------------------------------
 
@@ -205,6 +252,7 @@ class Ledger:
     def new_batch_id() -> str:
         return "assay-" + uuid.uuid4().hex[:20]
 
+    @_guarded
     def begin_batch(self, batch: str, judge: str, custom_ids: list[str], tokens: int, input_file: str) -> None:
         """Record batch ``batch`` (:meth:`new_batch_id`, it goes into the provider's metadata) as
         about to be created (``creating``; its lines ``submitted``, one more attempt each)."""
@@ -220,6 +268,7 @@ class Ledger:
                 ((batch, cid) for cid in custom_ids),
             )
 
+    @_guarded
     def created(self, batch: str, provider_id: str, provider_state: str) -> None:
         with self._tx() as c:
             c.execute(
@@ -227,6 +276,7 @@ class Ledger:
                 (provider_id, provider_state, time.time(), batch),
             )
 
+    @_guarded
     def unsend(self, batch: str, error: str | None = None) -> None:
         """The provider did not take the batch (never created, refused for the enqueued-token quota,
         a 429): its lines go back where they were, the attempt not counted."""
@@ -240,6 +290,7 @@ class Ledger:
                 "UPDATE batches SET state = 'refused', error = ?, updated = ? WHERE id = ?", (error, time.time(), batch)
             )
 
+    @_guarded
     def update_batch(self, batch: str, provider_state: str, counts: str | None, error: str | None = None) -> None:
         with self._tx() as c:
             c.execute(
@@ -248,6 +299,7 @@ class Ledger:
                 (provider_state, counts, error, time.time(), batch),
             )
 
+    @_guarded
     def collected(self, batch: str, max_attempts: int) -> None:
         """Every line of the batch is accounted for: lines that got no answer at all are retried
         (or exhausted), then the batch is closed."""
@@ -264,6 +316,7 @@ class Ledger:
             )
             c.execute("UPDATE batches SET state = 'collected', updated = ? WHERE id = ?", (time.time(), batch))
 
+    @_guarded
     def invalidate(self, batch: str, error: str) -> None:
         """The provider rejected the whole batch (validation): its lines are error results with the
         provider's message, not retried blindly."""
@@ -277,6 +330,33 @@ class Ledger:
                 (error, time.time(), batch),
             )
 
+    @_guarded
+    def lose(self, batch: str, max_attempts: int, error: str) -> int:
+        """The provider no longer knows ``batch``: it is ``lost``, and its lines without an answer
+        go back to be submitted again (their attempt in it counts: ``exhausted`` once attempts are
+        spent). Lines already answered keep their answer. How many lines were put back."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE lines SET state = CASE WHEN attempts >= ? THEN 'exhausted' ELSE 'retry' END, error = ? "
+                "WHERE batch = ? AND state = 'submitted'",
+                (max_attempts, error, batch),
+            )
+            c.execute(
+                "UPDATE batches SET state = 'lost', error = ?, updated = ? WHERE id = ?", (error, time.time(), batch)
+            )
+            return cur.rowcount
+
+    @_guarded
+    def find_batch(self, batch_id: str) -> dict[str, Any] | None:
+        """The batch whose provider id or ledger id is ``batch_id``."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT * FROM batches WHERE provider_id = ? OR id = ? ORDER BY created DESC LIMIT 1",
+                (batch_id, batch_id),
+            ).fetchone()
+        return None if row is None else dict(row)
+
+    @_guarded
     def batches(self, *, states: Iterable[str] | None = None, judge: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT * FROM batches"
         args: list[Any] = []
@@ -294,11 +374,13 @@ class Ledger:
             rows = self._conn.execute(sql + " ORDER BY created", args).fetchall()
         return [dict(r) for r in rows]
 
+    @_guarded
     def known_provider_ids(self) -> set[str]:
         with self._lock:
             rows = self._conn.execute("SELECT provider_id FROM batches WHERE provider_id IS NOT NULL").fetchall()
         return {r[0] for r in rows}
 
+    @_guarded
     def open_tokens(self, judge: str, *, before: float | None = None) -> int:
         """Estimated tokens of the judge's unfinished batches (against ``max_enqueued_tokens``);
         ``before``: of those created before that time only."""
@@ -312,6 +394,7 @@ class Ledger:
 
     # --- accounting ----------------------------------------------------------------------------
 
+    @_guarded
     def counts(self, judge: str | None = None) -> dict[str, int]:
         """Lines per state."""
         sql = "SELECT state, COUNT(*) FROM lines"
@@ -323,6 +406,7 @@ class Ledger:
             rows = self._conn.execute(sql + " GROUP BY state", args).fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
+    @_guarded
     def batch_usage(self) -> dict[str, dict[str, Any]]:
         """Per judge: tokens and cost (at the discount) of every answered batch line."""
         with self._lock:
@@ -335,6 +419,7 @@ class Ledger:
             for r in rows
         }
 
+    @_guarded
     def add_realtime(self, judge: str, calls: int, input_tokens: int, output_tokens: int, cost_usd: float) -> None:
         """Real-time (fallback) spending of a collect pass, kept across invocations."""
         if not calls:
@@ -348,16 +433,19 @@ class Ledger:
                 (judge, calls, input_tokens, output_tokens, cost_usd),
             )
 
+    @_guarded
     def realtime_usage(self) -> dict[str, dict[str, Any]]:
         with self._lock:
             rows = self._conn.execute("SELECT * FROM realtime").fetchall()
         return {r["judge"]: {k: r[k] for k in ("calls", "input_tokens", "output_tokens", "cost_usd")} for r in rows}
 
+    @_guarded
     def get_meta(self, key: str) -> str | None:
         with self._lock:
             row = self._conn.execute("SELECT v FROM meta WHERE k = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    @_guarded
     def set_meta(self, key: str, value: str | None) -> None:
         with self._tx() as c:
             if value is None:

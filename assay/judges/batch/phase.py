@@ -41,7 +41,15 @@ from assay.exceptions import (
     JudgeError,
     JudgeRequestError,
 )
-from assay.judges.batch.api import GET_BACKOFF_S, GET_RETRIES, BatchAPI, BatchRefused, RemoteBatch, client_for
+from assay.judges.batch.api import (
+    GET_BACKOFF_S,
+    GET_RETRIES,
+    BatchAPI,
+    BatchNotFound,
+    BatchRefused,
+    RemoteBatch,
+    client_for,
+)
 from assay.judges.batch.endpoint import BatchEndpoint
 from assay.judges.batch.ledger import CREATING, OPEN, Ledger
 from assay.judges.config import JudgeConfig, parse_judge_config
@@ -72,10 +80,27 @@ def batch_judges(config: RunConfig) -> dict[str, JudgeConfig]:
 
 
 def ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) -> Path:
-    """``<state_dir>/batches/<run key>.sqlite``: one ledger per output (and per ``--shard``)."""
+    """``<state_dir>/batches/<run key>.sqlite``: one ledger per output (and per ``--shard``); a
+    sink that keeps one checkpoint per day (a Delta table's ``ds``) keeps one ledger per day too,
+    so a day's invocation polls, resubmits and counts the cost of its own batches only."""
+    from assay.connectors import registry
     from assay.pipeline.checkpoint import CheckpointStore
     from assay.pipeline.targets import sink_url
 
+    scope = registry.checkpoint_scope(config.sink)
+    scope += f"#shard-{shard[0]}-of-{shard[1]}" if shard else ""
+    return Path(config.state_dir) / "batches" / f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite"
+
+
+def legacy_ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) -> Path | None:
+    """The one ledger an assay before per-day ledgers kept for a whole Delta table (None: the
+    sink keeps no per-day scope). Its batches are collected (never resubmitted) until none is open."""
+    from assay.connectors import registry
+    from assay.pipeline.checkpoint import CheckpointStore
+    from assay.pipeline.targets import sink_url
+
+    if not registry.checkpoint_scope(config.sink):
+        return None
     scope = f"#shard-{shard[0]}-of-{shard[1]}" if shard else ""
     return Path(config.state_dir) / "batches" / f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite"
 
@@ -190,7 +215,16 @@ async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | N
             state.clients[name] = await stack.enter_async_context(
                 client_for(name, cfg, endpoint._api_key, pool.secrets)
             )
+        legacy = _legacy_state(config, shard, state)
+        if legacy is not None:
+            stack.callback(legacy.ledger.close)
         while True:
+            if legacy is not None and not await _drain_legacy(legacy, state, pool):
+                if not wait:
+                    return False
+                await anyio.sleep(min(c.batch.poll_interval_s for c in state.configs.values()))
+                continue
+            legacy = None
             await _recover(state)  # (in a loop: a create that got no clear answer is resolved next)
             state.refused.clear()
             await _poll(state, pool)
@@ -199,6 +233,8 @@ async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | N
             waiting = sum(ledger.waiting(n, c.batch.max_attempts) for n, c in state.configs.items())
             if (not open_batches and not waiting) or ledger.get_meta("collect") == "running":
                 misses = await _collect(config, origin, shard, pool, state)
+                if misses and await _refetch(state, pool):  # answers that left the cache: downloaded again
+                    misses = await _collect(config, origin, shard, pool, state)
                 if misses == 0 and not ledger.batches(states=[CREATING, OPEN]):
                     return True
             await _submit(state, Path(config.state_dir))
@@ -206,6 +242,38 @@ async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | N
                 return False
             _progress(state)
             await anyio.sleep(min(c.batch.poll_interval_s for c in state.configs.values()))
+
+
+def _legacy_state(config: RunConfig, shard: tuple[int, int] | None, state: _State) -> _State | None:
+    path = legacy_ledger_path(config, shard)
+    if path is None or path == state.ledger.path or not path.exists():
+        return None
+    return _State(Ledger(path), state.configs, clients=state.clients, messages=state.messages)
+
+
+async def _drain_legacy(legacy: _State, state: _State, pool: Any) -> bool:
+    """The whole table's ledger of an earlier assay: its batches are recovered, polled and
+    collected into the cache (their lines are never submitted from it). True once none is open
+    (the file is then renamed ``*.drained``); until then this day waits, so that nothing they
+    will answer is paid twice."""
+    await _recover(legacy)
+    await _poll(legacy, pool)
+    ledger = legacy.ledger
+    still = ledger.batches(states=[CREATING, OPEN])
+    if still:
+        msg = (
+            f"{len(still)} batches an earlier assay submitted for the whole table (ledger {ledger.path}) are "
+            "still open: their answers are collected before this day submits anything"
+        )
+        if msg not in state.messages:
+            state.messages.append(msg)
+            _say(msg)
+        return False
+    ledger.close()
+    with contextlib.suppress(OSError):
+        ledger.path.rename(ledger.path.with_name(ledger.path.name + ".drained"))
+    _say(f"the table's earlier ledger {ledger.path} has no open batch left: renamed *.drained")
+    return True
 
 
 # --- recover and poll ------------------------------------------------------------------------------
@@ -261,12 +329,21 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
     except ConnectorError as exc:
         _unreachable(state, row, "could not be polled", exc)
         return
+    except BatchNotFound as exc:
+        _lost(state, row, exc)
+        if row.get("input_file"):
+            await anyio.Path(row["input_file"]).unlink(missing_ok=True)
+        return
     ledger.update_batch(row["id"], remote.state, orjson.dumps(remote.counts).decode())
     cfg = state.configs[name]
     if not remote.done:
         late = cfg.batch.max_wait_h is not None and time.time() - row["created"] > cfg.batch.max_wait_h * 3600
         if late and remote.state not in ("cancelling", "canceling"):
-            remote = await client.cancel(remote.id)  # our own deadline: what finished is kept
+            try:
+                remote = await client.cancel(remote.id)  # our own deadline: what finished is kept
+            except BatchNotFound as exc:
+                _lost(state, row, exc)
+                return
             ledger.update_batch(row["id"], remote.state, orjson.dumps(remote.counts).decode())
             _say(f"batch {remote.id} ({name}) still unfinished after {cfg.batch.max_wait_h:g} h: cancelled")
         return
@@ -286,6 +363,9 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
             try:
                 await _ingest(state, pool.get(name), client, remote, row["id"], cfg)
                 break
+            except BatchNotFound as exc:  # its result files are gone: what was read is kept
+                _lost(state, row, exc)
+                break
             except ConnectorError as exc:
                 if attempt == GET_RETRIES:
                     _unreachable(state, row, "results could not be read", exc)
@@ -296,6 +376,87 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
             ledger.set_meta(f"quota:{name}", str(int(float(learned) * QUOTA_GROWTH) + 1))
     if row.get("input_file"):
         await anyio.Path(row["input_file"]).unlink(missing_ok=True)
+
+
+def _lost(state: _State, row: dict[str, Any], exc: Exception) -> None:
+    """The provider no longer knows the batch: lost in the ledger, its unanswered lines submitted
+    again (the lost submission counts as one of their attempts)."""
+    max_attempts = state.configs[row["judge"]].batch.max_attempts
+    put_back = state.ledger.lose(
+        row["id"], max_attempts, f"batch {row['provider_id']} no longer exists at the provider"
+    )
+    msg = lost_message(row["provider_id"] or row["id"], row["judge"], put_back, max_attempts)
+    state.messages.append(msg)
+    _say(f"{msg} ({exc})")
+
+
+def lost_message(batch: str, judge: str, put_back: int, max_attempts: int) -> str:
+    return (
+        f"batch {batch} ({judge}) no longer exists at the provider (deleted, another key or workspace, a reset): "
+        f"marked lost in the ledger; its {put_back:,} unanswered requests are submitted again "
+        f"(the lost batch counts as one of their max_attempts {max_attempts})"
+    )
+
+
+async def _refetch(state: _State, pool: Any) -> bool:
+    """Answers the ledger knows as finished but the cache lost (deleted, expired, a damaged cache
+    moved aside): the results of their batches are downloaded again (providers keep them for
+    days), so nothing is paid twice. True when something changed (answers back in the cache, or
+    batches whose answers cannot be had, whose lines the next collect pass submits again)."""
+    changed = False
+    for name, endpoint in pool.endpoints.items():
+        if not isinstance(endpoint, BatchEndpoint) or not endpoint.refetch:
+            continue
+        client = state.clients[name]
+        wanted, endpoint.refetch = sorted(endpoint.refetch), set()
+        for batch in wanted:
+            row = state.ledger.find_batch(batch)
+            if row is None or not row["provider_id"]:
+                endpoint.no_refetch.add(batch)
+                changed = True
+                continue
+            try:
+                remote = await client.get(row["provider_id"])
+                got = await _reload(endpoint, client, remote)
+            except BatchNotFound:
+                msg = (
+                    f"batch {row['provider_id']} ({name}): its answers left the judge cache and the provider no "
+                    "longer keeps them; those requests are submitted (and paid) again"
+                )
+                state.messages.append(msg)
+                _say(msg)
+            except ConnectorError as exc:
+                _unreachable(state, row, "results could not be downloaded again", exc)
+                continue
+            else:
+                _say(f"batch {remote.id} ({name}): {got:,} answers downloaded again into the judge cache")
+            endpoint.no_refetch.add(batch)
+            changed = True
+    return changed
+
+
+async def _reload(endpoint: BatchEndpoint, client: BatchAPI, remote: RemoteBatch) -> int:
+    """The answers of a collected batch into the cache again (the ledger knows them already)."""
+    assert endpoint.cache is not None
+    answers: list[tuple[str, dict[str, Any]]] = []
+    got = 0
+    async for line in client.results(remote):
+        if line.outcome != "done" or line.body is None:
+            continue
+        try:
+            reply = endpoint.provider.parse_response(line.body)
+        except JudgeRequestError:
+            continue
+        if reply.text.strip():
+            answers.append((line.custom_id, {**reply.cache_value(), "batch": remote.id}))
+        if len(answers) >= INGEST_CHUNK:
+            await endpoint.cache.put_many(answers)
+            got += len(answers)
+            answers = []
+    if answers:
+        await endpoint.cache.put_many(answers)
+        got += len(answers)
+    return got
 
 
 def _unreachable(state: _State, row: dict[str, Any], what: str, exc: Exception) -> None:
@@ -323,23 +484,30 @@ async def _ingest(
         answers.clear()
         outcomes.clear()
 
-    async for line in client.results(remote):
+    async def take(line: Any) -> None:
         if line.outcome == "done" and line.body is not None:
             try:
                 reply = endpoint.provider.parse_response(line.body)
             except JudgeRequestError as exc:
                 outcomes.append((line.custom_id, "invalid", str(exc), 0, 0, 0.0))
-                continue
+                return
             cost = cfg.cost(reply.input_tokens, reply.output_tokens) * cfg.batch.discount
             if not reply.text.strip():
                 outcomes.append((line.custom_id, "retry", "an empty answer", reply.input_tokens, 0, 0.0))
-                continue
+                return
             answers.append((line.custom_id, {**reply.cache_value(), "batch": remote.id}))
             outcomes.append((line.custom_id, "done", None, reply.input_tokens, reply.output_tokens, cost))
         else:
             outcomes.append((line.custom_id, line.outcome, line.error, 0, 0, 0.0))
         if len(outcomes) >= INGEST_CHUNK:
             await flush()
+
+    try:
+        async for line in client.results(remote):
+            await take(line)
+    except (BatchNotFound, ConnectorError):
+        await flush()  # what was read is kept (a download cut short, a result file gone)
+        raise
     await flush()
     await ledger.call(ledger.collected, batch, cfg.batch.max_attempts)
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from assay.judges.batch.api import AnthropicBatches, OpenAIBatches
 from assay.judges.batch.ledger import Ledger
 from assay.judges.config import JudgeConfig
+from assay.judges.state_file import CorruptStateFile
 
 
 def test_a_line_goes_queued_submitted_then_done_retry_or_exhausted(tmp_path: Path) -> None:
@@ -78,3 +82,45 @@ def test_result_lines_are_classified_as_the_providers_mean_them() -> None:
     assert anthropic._line({"custom_id": "c", "result": overloaded}).outcome == "retry"
     assert anthropic._line({"custom_id": "d", "result": {"type": "expired"}}).outcome == "retry"
     assert anthropic._line({"custom_id": "e", "result": {"type": "canceled"}}).outcome == "retry"
+
+
+def test_a_lost_batch_puts_its_unanswered_lines_back_and_counts_the_attempt(tmp_path: Path) -> None:
+    led = Ledger(tmp_path / "l.sqlite")
+    led.queue("j", [("a", b"{}", 1), ("b", b"{}", 1), ("c", b"{}", 1)])
+    batch = led.new_batch_id()
+    led.begin_batch(batch, "j", ["a", "b", "c"], 3, "in.jsonl")
+    led.created(batch, "batch_x", "in_progress")
+    led.mark(batch, [("a", "done", None, 5, 2, 0.1)])  # read before its result file went away
+    assert (led.find_batch("batch_x") or {})["id"] == batch
+    assert (led.find_batch(batch) or {})["provider_id"] == "batch_x"
+    assert led.lose(batch, 2, "gone") == 2
+    assert led.counts() == {"done": 1, "retry": 2}
+    assert led.waiting("j", 2) == 2 and [cid for cid, _, _ in led.next_lines("j", 2, 10)] == ["b", "c"]
+    assert led.batches(states=["lost"])[0]["error"] == "gone" and led.open_tokens("j") == 0
+    again = led.new_batch_id()
+    led.begin_batch(again, "j", ["b", "c"], 2, "in2.jsonl")
+    assert led.lose(again, 2, "gone again") == 2
+    assert led.counts() == {"done": 1, "exhausted": 2}  # two attempts spent: the fallback's turn
+    led.close()
+
+
+def test_a_damaged_ledger_is_one_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    path.write_bytes(os.urandom(4096))
+    with pytest.raises(CorruptStateFile, match=r"batch ledger .*l\.sqlite is damaged .*move it aside"):
+        Ledger(path)
+    path.unlink()
+    led = Ledger(path)
+    led.queue("j", [("a", b"{}", 1)])
+    led._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    led.close()
+    size = path.stat().st_size
+    with path.open("r+b") as f:  # every page after the header overwritten
+        f.seek(100)
+        f.write(os.urandom(size - 100))
+    with pytest.raises(CorruptStateFile, match=str(path)):
+        led = Ledger(path)
+        try:
+            list(led.next_lines("j", 3, 10))
+        finally:
+            led.close()
