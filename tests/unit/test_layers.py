@@ -97,10 +97,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
 #: Import cycles as they are today, one entry per strongly connected set of modules -> the imports
 #: that close it. May only shrink (see the module docstring).
 KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"assay.judges.config", "assay.judges.providers", "assay.judges.providers.base", "assay.judges.wire"}): (
-        "judges/config.py imports providers (functions); providers/base.py imports judges.config and wire; "
-        "wire.py imports judges.config and providers"
-    ),
     frozenset(
         {
             "assay.config",
@@ -129,9 +125,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
         "config.py <-> sampling.py; evaluators/base -> sampling -> evaluators/base (TYPE_CHECKING), "
         "registry -> evaluators/base (TYPE_CHECKING); sampling -> observability/logs -> pipeline/progress "
         "-> pipeline/runner -> stages/evaluate -> sampling"
-    ),
-    frozenset({"assay.report.html", "assay.report.sections"}): (
-        "report/sections.py imports html's helpers; report/html.py imports sections (function level)"
     ),
     frozenset({"assay.evaluators.json_match", "assay.evaluators.json_rubric"}): (
         "json_rubric.py imports json_match's helpers; json_match.py imports json_rubric (function level)"
