@@ -126,9 +126,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
         "registry -> evaluators/base (TYPE_CHECKING); sampling -> observability/logs -> pipeline/progress "
         "-> pipeline/runner -> stages/evaluate -> sampling"
     ),
-    frozenset({"assay.evaluators.json_match", "assay.evaluators.json_rubric"}): (
-        "json_rubric.py imports json_match's helpers; json_match.py imports json_rubric (function level)"
-    ),
     frozenset({"assay.connectors.kafka", "assay.connectors.kafka_sink", "assay.connectors.kafka_source"}): (
         "kafka_source.py / kafka_sink.py import kafka.py's config; kafka.py builds them (function level)"
     ),
