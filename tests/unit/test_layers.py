@@ -129,9 +129,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"assay.connectors.kafka", "assay.connectors.kafka_sink", "assay.connectors.kafka_source"}): (
         "kafka_source.py / kafka_sink.py import kafka.py's config; kafka.py builds them (function level)"
     ),
-    frozenset({"assay.connectors.parquet_detect", "assay.connectors.s3"}): (
-        "parquet_detect.py imports s3's key listing; s3.py imports parquet_detect (function level)"
-    ),
 }
 
 
