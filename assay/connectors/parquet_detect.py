@@ -23,8 +23,7 @@ JSON_SUFFIXES = (".jsonl", ".ndjson", ".json", ".gz", ".zst")
 
 async def s3_holds_parquet(urls: Sequence[str], options: Any) -> bool:
     """Whether the objects the URLs select are Parquet (see the module docs)."""
-    from assay.connectors.s3 import s3_config
-    from assay.connectors.s3_client import S3Client, is_hidden, parse_s3_url
+    from assay.connectors.s3_client import S3Client, is_hidden, parse_s3_url, s3_config
 
     async with S3Client(s3_config(options)) as client:
         keys: list[tuple[str, str]] = []

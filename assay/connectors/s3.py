@@ -14,30 +14,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
-
 from assay.connectors.base import ConnectorConfig, Sink, Source
 from assay.connectors.ledger import merge_ledger_states
 from assay.connectors.path_config import DeadLetterConfig, SinkConfig, SourceConfig
 from assay.connectors.registry import BaseConnector
-from assay.connectors.s3_client import S3Config, S3Url, is_s3_url, parse_s3_url
+from assay.connectors.s3_client import S3Config, S3Url, is_s3_url, parse_s3_url, s3_config
 from assay.connectors.s3_sink import S3Sink
 from assay.connectors.s3_source import S3Source
-from assay.exceptions import ConfigError
 
-__all__ = ["CONNECTOR", "S3Config", "S3Connector", "S3Sink", "S3Source", "S3Url", "is_s3_url", "parse_s3_url"]
-
-
-def s3_config(options: Any) -> S3Config:
-    """The run file's ``s3:`` block (a dict, an S3Config or None) as an :class:`S3Config`."""
-    if options is None or isinstance(options, S3Config):
-        return options or S3Config()
-    try:
-        return S3Config.model_validate(options)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"s3.{where}: {first['msg']}") from exc
+__all__ = [
+    "CONNECTOR",
+    "S3Config",
+    "S3Connector",
+    "S3Sink",
+    "S3Source",
+    "S3Url",
+    "is_s3_url",
+    "parse_s3_url",
+    "s3_config",
+]
 
 
 class S3Connector(BaseConnector):

@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay.exceptions import ConfigError, ConnectorError
 
@@ -54,6 +54,18 @@ class S3Config(BaseModel):
         "auto", description="Bucket addressing; MinIO-like stores without wildcard DNS need 'path'."
     )
     max_pool_connections: int = Field(16, ge=1, description="HTTP connections kept open to the endpoint.")
+
+
+def s3_config(options: Any) -> S3Config:
+    """The run file's ``s3:`` block (a dict, an S3Config or None) as an :class:`S3Config`."""
+    if options is None or isinstance(options, S3Config):
+        return options or S3Config()
+    try:
+        return S3Config.model_validate(options)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"s3.{where}: {first['msg']}") from exc
 
 
 @dataclass(frozen=True, slots=True)

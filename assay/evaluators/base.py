@@ -8,7 +8,11 @@ Every evaluator:
   per-record validation), or ``ascore_trace`` for evaluators that call out (judges);
 * offers the library face users know from openevals/agentevals/potato:
   ``evaluate(outputs=..., reference_outputs=..., inputs=...)``, accepting every shape the
-  normalizers accept.
+  normalizers accept;
+* may offer the optional hooks the engine looks for — ``score_traces`` / ``ascore_traces`` (a
+  micro-batch at once), ``resolve_judge`` (the judge it calls) and ``build_requests`` (its judge
+  requests, for ``--dry-run``). They are declared here with defaults that mean "not offered";
+  :meth:`BaseEvaluator.offers` (or :func:`offers`) says whether a class overrides one.
 
 >>> from assay.evaluators import TrajectoryMatch
 >>> ev = TrajectoryMatch(mode="strict")
@@ -20,7 +24,7 @@ Every evaluator:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -31,7 +35,11 @@ from assay.traces.model import Trace
 from assay.traces.normalize import USAGE_KEYS, trace_from_args
 
 if TYPE_CHECKING:
+    from assay.judges.base import Judge, JudgeRequest
     from assay.sampling import Sampler
+
+#: The optional hooks of an evaluator (see :meth:`BaseEvaluator.offers`).
+Hook = Literal["score_traces", "ascore_traces", "resolve_judge", "build_requests"]
 
 
 class EvaluatorParams(BaseModel):
@@ -123,6 +131,38 @@ class BaseEvaluator(ABC, Generic[P]):
         """Keys this evaluator's results use (for summaries); may be a prefix for dynamic keys."""
         return [self.key]
 
+    # --- optional hooks: the defaults below mean "not offered" (see :meth:`offers`) ---------------
+
+    @classmethod
+    def offers(cls, hook: Hook) -> bool:
+        """Whether this evaluator class offers the optional ``hook`` (overrides this class's default).
+
+        >>> from assay.evaluators import TrajectoryMatch
+        >>> TrajectoryMatch.offers("score_traces"), TrajectoryMatch.offers("build_requests")
+        (False, False)
+        """
+        return getattr(cls, hook) is not getattr(BaseEvaluator, hook)
+
+    def score_traces(self, traces: list[Trace]) -> list[list[Result]]:
+        """Score a micro-batch at once, one list of results per trace (one embedding pass over all
+        its texts, say); the engine then calls it instead of :meth:`score_trace`. Not offered here."""
+        raise NotImplementedError(f"{type(self).__name__} does not score traces in batches")
+
+    async def ascore_traces(self, traces: list[Trace]) -> list[list[Result]]:
+        """:meth:`score_traces` without blocking the event loop (preferred when both are offered).
+        Not offered here."""
+        raise NotImplementedError(f"{type(self).__name__} does not score traces in batches")
+
+    def resolve_judge(self) -> Judge:
+        """The judge this evaluator calls (the engine sizes the traces in flight by its capacity; a
+        batch run's collect pass runs the evaluators that offer it). Not offered here: it calls none."""
+        raise NotImplementedError(f"{type(self).__name__} calls no judge")
+
+    def build_requests(self, trace: Trace) -> list[JudgeRequest]:
+        """The judge requests this evaluator would send for ``trace`` (``--dry-run`` estimates).
+        Not offered here: it calls no judge."""
+        raise NotImplementedError(f"{type(self).__name__} calls no judge")
+
     @staticmethod
     def example_trace(outputs: Any, reference_outputs: Any, inputs: Any, kwargs: dict[str, Any]) -> Trace:
         """The Trace of one library call: ``context=`` and ``scenario=`` are taken from the keyword
@@ -183,6 +223,14 @@ class BaseEvaluator(ABC, Generic[P]):
         return self.with_threshold(
             await self.ascore_trace(self.example_trace(outputs, reference_outputs, inputs, kwargs))
         )
+
+
+def offers(evaluator: object, hook: Hook) -> bool:
+    """Whether ``evaluator`` offers the optional ``hook`` (:meth:`BaseEvaluator.offers`; an object
+    outside the class hierarchy offers what it has)."""
+    if isinstance(evaluator, BaseEvaluator):
+        return type(evaluator).offers(hook)
+    return hasattr(evaluator, hook)
 
 
 class Evaluator(BaseEvaluator[P]):

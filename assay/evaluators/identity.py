@@ -76,7 +76,7 @@ def _judge_model(ev: Any) -> str:
     judge = getattr(params, "judge", None)
     if isinstance(judge, dict):
         return str(judge.get("model") or "-")
-    resolve = getattr(ev, "resolve_judge", None)
+    resolve = ev.resolve_judge if ev.offers("resolve_judge") else None  # (a BaseEvaluator)
     if judge is None and resolve is None:
         return "-"
     try:

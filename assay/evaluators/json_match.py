@@ -26,7 +26,6 @@ of objects with different key sets score below 1); two empty objects score 1 und
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import anyio
@@ -35,6 +34,7 @@ from pydantic import Field
 
 from assay.evaluators.base import EvaluatorParams, MultiEvaluator
 from assay.evaluators.heuristic import json_equal
+from assay.evaluators.json_rubric_item import RubricItem
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.records import Result
 from assay.traces.model import Trace
@@ -61,17 +61,6 @@ class JsonMatchParams(EvaluatorParams):
     empty_average: float = 1.0
     """The score of an ``average`` over nothing (an object with no keys, a list with no items):
     1.0, nothing differs; openevals gives 0, which ``assay.compat`` asks for."""
-
-
-@dataclass(slots=True)
-class RubricItem:
-    """One rubric key of one list item to be graded: where its score goes and what to show the judge."""
-
-    index: int
-    key: str
-    criteria: str
-    output: Any
-    reference: Any
 
 
 Scores = list[dict[str, float | None]]  # per item: key -> score (None = pending rubric grade)

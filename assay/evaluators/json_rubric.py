@@ -11,16 +11,14 @@ strictly (``"false"`` is False); a missing or non-boolean verdict is a VerdictPa
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from assay.evaluators.json_rubric_item import RubricItem
 from assay.evaluators.judge_render import as_text, format_template
 from assay.exceptions import VerdictParseError
 from assay.judges.base import Judge, JudgeRequest
 from assay.judges.prompts import load_template
 from assay.judges.verdict import coerce_bool, reasoning_property, response_object
-
-if TYPE_CHECKING:
-    from assay.evaluators.json_match import RubricItem
 
 Graded = tuple[float | None, str | None]
 

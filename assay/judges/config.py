@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from assay.exceptions import ConfigError
 from assay.judges.batch.config import BATCH_PROVIDERS, BatchConfig
+from assay.judges.provider_table import load_provider_class, provider_names
 
 
 class JudgeConfig(BaseModel):
@@ -125,8 +126,6 @@ class JudgeConfig(BaseModel):
     @field_validator("provider")
     @classmethod
     def _known_provider(cls, v: str) -> str:
-        from assay.judges.providers import provider_names
-
         if v not in provider_names():
             raise ValueError(f"unknown provider {v!r}; available: {', '.join(provider_names())}")
         return v
@@ -151,15 +150,13 @@ class JudgeConfig(BaseModel):
 
     def resolved_base_url(self) -> str:
         """``base_url``, else the provider's default API root."""
-        from assay.judges.providers import get_provider_class
-
-        return get_provider_class(self.provider).base_url_for(self)
+        url: str = load_provider_class(self.provider).base_url_for(self)
+        return url
 
     def resolved_key_env(self) -> str | None:
         """The environment variable the key is read from (None: no key)."""
-        from assay.judges.providers import get_provider_class
-
-        return get_provider_class(self.provider).key_env_for(self)
+        env: str | None = load_provider_class(self.provider).key_env_for(self)
+        return env
 
     def requests_per_second(self) -> float | None:
         return None if self.rpm is None else self.rpm / 60.0

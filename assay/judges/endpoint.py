@@ -60,7 +60,7 @@ from assay.judges.cache import JudgeCache, cache_key
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.guard import CircuitBreaker, Secrets
 from assay.judges.hedge import HedgePolicy
-from assay.judges.limits import Limits
+from assay.judges.pacing import Limits
 from assay.judges.providers import get_provider_class
 from assay.judges.retry import wait_for
 from assay.judges.turns import FIRST, RETRY

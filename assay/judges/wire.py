@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from assay.exceptions import JudgeRequestError
 from assay.judges.base import JudgeRequest
 from assay.judges.config import JudgeConfig
-
-if TYPE_CHECKING:
-    from assay.judges.providers.base import JudgeProvider
+from assay.judges.provider_table import load_provider_class
 
 DATA_URL = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?:;[^,;]*)*,(?P<data>.*)$", re.DOTALL)
 TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -56,33 +54,32 @@ class WireReply:
         }
 
 
-def provider_for(cfg: JudgeConfig) -> JudgeProvider:
-    """The provider object of ``cfg`` (its class looked up by ``cfg.provider``)."""
-    from assay.judges.providers import get_provider_class
-
-    return get_provider_class(cfg.provider)(cfg)
+# One-call forms of the provider methods (the provider class looked up by ``cfg.provider`` in
+# :mod:`assay.judges.provider_table`; :func:`assay.judges.providers.provider_for` gives the object).
 
 
 def endpoint_url(cfg: JudgeConfig) -> str:
-    return provider_for(cfg).url()
+    url: str = load_provider_class(cfg.provider)(cfg).url()
+    return url
 
 
 def request_headers(cfg: JudgeConfig, api_key: str | None) -> dict[str, str]:
     """Every header of a request, the key included (never log the result)."""
-    return provider_for(cfg).headers(api_key)
+    headers: dict[str, str] = load_provider_class(cfg.provider)(cfg).headers(api_key)
+    return headers
 
 
 def build_body(cfg: JudgeConfig, request: JudgeRequest) -> dict[str, Any]:
     """The JSON body for ``cfg.provider`` (also the cache key's main ingredient)."""
-    return provider_for(cfg).build_body(request)
+    body: dict[str, Any] = load_provider_class(cfg.provider)(cfg).build_body(request)
+    return body
 
 
 def parse_reply(provider: str, payload: Any) -> WireReply:
     """Read a 200 response; raise JudgeRequestError when its shape is not the provider's."""
-    from assay.judges.providers import get_provider_class
-
-    cls = get_provider_class(provider)
-    return cls(JudgeConfig(provider=provider, model="-")).parse_response(payload)
+    cls = load_provider_class(provider)
+    reply: WireReply = cls(JudgeConfig(provider=provider, model="-")).parse_response(payload)
+    return reply
 
 
 def error_message(payload: Any, fallback: str) -> str:

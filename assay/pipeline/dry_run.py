@@ -16,6 +16,7 @@ import orjson
 
 from assay.config import RunConfig
 from assay.connectors.registry import SourceContext, build_source
+from assay.evaluators.base import offers
 from assay.pipeline.assembly import build_evaluators
 from assay.sampling import prepare_sampling, samplers_of
 from assay.stages.normalize import parse_envelope
@@ -31,7 +32,7 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
     evaluators = build_evaluators(config, origin)
     samplers = samplers_of(evaluators)
     await prepare_sampling(config, samplers)
-    judged = [ev for ev in evaluators if hasattr(ev, "build_requests")]
+    judged = [ev for ev in evaluators if offers(ev, "build_requests")]
     rows: dict[str, dict[str, Any]] = {
         ev.key: {
             "evaluator": ev.key,

@@ -9,14 +9,13 @@ shows whether the page rendered cleanly.
 from __future__ import annotations
 
 import datetime as dt
-import html
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay.report.page import Page, esc
 
 if TYPE_CHECKING:
-    import plotly.graph_objects as go
-
     from assay.report.build import RunReport
     from assay.report.compare import Comparison
     from assay.report.slices import Slices
@@ -114,26 +113,6 @@ DRAW = """
   }, function (e) { window.__assayNote(e); });
 })();
 """
-
-
-def esc(value: Any) -> str:
-    """HTML-escaped text of ``value`` (None shows as a dash)."""
-    return "-" if value is None else html.escape(str(value))
-
-
-class Page:
-    """Collects figures while sections are rendered; each becomes a ``<div data-fig>`` and a JSON blob."""
-
-    def __init__(self) -> None:
-        self.figures: list[str] = []
-
-    def chart(self, fig: go.Figure, css_class: str = "chart") -> str:
-        """The placeholder of ``fig`` (drawn by the page script)."""
-        fig_id = f"fig-{len(self.figures)}"
-        # "</" cannot appear inside a <script> element; JSON allows the escaped form
-        data = fig.to_json().replace("</", "<\\/")
-        self.figures.append(f'<script type="application/json" id="{fig_id}">{data}</script>')
-        return f'<div class="{css_class}" data-fig="{fig_id}"></div>'
 
 
 def render_html(

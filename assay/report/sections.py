@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from assay.report import charts
-from assay.report.html import Page, esc
+from assay.report.page import Page, esc
 from assay.report.terminal import judge_rows
 
 if TYPE_CHECKING:

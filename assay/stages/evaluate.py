@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from assay.evaluators.base import BaseEvaluator
+from assay.evaluators.base import BaseEvaluator, offers
 from assay.exceptions import BudgetExceeded, ConfigError, ConnectorError
 from assay.judges.base import judge_capacity
 from assay.records import Result
@@ -60,7 +60,7 @@ class EvaluateStage:
         self._counting: anyio.Lock | None = None
         self._spawning: anyio.Lock | None = None
         """Held while a batch's evaluations are started: batches enter the judges' line in order."""
-        self.batched = [e for e in evaluators if not e.is_async and hasattr(e, "score_traces")]
+        self.batched = [e for e in evaluators if not e.is_async and offers(e, "score_traces")]
         self.inline = [e for e in evaluators if not e.is_async and e not in self.batched]
         self.async_ = [e for e in evaluators if e.is_async]
 
@@ -99,11 +99,10 @@ class EvaluateStage:
         slots = 0
         seen: set[int] = set()
         for ev in self.async_:
-            resolve = getattr(ev, "resolve_judge", None)
-            if resolve is None:
+            if not offers(ev, "resolve_judge"):
                 slots += OTHER_ASYNC_IN_FLIGHT
                 continue
-            judge = resolve()
+            judge = ev.resolve_judge()
             if id(judge) in seen:
                 continue
             seen.add(id(judge))
@@ -153,7 +152,7 @@ class EvaluateStage:
                 continue
             subset = [traces[i] for i in chosen]
             try:
-                if hasattr(ev, "ascore_traces"):
+                if offers(ev, "ascore_traces"):
                     per_trace = await ev.ascore_traces(subset)
                 else:
                     per_trace = ev.score_traces(subset)

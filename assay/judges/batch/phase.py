@@ -527,6 +527,7 @@ class _SkipEndpoint(JudgeEndpoint):
 async def _collect(config: RunConfig, origin: str, shard: tuple[int, int] | None, pool: Any, state: _State) -> int:
     """One pass over the input: every batch judge's cache misses into the ledger. The misses found."""
     from assay.connectors.registry import SourceContext, build_source
+    from assay.evaluators.base import offers
     from assay.judges.pool import use_pool
     from assay.pipeline.assembly import build_evaluators
     from assay.stages.evaluate import EvaluateStage
@@ -545,7 +546,7 @@ async def _collect(config: RunConfig, origin: str, shard: tuple[int, int] | None
             endpoints.append(endpoint)
         else:
             pool.endpoints[name] = _SkipEndpoint(name, endpoint.config)
-    evaluators = [ev for ev in build_evaluators(config, origin) if ev.is_async and hasattr(ev, "resolve_judge")]
+    evaluators = [ev for ev in build_evaluators(config, origin) if ev.is_async and offers(ev, "resolve_judge")]
     stage = EvaluateStage(evaluators)
     parse = RecordParser(config.normalize)
     source = build_source(
