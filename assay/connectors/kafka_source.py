@@ -18,8 +18,10 @@
   rebalance defers is retried at the next checkpoint and at close.
 * A run that owns its output (files, S3: ``fixed_share``) does not let the group move partitions
   between its writers: writer i of N reads every N-th partition (as ``assignment: manual``), its
-  checkpoint holds the offsets its rows cover (``snapshot``), and a resume starts each partition
-  there, whatever the group committed: the rows kept and the records read again meet exactly.
+  checkpoint holds the offsets its rows cover (``snapshot``: the contiguous prefix, and the
+  offsets written beyond it while an earlier batch was still being evaluated), and a resume starts
+  each partition there and skips those, whatever the group committed: the rows kept and the
+  records read again meet exactly, whatever the order batches finished in.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ from assay.connectors.base import Source, Watermarks
 from assay.connectors.kafka import (
     KafkaSourceConfig,
     client_kwargs,
+    continues,
     offsets_state,
     require_aiokafka,
+    resume_done,
     resume_offsets,
     to_millis,
     unreachable,
@@ -111,6 +115,10 @@ class KafkaSource(Source):
         self._static = fixed_share or config.assignment == "manual"
         self._resume = resume_offsets(resume_state)
         """Per partition the offset a checkpoint's rows end at: reading resumes there."""
+        self._resume_done = resume_done(resume_state)
+        """Per partition the offsets after ``_resume`` a checkpoint's rows hold too: not read again."""
+        self._continue = continues(resume_state)
+        """Partitions without a resume offset start at the group's committed offsets (a rerun)."""
         self._origin = resume_offsets(resume_state, "origin")
         """Per partition the offset this run began reading at (a start-over reads from there)."""
         self.on_revoke: Callable[[], Awaitable[None]] | None = None
@@ -255,12 +263,17 @@ class KafkaSource(Source):
 
     def snapshot(self) -> Any:
         """With ``fixed_share``: per partition the next offset after what is durable (the
-        acknowledged prefix), beside the resume offsets of partitions this writer does not read
+        acknowledged prefix) and the offsets acknowledged beyond it (``done``: batches are
+        evaluated side by side and written as they finish, so rows after a batch still in flight
+        are durable too), beside the resume state of partitions this writer does not read
         (several writers' states merge per partition), and where the run began reading each
         (``origin``). Otherwise None: the group's committed offsets are the checkpoint."""
         if not self.fixed_share:
             return None
-        return offsets_state({**self._resume, **self._watermarks.positions()}, self._origin)
+        positions = self._watermarks.positions()
+        done = {k: v for k, v in self._resume_done.items() if k not in positions}
+        done.update(self._watermarks.beyond())
+        return offsets_state({**self._resume, **positions}, self._origin, done, cont=self._continue)
 
     # ---------------------------------------------------------------- engine side
 
@@ -386,7 +399,10 @@ class KafkaSource(Source):
         seek = [
             tp
             for tp in tps
-            if self._first_assignment is not None and tp in self._first_assignment and tp not in resumed
+            if self._first_assignment is not None
+            and tp in self._first_assignment
+            and tp not in resumed
+            and not self._continue
         ]
         if seek and cfg.from_time is not None:
             found = await consumer.offsets_for_times({tp: to_millis(cfg.from_time) for tp in seek})
@@ -412,10 +428,15 @@ class KafkaSource(Source):
             except IllegalStateError:  # revoked meanwhile
                 continue
             if tp in self._pending and tp in self._gen:
+                key = (tp.topic, tp.partition)
                 self._pending.discard(tp)
                 self._next[tp] = pos
-                self._watermarks.start(tp.topic, tp.partition, pos)
-                self._origin.setdefault((tp.topic, tp.partition), pos)
+                # a checkpoint's offsets may be ahead of the group's (a stop between saving it and
+                # committing): committed at the next checkpoint, so a rerun starts where rows end
+                self._watermarks.start(
+                    tp.topic, tp.partition, pos, self._resume_done.get(key, ()), committed=tp not in resumed
+                )
+                self._origin.setdefault(key, pos)
 
     # ---------------------------------------------------------------- poller
 
@@ -522,11 +543,14 @@ class KafkaSource(Source):
             envs: list[Envelope] = []
             topic, partition = tp.topic, tp.partition
             last = -1
+            is_done = self._watermarks.is_done
             for m in msgs:
                 if (stop is not None and m.offset >= stop) or (until is not None and m.timestamp > until):
                     self._mark_done(consumer, tp)
                     break
                 last = m.offset
+                if is_done(topic, partition, m.offset):  # its row is in the output already
+                    continue
                 if since is not None and m.timestamp < since:
                     # before from_time (a broker whose offsets_for_times is coarse): nothing to write
                     self._watermarks.ack(topic, partition, m.offset)
