@@ -25,7 +25,14 @@ from assay.connectors.base import ConnectorConfig
 from assay.connectors.registry import BaseConnector
 from assay.exceptions import ConfigError, ConnectorError
 
-__all__ = ["KafkaConnection", "KafkaSinkConfig", "KafkaSourceConfig", "client_kwargs", "require_aiokafka"]
+__all__ = [
+    "KafkaConnection",
+    "KafkaSinkConfig",
+    "KafkaSourceConfig",
+    "client_kwargs",
+    "quiet_client_logs",
+    "require_aiokafka",
+]
 
 INSTALL_HINT = "the Kafka connectors need aiokafka (pip install 'assay[kafka]')"
 
@@ -171,16 +178,27 @@ def require_aiokafka() -> None:
         client_log.propagate = False
 
 
+def quiet_client_logs(quiet: bool = True) -> None:
+    """Stop (or resume) passing aiokafka's log records on: once a run has said in one line which
+    cluster it could not reach, closing the clients makes aiokafka log every request it abandons."""
+    _OnceEach.quiet = quiet
+
+
 class _OnceEach(logging.Handler):
     """aiokafka's warnings and errors, logged again under ``assay.kafka.*`` (so they take the
     run's log format and redaction), each distinct message once: a broker that went away makes
-    aiokafka repeat the same few messages at every reconnect attempt."""
+    aiokafka repeat the same few messages at every reconnect attempt. Never a traceback (the
+    records' ``exc_info`` is dropped), and nothing while :func:`quiet_client_logs` is on."""
+
+    quiet = False
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self._seen: set[tuple[str, int, str]] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
+        if _OnceEach.quiet:
+            return
         message = record.getMessage()
         key = (record.name, record.levelno, message)
         if key in self._seen:
@@ -225,10 +243,14 @@ def _join_hold_ms(cfg: KafkaConnection) -> int:
     return max(cfg.session_timeout_ms, cfg.rebalance_timeout_ms or 0)
 
 
+class ClusterUnreachable(ConnectorError):
+    """The cluster could not be reached in time (never there, or gone mid-run)."""
+
+
 def unreachable(cfg: KafkaConnection, what: str, err: BaseException | None = None) -> ConnectorError:
     """The error for a cluster that could not be reached in time, naming the servers."""
     why = f": {type(err).__name__}: {err}" if err is not None else f" within {cfg.connect_timeout_s:g} s"
-    return ConnectorError(f"kafka {what}: cannot reach bootstrap servers {','.join(cfg.servers())}{why}")
+    return ClusterUnreachable(f"kafka {what}: cannot reach bootstrap servers {','.join(cfg.servers())}{why}")
 
 
 def to_millis(t: datetime) -> int:

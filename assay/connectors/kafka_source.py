@@ -26,6 +26,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -38,10 +40,12 @@ from anyio.abc import TaskGroup
 
 from assay.connectors.base import Source, Watermarks
 from assay.connectors.kafka import (
+    ClusterUnreachable,
     KafkaSourceConfig,
     client_kwargs,
     continues,
     offsets_state,
+    quiet_client_logs,
     require_aiokafka,
     resume_done,
     resume_offsets,
@@ -69,6 +73,21 @@ def _connected(consumer: AIOKafkaConsumer) -> bool:
     connection whose broker went away, and keeps reconnecting in vain)."""
     conns = getattr(getattr(consumer, "_client", None), "_conns", None)
     return isinstance(conns, dict) and any(conn.connected() for conn in conns.values())
+
+
+async def _finish_stop(consumer: AIOKafkaConsumer) -> None:
+    """What ``AIOKafkaConsumer.stop`` leaves undone when a fetch task's cancellation escapes it:
+    the fetcher's other requests and the client's connections."""
+    fetcher = getattr(consumer, "_fetcher", None)
+    tasks = [t for t in list(getattr(fetcher, "_pending_tasks", ()) or ()) if not t.done()]
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    client = getattr(consumer, "_client", None)
+    if client is not None:
+        with contextlib.suppress(KafkaError, OSError, asyncio.CancelledError):
+            await client.close()
 
 
 def _partitions(consumer: AIOKafkaConsumer, topics: list[str]) -> list[TopicPartition]:
@@ -159,6 +178,7 @@ class KafkaSource(Source):
 
     async def open(self) -> None:
         cfg = self.config
+        quiet_client_logs(False)
         consumer = AIOKafkaConsumer(
             **client_kwargs(cfg),
             group_id=cfg.group_id,
@@ -247,9 +267,22 @@ class KafkaSource(Source):
 
     async def _stop_consumer(self) -> None:
         consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+        if consumer is None:
+            return
+        if self._unreachable():  # it said which cluster; closing makes aiokafka log each abandoned request
+            quiet_client_logs()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10) as scope:
+            try:
                 await consumer.stop()
+            except asyncio.CancelledError:
+                if scope.cancel_called:
+                    raise
+                # aiokafka (0.14) re-raises the cancellation of a fetch caught in its retry backoff
+                # (a broker that went away) out of stop(): finish closing what it left open
+                await _finish_stop(consumer)
+
+    def _unreachable(self) -> bool:
+        return isinstance(self._error, ClusterUnreachable)
 
     def stop(self) -> None:
         self._stopping = True
@@ -320,7 +353,12 @@ class KafkaSource(Source):
 
     async def checkpointed(self) -> None:
         """The engine saved the checkpoint holding these offsets: commit them to the group now
-        (a commit a rebalance defers is retried at the next one, and at close)."""
+        (a commit a rebalance defers is retried at the next one, and at close). Once the cluster
+        is known to be unreachable, its error at once (not another timeout): the checkpoint holds
+        them, and the next run commits them."""
+        if self._unreachable():
+            assert self._error is not None
+            raise self._error
         async with self._lock:
             self._checkpointed = self._watermarks.committable()
             if await self._commit(self._checkpointed):
