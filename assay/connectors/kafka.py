@@ -93,7 +93,8 @@ class KafkaSourceConfig(KafkaConnection, ConnectorConfig):
     start: Literal["committed", "earliest", "latest"] = "committed"
     """Where a partition starts: the group's committed offset (earliest for a new group), the
     beginning, or the end. ``earliest``/``latest`` apply to the partitions of the first assignment;
-    partitions handed over later resume from the committed offsets."""
+    partitions handed over later resume from the committed offsets, and so does the same command
+    run again beside the whole output it completed (``--fresh`` applies ``start`` again)."""
     stop_at: Literal["end", "never"] = "end"
     """``end``: stop each partition at its end offset when the run starts (cron, backfill);
     ``never``: keep consuming until stopped."""
