@@ -44,8 +44,8 @@ def _evaluator(kind: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
         }
 
 
-@pytest.mark.parametrize("kind", ["python", "judge"])
-def test_a_broker_killed_mid_run_is_one_error_line_and_a_failed_summary(kind: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kind", "sink"), [("python", "dir"), ("judge", "dir"), ("python", "topic")])
+def test_a_broker_killed_mid_run_is_one_error_line_and_a_failed_summary(kind: str, sink: str, tmp_path: Path) -> None:
     tag = uuid.uuid4().hex[:8]
     topic, group = f"traces-{tag}", f"nightly-{tag}"
     with _evaluator(kind, tmp_path) as scoring:
@@ -53,6 +53,7 @@ def test_a_broker_killed_mid_run_is_one_error_line_and_a_failed_summary(kind: st
 
             async def setup() -> None:
                 await create_topic(bootstrap, topic, 6)
+                await create_topic(bootstrap, f"scores-{tag}", 6)
                 rows = [json.dumps({"id": f"t{i}", "inputs": f"q{i}", "outputs": f"a{i}"}).encode() for i in range(N)]
                 await produce(bootstrap, topic, rows, keys=[str(i).encode() for i in range(N)])
 
@@ -63,7 +64,9 @@ def test_a_broker_killed_mid_run_is_one_error_line_and_a_failed_summary(kind: st
                 json.dumps(
                     {
                         "source": {**source, "start": "earliest", "stop_at": "end", "connect_timeout_s": 3},
-                        "sink": {"path": "out/"},
+                        "sink": {"path": "out/"}
+                        if sink == "dir"
+                        else {"type": "kafka", "bootstrap_servers": bootstrap, "topic": f"scores-{tag}"},
                         "limits": {"commit_interval_s": 0.5},
                         **scoring,
                     }
@@ -93,11 +96,16 @@ def test_a_broker_killed_mid_run_is_one_error_line_and_a_failed_summary(kind: st
     assert "Traceback" not in err, err[-5000:]
     assert proc.returncode == 1, err[-3000:]
     errors = [line for line in err.splitlines() if line.startswith("assay: error:")]
-    assert errors == [f"assay: error: kafka source: cannot reach bootstrap servers {bootstrap} within 3 s"], err
     assert len(err.splitlines()) < 20, err  # aiokafka's reconnect messages: each distinct one once, then none
-    summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+    if sink == "dir":
+        assert errors == [f"assay: error: kafka source: cannot reach bootstrap servers {bootstrap} within 3 s"], err
+        summary = json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())
+        assert not (tmp_path / "out" / "_SUCCESS").exists()
+    else:  # whichever noticed first, the source or the sink, names the servers
+        assert len(errors) == 1 and errors[0].startswith("assay: error: kafka s") and bootstrap in errors[0], err
+        (found,) = (tmp_path / ".assay" / "summaries").glob("*/_SUMMARY.json")  # a topic has no directory
+        summary = json.loads(found.read_text())
     assert summary["status"] == "failed" and summary["exit_code"] == 1
-    assert not (tmp_path / "out" / "_SUCCESS").exists()
 
 
 def test_closing_a_source_whose_broker_died_while_a_fetch_waits_to_retry_raises_nothing() -> None:
