@@ -312,8 +312,9 @@ def test_kafka_to_directory_two_kills_at_seeded_moments_writes_each_offset_once(
 ) -> None:
     """Issue 26: a judged run (batches evaluated side by side, so they finish out of order) from a
     6-partition topic into a directory, ``kill -9`` at a seeded moment, the rerun killed at another,
-    then a run to the end: per partition every offset is written exactly once, and the same command
-    again reads nothing and leaves the output byte for byte as it was. ``ASSAY_KAFKA_KILL_SEEDS``
+    then a run to the end (each with a seeded ``--workers`` 1–3): per partition every offset is
+    written exactly once, and the same command again reads nothing and leaves the output byte for
+    byte as it was. ``ASSAY_KAFKA_KILL_SEEDS``
     (default 3) and ``ASSAY_KAFKA_KILL_TRACES`` (default 600) make it longer."""
     from assay.testing.judge_server import JudgeServerThread
     from tests.support.kafka_broker import create_topic, produce
@@ -356,18 +357,29 @@ def test_kafka_to_directory_two_kills_at_seeded_moments_writes_each_offset_once(
         done = 0
         for _ in range(2):
             since = time.time()
+            workers = rng.choice([1, 1, 2, 3])
             proc = subprocess.Popen(
-                _cmd(f, 1, False), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, text=True, env=env
+                _cmd(f, workers, False),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=tmp_path,
+                text=True,
+                env=env,
+                start_new_session=True,
             )
             done = rng.randint(done, done + KAFKA_N // 3)
             _until_checkpointed(proc, tmp_path, since, done)  # then a seeded moment after that checkpoint
-            time.sleep(rng.uniform(0.0, 0.6))
-            proc.kill()
+            pause = rng.uniform(0.0, 0.6)
+            time.sleep(pause)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)  # the parent and its writers
             _, err = proc.communicate(timeout=120)
-            trace.append(f"kill after {done} rows +{proc.returncode}")
+            trace.append(f"w{workers} kill after {done} rows +{pause:.2f}s:{proc.returncode}")
             assert "Traceback" not in err, f"{err} after {' → '.join(trace)}"
+        workers = rng.choice([1, 2, 3])
+        trace.append(f"w{workers} to the end")
         proc = subprocess.Popen(
-            _cmd(f, 1, False), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, text=True, env=env
+            _cmd(f, workers, False), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, text=True, env=env
         )
         _, err = proc.communicate(timeout=300)
         where = " → ".join(trace)
@@ -386,7 +398,9 @@ def test_kafka_to_directory_two_kills_at_seeded_moments_writes_each_offset_once(
 
         # the same command again: nothing new, nothing read, nothing rewritten
         before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
-        again = subprocess.run(_cmd(f, 1, False), capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+        again = subprocess.run(
+            _cmd(f, workers, False), capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+        )
         assert again.returncode == 0, again.stderr[-3000:]
         assert "nothing new" in again.stderr, again.stderr[-3000:]
         assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before, where
