@@ -385,7 +385,9 @@ class KafkaSource(Source):
             with anyio.fail_after(self.config.connect_timeout_s):
                 await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()})
         except TimeoutError as e:
-            raise unreachable(self.config, "source") from e
+            err = unreachable(self.config, "source")
+            self._error = self._error or err  # no further commit waits for this cluster (close, checkpoints)
+            raise err from e
         except (CommitFailedError, IllegalStateError) as e:
             if self._static:
                 why = "a run writing files or S3" if self.fixed_share else "assignment: manual"
