@@ -397,11 +397,11 @@ def test_kafka_to_directory_two_kills_at_seeded_moments_writes_each_offset_once(
         assert (out / "_SUCCESS").exists()
 
         # the same command again: nothing new, nothing read, nothing rewritten
-        before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+        before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
         again = subprocess.run(
             _cmd(f, workers, False), capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
         )
         assert again.returncode == 0, again.stderr[-3000:]
         assert "nothing new" in again.stderr, again.stderr[-3000:]
-        assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before, where
+        assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before, where
         assert not (out / "_staging").exists()
