@@ -387,6 +387,7 @@ class KafkaSource(Source):
         except TimeoutError as e:
             err = unreachable(self.config, "source")
             self._error = self._error or err  # no further commit waits for this cluster (close, checkpoints)
+            quiet_client_logs()
             raise err from e
         except (CommitFailedError, IllegalStateError) as e:
             if self._static:
@@ -543,6 +544,8 @@ class KafkaSource(Source):
                 await self._check_alive(consumer, any(data.values()))
         except Exception as e:  # surfaced by batches(); never cancels the task that opened the source
             self._error = e
+            if isinstance(e, ClusterUnreachable):  # said once, in the run's error line
+                quiet_client_logs()
         finally:
             self._ready.set()
 
