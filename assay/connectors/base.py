@@ -238,12 +238,35 @@ class Watermarks:
         self._done: dict[Hashable, set[int]] = {}
         self._committed: dict[Hashable, int] = {}  # last committed, or the start offset
 
-    def start(self, topic: str, partition: int, offset: int) -> None:
-        """The first offset this run reads from a partition (the committed offset, or a seek)."""
+    def start(
+        self, topic: str, partition: int, offset: int, done: Iterable[int] = (), *, committed: bool = True
+    ) -> None:
+        """The first offset this run reads from a partition (the committed offset, or a seek).
+        ``done``: offsets after it that are durable already (a checkpoint's, acknowledged out of
+        order); ``committed=False``: the start itself is not known to be committed yet (the next
+        ``committable`` includes it)."""
         key = (topic, partition)
         self._next[key] = offset
-        self._done[key] = {o for o in self._done.get(key, set()) if o >= offset}
-        self._committed[key] = offset
+        self._done[key] = {o for o in (*self._done.get(key, set()), *done) if o >= offset}
+        if committed:
+            self._committed[key] = offset
+        else:
+            self._committed.pop(key, None)
+        nxt = offset
+        while nxt in self._done[key]:
+            self._done[key].discard(nxt)
+            nxt += 1
+        self._next[key] = nxt
+
+    def is_done(self, topic: str, partition: int, offset: int) -> bool:
+        """Whether this offset is acknowledged already (before the watermark or beyond a gap)."""
+        key = (topic, partition)
+        nxt = self._next.get(key)
+        return nxt is not None and (offset < nxt or offset in self._done.get(key, ()))
+
+    def beyond(self) -> dict[tuple[str, int], list[int]]:
+        """Per partition the offsets acknowledged beyond its watermark (after a gap), sorted."""
+        return {key: sorted(done) for key, done in self._done.items() if done}  # type: ignore[misc]
 
     def forget(self, topic: str, partition: int) -> None:
         """A revoked partition: nothing more of it will be committed by this consumer."""

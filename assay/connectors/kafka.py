@@ -25,7 +25,14 @@ from assay.connectors.base import ConnectorConfig
 from assay.connectors.registry import BaseConnector
 from assay.exceptions import ConfigError, ConnectorError
 
-__all__ = ["KafkaConnection", "KafkaSinkConfig", "KafkaSourceConfig", "client_kwargs", "require_aiokafka"]
+__all__ = [
+    "KafkaConnection",
+    "KafkaSinkConfig",
+    "KafkaSourceConfig",
+    "client_kwargs",
+    "quiet_client_logs",
+    "require_aiokafka",
+]
 
 INSTALL_HINT = "the Kafka connectors need aiokafka (pip install 'assay[kafka]')"
 
@@ -86,7 +93,8 @@ class KafkaSourceConfig(KafkaConnection, ConnectorConfig):
     start: Literal["committed", "earliest", "latest"] = "committed"
     """Where a partition starts: the group's committed offset (earliest for a new group), the
     beginning, or the end. ``earliest``/``latest`` apply to the partitions of the first assignment;
-    partitions handed over later resume from the committed offsets."""
+    partitions handed over later resume from the committed offsets, and so does the same command
+    run again beside the whole output it completed (``--fresh`` applies ``start`` again)."""
     stop_at: Literal["end", "never"] = "end"
     """``end``: stop each partition at its end offset when the run starts (cron, backfill);
     ``never``: keep consuming until stopped."""
@@ -171,16 +179,27 @@ def require_aiokafka() -> None:
         client_log.propagate = False
 
 
+def quiet_client_logs(quiet: bool = True) -> None:
+    """Stop (or resume) passing aiokafka's log records on: once a run has said in one line which
+    cluster it could not reach, closing the clients makes aiokafka log every request it abandons."""
+    _OnceEach.quiet = quiet
+
+
 class _OnceEach(logging.Handler):
     """aiokafka's warnings and errors, logged again under ``assay.kafka.*`` (so they take the
     run's log format and redaction), each distinct message once: a broker that went away makes
-    aiokafka repeat the same few messages at every reconnect attempt."""
+    aiokafka repeat the same few messages at every reconnect attempt. Never a traceback (the
+    records' ``exc_info`` is dropped), and nothing while :func:`quiet_client_logs` is on."""
+
+    quiet = False
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self._seen: set[tuple[str, int, str]] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
+        if _OnceEach.quiet:
+            return
         message = record.getMessage()
         key = (record.name, record.levelno, message)
         if key in self._seen:
@@ -225,10 +244,14 @@ def _join_hold_ms(cfg: KafkaConnection) -> int:
     return max(cfg.session_timeout_ms, cfg.rebalance_timeout_ms or 0)
 
 
+class ClusterUnreachable(ConnectorError):
+    """The cluster could not be reached in time (never there, or gone mid-run)."""
+
+
 def unreachable(cfg: KafkaConnection, what: str, err: BaseException | None = None) -> ConnectorError:
     """The error for a cluster that could not be reached in time, naming the servers."""
     why = f": {type(err).__name__}: {err}" if err is not None else f" within {cfg.connect_timeout_s:g} s"
-    return ConnectorError(f"kafka {what}: cannot reach bootstrap servers {','.join(cfg.servers())}{why}")
+    return ClusterUnreachable(f"kafka {what}: cannot reach bootstrap servers {','.join(cfg.servers())}{why}")
 
 
 def to_millis(t: datetime) -> int:
@@ -237,23 +260,64 @@ def to_millis(t: datetime) -> int:
 
 
 Offsets = dict[tuple[str, int], int]
+Done = dict[tuple[str, int], list[int]]
 
 
 def resume_offsets(state: Any, field: str = "offsets") -> Offsets:
-    """Per partition the offsets of a Kafka source's resume state: ``offsets`` (where durable rows
-    end: reading resumes there) or ``origin`` (where this run began reading: a start-over reads
-    from there). JSON lists ``[[topic, partition, offset], …]``; empty for none."""
+    """Per partition the offsets of a Kafka source's resume state: ``offsets`` (where the
+    contiguous prefix of durable rows ends: reading resumes there) or ``origin`` (where this run
+    began reading: a start-over reads from there). JSON lists ``[[topic, partition, offset], …]``;
+    empty for none."""
     rows = state.get(field) if isinstance(state, dict) else None
     return {(str(t), int(p)): int(o) for t, p, o in rows or ()}
 
 
-def offsets_state(offsets: Offsets, origin: Offsets | None = None) -> dict[str, Any] | None:
-    """A resume state holding these offsets (JSON lists, since topic names are keys too)."""
-    if not offsets and not origin:
+def resume_done(state: Any) -> Done:
+    """Per partition the offsets after ``offsets`` whose rows are durable too (``done``: batches
+    written out of order, beyond a batch still in flight at the checkpoint): a resume reads from
+    ``offsets`` and skips these, so no offset is written twice. JSON ``[[topic, partition,
+    [[first, end), …]], …]``."""
+    rows = state.get("done") if isinstance(state, dict) else None
+    out: Done = {}
+    for t, p, ranges in rows or ():
+        out[(str(t), int(p))] = [o for lo, hi in ranges for o in range(int(lo), int(hi))]
+    return out
+
+
+def continues(state: Any) -> bool:
+    """Whether partitions without a resume offset start at the group's committed offsets whatever
+    ``start``/``from_time`` say (the same command again beside a whole output: it continues where
+    that output ends)."""
+    return isinstance(state, dict) and bool(state.get("continue"))
+
+
+def _ranges(offsets: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for o in sorted(set(offsets)):
+        if out and out[-1][1] == o:
+            out[-1][1] = o + 1
+        else:
+            out.append([o, o + 1])
+    return out
+
+
+def offsets_state(
+    offsets: Offsets, origin: Offsets | None = None, done: Done | None = None, *, cont: bool = False
+) -> dict[str, Any] | None:
+    """A resume state holding these offsets (JSON lists, since topic names are keys too); ``done``
+    beyond ``offsets`` are kept only past each partition's offset."""
+    if not offsets and not origin and not cont:
         return None
     state: dict[str, Any] = {"offsets": [[t, p, o] for (t, p), o in sorted(offsets.items())]}
     if origin:
         state["origin"] = [[t, p, o] for (t, p), o in sorted(origin.items())]
+    beyond = {
+        key: _ranges([o for o in found if o >= offsets.get(key, 0)]) for key, found in sorted((done or {}).items())
+    }
+    if any(beyond.values()):
+        state["done"] = [[t, p, r] for (t, p), r in beyond.items() if r]
+    if cont:
+        state["continue"] = True
     return state
 
 
@@ -277,18 +341,29 @@ class KafkaConnector(BaseConnector):
         writer at a time, and an offset only grows), and the first offset the run read."""
         merged: Offsets = {}
         origin: Offsets = {}
+        done: Done = {}
+        cont = False
         for state in states:
             for key, offset in resume_offsets(state).items():
                 merged[key] = max(offset, merged.get(key, offset))
             for key, offset in resume_offsets(state, "origin").items():
                 origin[key] = min(offset, origin.get(key, offset))
-        return offsets_state(merged, origin)
+            for key, found in resume_done(state).items():  # every writer's durable rows stay
+                done[key] = [*done.get(key, []), *found]
+            cont = cont or continues(state)
+        return offsets_state(merged, origin, done, cont=cont)
 
     def restart_state(self, state: Any) -> Any:
         """A start-over (``--fresh``, a changed run file) reads again from where the run began: the
         records it read before are committed to the group and would not come again."""
         origin = resume_offsets(state, "origin")
-        return offsets_state(origin, origin)
+        return offsets_state(origin, origin, cont=continues(state))
+
+    def rerun_state(self, config: Any) -> Any:
+        """The same command again beside the whole output it completed: continue from the group's
+        committed offsets (where that output ends), whatever ``start``/``from_time`` say; with
+        nothing new the output stays as it is."""
+        return offsets_state({}, cont=True)
 
     def joins_group(self, config: Any) -> bool:
         return bool(config.assignment == "group")
@@ -312,8 +387,10 @@ class KafkaConnector(BaseConnector):
 
     def build_sink(self, config: Any, ctx: Any) -> Any:
         from assay.connectors.kafka_sink import KafkaSink
+        from assay.pipeline.outputs import PUBLISHER
 
-        return KafkaSink(config)
+        # the sink the engine opens to publish the summary has nothing to send
+        return KafkaSink(config, connect=getattr(ctx, "shard", 0) != PUBLISHER)
 
 
 CONNECTOR = KafkaConnector()

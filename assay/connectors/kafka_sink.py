@@ -61,8 +61,11 @@ class KafkaSink(Sink):
     summary to a local summary path.
     """
 
-    def __init__(self, config: KafkaSinkConfig) -> None:
+    def __init__(self, config: KafkaSinkConfig, *, connect: bool = True) -> None:
         self.config = config
+        self._connect = connect
+        """False: the sink the engine opens only to publish (a Kafka sink has nothing to publish):
+        no producer, so a run whose cluster went away still writes its summary."""
         self._producer: AIOKafkaProducer | None = None
         self._pending: list[asyncio.Future[Any]] = []
         self._partitions: list[int] | None = None
@@ -87,6 +90,8 @@ class KafkaSink(Sink):
 
     async def open(self) -> None:
         cfg = self.config
+        if not self._connect:
+            return
         idempotent = cfg.enable_idempotence is not False
         try:
             with anyio.fail_after(cfg.connect_timeout_s):
@@ -159,7 +164,7 @@ class KafkaSink(Sink):
                     b.close()  # complete: the producer sends it without lingering
                     self._pending.append(await producer.send_batch(b, topic, partition=p))
         except KafkaError as e:
-            raise ConnectorError(f"kafka sink (topic {topic}): {type(e).__name__}: {e}") from e
+            raise ConnectorError(f"kafka sink (topic {topic} on {self._servers()}): {type(e).__name__}: {e}") from e
         self.sent += len(rows)
 
     async def write_failures(self, failures: Sequence[Failure]) -> None:
@@ -171,7 +176,9 @@ class KafkaSink(Sink):
                 key = f"{f.position}".encode()
                 self._pending.append(await producer.send(topic, f.payload, key=key, headers=failure_headers(f)))
         except KafkaError as e:
-            raise ConnectorError(f"kafka dead-letter sink (topic {topic}): {type(e).__name__}: {e}") from e
+            raise ConnectorError(
+                f"kafka dead-letter sink (topic {topic} on {self._servers()}): {type(e).__name__}: {e}"
+            ) from e
         self.sent += len(failures)
 
     async def flush(self) -> None:
@@ -187,7 +194,12 @@ class KafkaSink(Sink):
                 elif fut.exception() is not None:
                     raise fut.exception()  # type: ignore[misc]
         except KafkaError as e:
-            raise ConnectorError(f"kafka sink (topic {self.config.topic}): delivery failed: {e}") from e
+            raise ConnectorError(
+                f"kafka sink (topic {self.config.topic} on {self._servers()}): delivery failed: {e}"
+            ) from e
+
+    def _servers(self) -> str:
+        return ",".join(self.config.servers())
 
     async def aclose(self) -> None:
         """Stop the producer (sends what is buffered; idempotent). Unflushed rows are not durable."""

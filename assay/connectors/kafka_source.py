@@ -18,12 +18,16 @@
   rebalance defers is retried at the next checkpoint and at close.
 * A run that owns its output (files, S3: ``fixed_share``) does not let the group move partitions
   between its writers: writer i of N reads every N-th partition (as ``assignment: manual``), its
-  checkpoint holds the offsets its rows cover (``snapshot``), and a resume starts each partition
-  there, whatever the group committed: the rows kept and the records read again meet exactly.
+  checkpoint holds the offsets its rows cover (``snapshot``: the contiguous prefix, and the
+  offsets written beyond it while an earlier batch was still being evaluated), and a resume starts
+  each partition there and skips those, whatever the group committed: the rows kept and the
+  records read again meet exactly, whatever the order batches finished in.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -36,10 +40,14 @@ from anyio.abc import TaskGroup
 
 from assay.connectors.base import Source, Watermarks
 from assay.connectors.kafka import (
+    ClusterUnreachable,
     KafkaSourceConfig,
     client_kwargs,
+    continues,
     offsets_state,
+    quiet_client_logs,
     require_aiokafka,
+    resume_done,
     resume_offsets,
     to_millis,
     unreachable,
@@ -65,6 +73,21 @@ def _connected(consumer: AIOKafkaConsumer) -> bool:
     connection whose broker went away, and keeps reconnecting in vain)."""
     conns = getattr(getattr(consumer, "_client", None), "_conns", None)
     return isinstance(conns, dict) and any(conn.connected() for conn in conns.values())
+
+
+async def _finish_stop(consumer: AIOKafkaConsumer) -> None:
+    """What ``AIOKafkaConsumer.stop`` leaves undone when a fetch task's cancellation escapes it:
+    the fetcher's other requests and the client's connections."""
+    fetcher = getattr(consumer, "_fetcher", None)
+    tasks = [t for t in list(getattr(fetcher, "_pending_tasks", ()) or ()) if not t.done()]
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    client = getattr(consumer, "_client", None)
+    if client is not None:
+        with contextlib.suppress(KafkaError, OSError, asyncio.CancelledError):
+            await client.close()
 
 
 def _partitions(consumer: AIOKafkaConsumer, topics: list[str]) -> list[TopicPartition]:
@@ -111,6 +134,10 @@ class KafkaSource(Source):
         self._static = fixed_share or config.assignment == "manual"
         self._resume = resume_offsets(resume_state)
         """Per partition the offset a checkpoint's rows end at: reading resumes there."""
+        self._resume_done = resume_done(resume_state)
+        """Per partition the offsets after ``_resume`` a checkpoint's rows hold too: not read again."""
+        self._continue = continues(resume_state)
+        """Partitions without a resume offset start at the group's committed offsets (a rerun)."""
         self._origin = resume_offsets(resume_state, "origin")
         """Per partition the offset this run began reading at (a start-over reads from there)."""
         self.on_revoke: Callable[[], Awaitable[None]] | None = None
@@ -151,6 +178,7 @@ class KafkaSource(Source):
 
     async def open(self) -> None:
         cfg = self.config
+        quiet_client_logs(False)
         consumer = AIOKafkaConsumer(
             **client_kwargs(cfg),
             group_id=cfg.group_id,
@@ -239,9 +267,22 @@ class KafkaSource(Source):
 
     async def _stop_consumer(self) -> None:
         consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+        if consumer is None:
+            return
+        if self._unreachable():  # it said which cluster; closing makes aiokafka log each abandoned request
+            quiet_client_logs()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10) as scope:
+            try:
                 await consumer.stop()
+            except asyncio.CancelledError:
+                if scope.cancel_called:
+                    raise
+                # aiokafka (0.14) re-raises the cancellation of a fetch caught in its retry backoff
+                # (a broker that went away) out of stop(): finish closing what it left open
+                await _finish_stop(consumer)
+
+    def _unreachable(self) -> bool:
+        return isinstance(self._error, ClusterUnreachable)
 
     def stop(self) -> None:
         self._stopping = True
@@ -255,12 +296,17 @@ class KafkaSource(Source):
 
     def snapshot(self) -> Any:
         """With ``fixed_share``: per partition the next offset after what is durable (the
-        acknowledged prefix), beside the resume offsets of partitions this writer does not read
+        acknowledged prefix) and the offsets acknowledged beyond it (``done``: batches are
+        evaluated side by side and written as they finish, so rows after a batch still in flight
+        are durable too), beside the resume state of partitions this writer does not read
         (several writers' states merge per partition), and where the run began reading each
         (``origin``). Otherwise None: the group's committed offsets are the checkpoint."""
         if not self.fixed_share:
             return None
-        return offsets_state({**self._resume, **self._watermarks.positions()}, self._origin)
+        positions = self._watermarks.positions()
+        done = {k: v for k, v in self._resume_done.items() if k not in positions}
+        done.update(self._watermarks.beyond())
+        return offsets_state({**self._resume, **positions}, self._origin, done, cont=self._continue)
 
     # ---------------------------------------------------------------- engine side
 
@@ -307,7 +353,12 @@ class KafkaSource(Source):
 
     async def checkpointed(self) -> None:
         """The engine saved the checkpoint holding these offsets: commit them to the group now
-        (a commit a rebalance defers is retried at the next one, and at close)."""
+        (a commit a rebalance defers is retried at the next one, and at close). Once the cluster
+        is known to be unreachable, its error at once (not another timeout): the checkpoint holds
+        them, and the next run commits them."""
+        if self._unreachable():
+            assert self._error is not None
+            raise self._error
         async with self._lock:
             self._checkpointed = self._watermarks.committable()
             if await self._commit(self._checkpointed):
@@ -334,7 +385,10 @@ class KafkaSource(Source):
             with anyio.fail_after(self.config.connect_timeout_s):
                 await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()})
         except TimeoutError as e:
-            raise unreachable(self.config, "source") from e
+            err = unreachable(self.config, "source")
+            self._error = self._error or err  # no further commit waits for this cluster (close, checkpoints)
+            quiet_client_logs()
+            raise err from e
         except (CommitFailedError, IllegalStateError) as e:
             if self._static:
                 why = "a run writing files or S3" if self.fixed_share else "assignment: manual"
@@ -386,7 +440,10 @@ class KafkaSource(Source):
         seek = [
             tp
             for tp in tps
-            if self._first_assignment is not None and tp in self._first_assignment and tp not in resumed
+            if self._first_assignment is not None
+            and tp in self._first_assignment
+            and tp not in resumed
+            and not self._continue
         ]
         if seek and cfg.from_time is not None:
             found = await consumer.offsets_for_times({tp: to_millis(cfg.from_time) for tp in seek})
@@ -412,10 +469,15 @@ class KafkaSource(Source):
             except IllegalStateError:  # revoked meanwhile
                 continue
             if tp in self._pending and tp in self._gen:
+                key = (tp.topic, tp.partition)
                 self._pending.discard(tp)
                 self._next[tp] = pos
-                self._watermarks.start(tp.topic, tp.partition, pos)
-                self._origin.setdefault((tp.topic, tp.partition), pos)
+                # a checkpoint's offsets may be ahead of the group's (a stop between saving it and
+                # committing): committed at the next checkpoint, so a rerun starts where rows end
+                self._watermarks.start(
+                    tp.topic, tp.partition, pos, self._resume_done.get(key, ()), committed=tp not in resumed
+                )
+                self._origin.setdefault(key, pos)
 
     # ---------------------------------------------------------------- poller
 
@@ -482,6 +544,8 @@ class KafkaSource(Source):
                 await self._check_alive(consumer, any(data.values()))
         except Exception as e:  # surfaced by batches(); never cancels the task that opened the source
             self._error = e
+            if isinstance(e, ClusterUnreachable):  # said once, in the run's error line
+                quiet_client_logs()
         finally:
             self._ready.set()
 
@@ -522,11 +586,14 @@ class KafkaSource(Source):
             envs: list[Envelope] = []
             topic, partition = tp.topic, tp.partition
             last = -1
+            is_done = self._watermarks.is_done
             for m in msgs:
                 if (stop is not None and m.offset >= stop) or (until is not None and m.timestamp > until):
                     self._mark_done(consumer, tp)
                     break
                 last = m.offset
+                if is_done(topic, partition, m.offset):  # its row is in the output already
+                    continue
                 if since is not None and m.timestamp < since:
                     # before from_time (a broker whose offsets_for_times is coarse): nothing to write
                     self._watermarks.ack(topic, partition, m.offset)

@@ -152,6 +152,12 @@ class BaseConnector:
         are committed) returns where the run began."""
         return None
 
+    def rerun_state(self, config: Any) -> Any:
+        """The resume state of a run that starts over beside a whole output an earlier run
+        completed (the same command again, no ``--fresh``). None (the default): from the start. A
+        source whose records are consumed (Kafka) continues where that output ends."""
+        return None
+
     def joins_group(self, config: Any) -> bool:
         """Whether processes reading this source split it by joining one consumer group."""
         return False
@@ -293,6 +299,11 @@ def restart_state(config: ConnectorConfig, states: Iterable[Any]) -> Any:
         return None  # from the start: no need to merge (a default merge refuses different states)
     found = [s for s in states if s is not None]
     return hook(_hook(config, "merge_resume_states")(found)) if found else None
+
+
+def rerun_state(config: ConnectorConfig) -> Any:
+    """Where a run over ``config`` starting over beside a whole output begins (see ``rerun_state``)."""
+    return _hook(config, "rerun_state")(config)
 
 
 def scales_by_group(source: ConnectorConfig, sinks: Iterable[ConnectorConfig]) -> bool:

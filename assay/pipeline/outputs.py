@@ -106,6 +106,8 @@ class RunPlan:
             # a whole output stays in place until this run's output is whole (not for one shard:
             # `assay merge` publishes the shards' output)
             self.staged = self.shard is None and await self._sink("results", PUBLISHER, None).whole()
+            if self.staged and restart is None and not fresh:  # Kafka: where that output ends
+                restart = registry.rerun_state(self.config.source)
             await self.reset()
             self.store.clear()
             self.store.save_meta({"fingerprint": current, "staged": self.staged, "writers": n})

@@ -6,7 +6,8 @@ and ``_SUCCESS`` only ever beside a whole output.
 Each case is a seeded random sequence of real ``assay run`` processes over a small corpus scored
 by a slow user evaluator (so a stop lands midway), for a directory, a file, an S3 prefix (moto) of
 JSON lines or of Parquet parts, and a Kafka source (tansu) writing a directory (its writers read
-fixed shares of the partitions). ``ASSAY_LINEAGE_SEEDS`` (cases per output, default 2) and
+fixed shares of the partitions; a judged Kafka variant is killed twice at seeded moments).
+``ASSAY_LINEAGE_SEEDS`` (cases per output, default 2) and
 ``ASSAY_LINEAGE_TRACES`` (default 300) make it longer; a failure prints its seed and steps.
 """
 
@@ -285,3 +286,122 @@ def test_random_lineage_ends_exact(kind: str, seed: int, tmp_path: Path, request
     out = tmp_path / "out"
     if out.is_dir():  # nothing staged or half-written is left beside the output
         assert not (out / "_staging").exists() and not list(out.glob(".*.tmp")), " → ".join(trace)
+
+
+KAFKA_KILL_SEEDS = int(os.environ.get("ASSAY_KAFKA_KILL_SEEDS", "3"))
+KAFKA_N = int(os.environ.get("ASSAY_KAFKA_KILL_TRACES", "600"))
+
+
+def _positions(out: Path) -> dict[int, list[int]]:
+    """Per partition the offsets the output's rows came from (each row once)."""
+    found: dict[int, list[int]] = {}
+    for row in _dir_rows(out):
+        found.setdefault(row["position"]["partition"], []).append(row["position"]["offset"])
+    return found
+
+
+def _until_checkpointed(proc: subprocess.Popen[str], root: Path, since: float, rows: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and checkpointed_rows(root, since) < rows:
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("seed", range(KAFKA_KILL_SEEDS))
+def test_kafka_to_directory_two_kills_at_seeded_moments_writes_each_offset_once(
+    seed: int, tmp_path: Path, bootstrap: str
+) -> None:
+    """Issue 26: a judged run (batches evaluated side by side, so they finish out of order) from a
+    6-partition topic into a directory, ``kill -9`` at a seeded moment, the rerun killed at another,
+    then a run to the end (each with a seeded ``--workers`` 1–3): per partition every offset is
+    written exactly once, and the same command again reads nothing and leaves the output byte for
+    byte as it was. ``ASSAY_KAFKA_KILL_SEEDS``
+    (default 3) and ``ASSAY_KAFKA_KILL_TRACES`` (default 600) make it longer."""
+    from assay.testing.judge_server import JudgeServerThread
+    from tests.support.kafka_broker import create_topic, produce
+
+    rng = random.Random(f"kafka-kills-{seed}")
+    tag = uuid.uuid4().hex[:8]
+    topic = f"kills-{tag}"
+    values = [
+        json.dumps({"id": f"t{i}", "inputs": f"q{i}", "outputs": f"a{i}", "reference_outputs": f"a{i}"}).encode()
+        for i in range(KAFKA_N)
+    ]
+
+    async def fill() -> None:
+        await create_topic(bootstrap, topic, 6)
+        await produce(bootstrap, topic, values, partitions=[i % 6 for i in range(KAFKA_N)])
+
+    anyio.run(fill)
+    start = rng.choice(["committed", "earliest"])
+    out = tmp_path / "out"
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
+    with JudgeServerThread(latency=(0.005, 0.12), seed=seed) as server:
+        judge = {"provider": "openai", "base_url": f"{server.url}/v1", "model": "m", "max_concurrency": 32}
+        cfg = {
+            "source": {
+                "type": "kafka",
+                "bootstrap_servers": bootstrap,
+                "topics": [topic],
+                "group_id": f"kills-{tag}",
+                "start": start,
+                "session_timeout_ms": 6000,
+            },
+            "judges": {"j": judge},
+            "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "j"}}],
+            "sink": {"path": "out/", "max_rows_per_part": rng.choice([100, 100_000])},
+            "limits": {"batch_size": rng.choice([8, 16, 64]), "commit_interval_s": rng.choice([0.1, 0.3, 1.0])},
+        }
+        f = tmp_path / "run.yaml"
+        f.write_text(json.dumps(cfg))
+        trace = [f"start {start}, batch {cfg['limits']['batch_size']}"]
+        done = 0
+        for _ in range(2):
+            since = time.time()
+            workers = rng.choice([1, 1, 2, 3])
+            proc = subprocess.Popen(
+                _cmd(f, workers, False),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=tmp_path,
+                text=True,
+                env=env,
+                start_new_session=True,
+            )
+            done = rng.randint(done, done + KAFKA_N // 3)
+            _until_checkpointed(proc, tmp_path, since, done)  # then a seeded moment after that checkpoint
+            pause = rng.uniform(0.0, 0.6)
+            time.sleep(pause)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)  # the parent and its writers
+            _, err = proc.communicate(timeout=120)
+            trace.append(f"w{workers} kill after {done} rows +{pause:.2f}s:{proc.returncode}")
+            assert "Traceback" not in err, f"{err} after {' → '.join(trace)}"
+        workers = rng.choice([1, 2, 3])
+        trace.append(f"w{workers} to the end")
+        proc = subprocess.Popen(
+            _cmd(f, workers, False), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, text=True, env=env
+        )
+        _, err = proc.communicate(timeout=300)
+        where = " → ".join(trace)
+        assert proc.returncode == 0, f"exit {proc.returncode}: {err[-3000:]} after {where}"
+        found = _positions(out)
+        for partition, offsets in sorted(found.items()):
+            twice = sorted(o for o in set(offsets) if offsets.count(o) > 1)
+            assert not twice, f"partition {partition}: offsets {twice[:20]}… written twice after {where}"
+        assert sum(len(v) for v in found.values()) == KAFKA_N, where
+        assert sorted(o for v in found.values() for o in v) == sorted(
+            o for p in range(6) for o in range(len(range(p, KAFKA_N, 6)))
+        ), where
+        summary = (out / "_SUMMARY.json").read_bytes()
+        assert json.loads(summary)["counts"]["read"] == KAFKA_N, where
+        assert (out / "_SUCCESS").exists()
+
+        # the same command again: nothing new, nothing read, nothing rewritten
+        before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        again = subprocess.run(
+            _cmd(f, workers, False), capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+        )
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert "nothing new" in again.stderr, again.stderr[-3000:]
+        assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before, where
+        assert not (out / "_staging").exists()

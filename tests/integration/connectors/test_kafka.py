@@ -135,6 +135,52 @@ async def test_commits_only_the_contiguous_watermark(bootstrap: str) -> None:
     assert await committed(bootstrap, group, topic) == {0: 10}
 
 
+async def test_a_checkpoint_after_batches_finished_out_of_order_resumes_without_rereading_them(
+    bootstrap: str,
+) -> None:
+    """Issue 26: a run writing files evaluates batches side by side and writes each as it
+    finishes, so a checkpoint can hold the rows of offsets 20-39 while 0-19 are still being judged.
+    Its state says so (``done`` beyond the contiguous 0): a resume reads 0-19 and 40-59, never
+    20-39 again, and commits the checkpoint's offsets to the group even when it reads nothing."""
+    topic, group = name("in"), name("g")
+    await create_topic(bootstrap, topic, 1)
+    await produce(bootstrap, topic, [trace(i) for i in range(60)])
+    first = KafkaSource(source_cfg(bootstrap, topic, group, stop_at="end"), batch_size=20, fixed_share=True)
+    first.commit_after_checkpoint = True
+    async with first:
+        batches = [b async for b in first.batches()]
+        assert [len(b) for b in batches] == [20, 20, 20]
+        await first.ack([e.position for e in batches[1]])  # the second batch finished first
+        state = first.snapshot()
+        await first.checkpointed()
+    assert state["offsets"] == [[topic, 0, 0]] and state.get("done") == [[topic, 0, [[20, 40]]]]
+    assert await committed(bootstrap, group, topic) in ({}, {0: None})  # nothing contiguous yet
+
+    second = KafkaSource(
+        source_cfg(bootstrap, topic, group, stop_at="end"), batch_size=100, resume_state=state, fixed_share=True
+    )
+    second.commit_after_checkpoint = True
+    async with second:
+        envs = [e async for b in second.batches() for e in b]
+        assert [e.position.offset for e in envs] == [*range(20), *range(40, 60)]
+        await second.ack([e.position for e in envs[:20]])  # 0-19 written: the prefix joins 20-39
+        assert second.snapshot()["offsets"] == [[topic, 0, 40]] and "done" not in second.snapshot()
+        await second.checkpointed()
+    assert await committed(bootstrap, group, topic) == {0: 40}
+
+    # a checkpoint ahead of the group (a stop between saving it and committing): a resume that
+    # reads nothing new still brings the group there, so the next run starts where rows end
+    ahead = {"offsets": [[topic, 0, 60]], "origin": [[topic, 0, 0]]}
+    third = KafkaSource(
+        source_cfg(bootstrap, topic, group, stop_at="end"), batch_size=100, resume_state=ahead, fixed_share=True
+    )
+    third.commit_after_checkpoint = True
+    async with third:
+        assert [e async for b in third.batches() for e in b] == []
+        await third.checkpointed()
+    assert await committed(bootstrap, group, topic) == {0: 60}
+
+
 async def test_close_is_idempotent(bootstrap: str) -> None:
     topic = name("in")
     await create_topic(bootstrap, topic, 1)

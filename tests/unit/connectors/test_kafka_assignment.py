@@ -143,3 +143,56 @@ def test_a_start_over_reads_again_from_where_the_run_began() -> None:
     from assay.connectors.path_config import SourceConfig
 
     assert registry.restart_state(SourceConfig(path="x.jsonl"), [{"x": 1}, {"y": 2}]) is None
+
+
+def test_offsets_written_beyond_a_gap_survive_snapshots_merges_and_resumes_but_not_a_start_over() -> None:
+    """Issue 26: batches finish out of order, so a checkpoint holds rows beyond the contiguous
+    prefix (``done``). Every writer's snapshot keeps them (also for partitions it does not read),
+    merges keep every writer's, a resume pre-acknowledges them (the prefix moves past them once the
+    gap is written), and a start-over, which removes the rows, forgets them."""
+    from assay.connectors import registry
+    from assay.connectors.kafka import CONNECTOR, offsets_state, resume_done, resume_offsets
+    from assay.connectors.registry import SourceContext
+
+    cfg = KafkaSourceConfig(bootstrap_servers="localhost:1", topics=["a"], group_id="g")
+    first = CONNECTOR.build_source(cfg, SourceContext(resume_state=None, owns_input=True))
+    first._watermarks.start("a", 0, 0)
+    for o in [*range(25, 153), 0, 1]:  # 2-24 still being judged
+        first._watermarks.ack("a", 0, o)
+    state = first.snapshot()
+    assert resume_offsets(state) == {("a", 0): 2} and resume_done(state) == {("a", 0): list(range(25, 153))}
+    assert state["done"] == [["a", 0, [[25, 153]]]]  # ranges, not every offset
+
+    # two writers of a resume: the one that does not read partition 0 keeps its done offsets too
+    other = CONNECTOR.build_source(cfg, SourceContext(shard=(1, 2), resume_state=state, owns_input=True))
+    assert resume_done(other.snapshot()) == {("a", 0): list(range(25, 153))}
+    reader = CONNECTOR.build_source(cfg, SourceContext(shard=(0, 2), resume_state=state, owns_input=True))
+    reader._watermarks.start("a", 0, 2, reader._resume_done[("a", 0)], committed=False)
+    assert reader._watermarks.is_done("a", 0, 30) and not reader._watermarks.is_done("a", 0, 2)
+    assert reader._watermarks.committable() == {("a", 0): 2}  # the group gets the checkpoint's offset
+    for o in range(2, 25):
+        reader._watermarks.ack("a", 0, o)
+    assert resume_offsets(reader.snapshot()) == {("a", 0): 153} and "done" not in reader.snapshot()
+
+    merged = CONNECTOR.merge_resume_states([other.snapshot(), state, offsets_state({("a", 1): 7})])
+    assert resume_offsets(merged) == {("a", 0): 2, ("a", 1): 7}
+    assert resume_done(merged) == {("a", 0): list(range(25, 153))}
+    assert resume_done(CONNECTOR.merge_resume_states([merged, reader.snapshot()])) == {}  # the prefix passed them
+    assert resume_done(registry.restart_state(cfg, [merged])) == {}
+
+
+def test_the_same_command_again_beside_a_whole_output_continues_from_the_group() -> None:
+    """A rerun beside the whole output it completed starts at the group's committed offsets
+    whatever ``start`` says (``rerun_state``), and keeps doing so through merges and start-overs."""
+    from assay.connectors import registry
+    from assay.connectors.kafka import CONNECTOR, continues, offsets_state
+    from assay.connectors.registry import SourceContext
+
+    cfg = KafkaSourceConfig(bootstrap_servers="localhost:1", topics=["a"], group_id="g", start="earliest")
+    state = registry.rerun_state(cfg)
+    assert continues(state)
+    source = CONNECTOR.build_source(cfg, SourceContext(resume_state=state, owns_input=True))
+    assert source._continue and continues(source.snapshot())
+    assert continues(CONNECTOR.merge_resume_states([offsets_state({("a", 0): 3}), state]))
+    assert continues(registry.restart_state(cfg, [state]))
+    assert not continues(registry.restart_state(cfg, [offsets_state({("a", 0): 3}, {("a", 0): 0})]))
