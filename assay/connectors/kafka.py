@@ -387,7 +387,7 @@ class KafkaConnector(BaseConnector):
 
     def build_sink(self, config: Any, ctx: Any) -> Any:
         from assay.connectors.kafka_sink import KafkaSink
-        from assay.pipeline.outputs import PUBLISHER
+        from assay.connectors.registry import PUBLISHER
 
         # the sink the engine opens to publish the summary has nothing to send
         return KafkaSink(config, connect=getattr(ctx, "shard", 0) != PUBLISHER)

@@ -47,6 +47,9 @@ EXTRAS = {"s3": "assay[s3]", "kafka": "assay[kafka]", "delta": "assay[lake]"}
 #: a sink's start-over state: a writer that restores nothing and deletes nothing of other writers
 EMPTY_SINK_STATE: dict[str, Any] = {"parts": [], "seq": 0, "current": None}
 
+PUBLISHER = 99_999
+"""The writer number of the sink object the engine opens to publish (never one that writes parts)."""
+
 
 @dataclass(frozen=True, slots=True)
 class SourceContext:

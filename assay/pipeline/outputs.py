@@ -27,15 +27,12 @@ import orjson
 from assay.config import RunConfig
 from assay.connectors import registry
 from assay.connectors.file_sink import write_json_atomic
-from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, build_sink
+from assay.connectors.registry import EMPTY_SINK_STATE, PUBLISHER, SinkContext, build_sink
 from assay.pipeline.checkpoint import CheckpointStore, fingerprint, fingerprint_change
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
 from assay.pipeline.targets import dead_letter_of, local_summary_path, member_key, scales_by_group, sink_url
 from assay.pipeline.writer import WriterResult
 from assay.processes import INVOCATION_ID
-
-PUBLISHER = 99_999
-"""The writer number of the sink object that publishes (never one that writes parts)."""
 
 
 @dataclass
