@@ -15,7 +15,6 @@ Relative paths are resolved against the run file's directory.
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import os
 import re
 from collections.abc import Iterable
@@ -40,6 +39,8 @@ from assay.connectors.base import ConnectorConfig
 from assay.connectors.path_config import DeadLetterConfig as DeadLetterConfig
 from assay.connectors.path_config import SinkConfig as SinkConfig
 from assay.connectors.path_config import SourceConfig as SourceConfig
+from assay.connectors.path_config import check_ds
+from assay.connectors.paths import check_day, day_problem
 from assay.connectors.registry import parse_section
 from assay.exceptions import ConfigError
 from assay.sampling import SampleSpec
@@ -141,7 +142,7 @@ class RunConfig(_Model):
     run_id: str | None = None
     """Run id written in every row (default: stable for the run file and ``--ds``)."""
     ds: str | None = None
-    """The run's logical date (``--ds``), set by the CLI; Parquet and Delta sinks write it."""
+    """The run's logical date (``--ds``, ``YYYY-MM-DD``), set by the CLI; Parquet and Delta sinks write it."""
     source: ConnectorConfig
     """Where traces come from: files and ``s3://`` paths (``path``), ``type: kafka``, or any
     connector registered under the ``assay.connectors`` entry-point group (validated by its own
@@ -206,6 +207,8 @@ class RunConfig(_Model):
         if not isinstance(sink, dict):
             return data
         ds = data.get("ds")
+        if day_problem(ds) is not None:
+            ds = None  # reported once, as the run's own ``ds``
         path = sink.get("path")
         if sink.get("type") == "delta":
             sink = {**sink, "state_dir": sink.get("state_dir") or data.get("state_dir") or ".assay"}
@@ -217,6 +220,11 @@ class RunConfig(_Model):
         if parquet and isinstance(ds, str) and "ds" not in sink:
             return {**data, "sink": {**sink, "ds": ds}}
         return data
+
+    @field_validator("ds")
+    @classmethod
+    def _day(cls, v: str | None) -> str | None:
+        return check_ds(v)
 
     @field_validator("evaluators", mode="before")
     @classmethod
@@ -420,12 +428,7 @@ def redact_values(text: str, secrets: Iterable[str]) -> str:
 def template_variables(ds: str | None) -> dict[str, str]:
     if ds is None:
         return {}
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", ds):
-        raise ConfigError(f"--ds: expected YYYY-MM-DD, got {ds!r}")
-    try:
-        dt.date.fromisoformat(ds)
-    except ValueError as exc:
-        raise ConfigError(f"--ds: {ds!r} is no date ({exc})") from None
+    check_day(ds, "--ds")
     return {"ds": ds, "ds_nodash": ds.replace("-", ""), "yyyy": ds[:4], "mm": ds[5:7], "dd": ds[8:10]}
 
 

@@ -45,6 +45,7 @@ import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Sink
+from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError, ConnectorError
 from assay.processes import pid_alive
 
@@ -494,9 +495,9 @@ class LocalSink(Sink):
             self._finalize_rows()
         if not self.marker:
             return None
-        target = self.summary_path if summary_name is None else self.out_dir / summary_name
+        target = self.summary_path if summary_name is None else safe_join(self.out_dir, summary_name)
         if self.staged and not success:  # the whole output stays as it is; this run's summary beside its rows
-            target = self.parts_dir / (summary_name or SUMMARY)
+            target = safe_join(self.parts_dir, summary_name or SUMMARY)
         write_json_atomic(target, summary)
         if success and self.success_path is not None:
             self.success_path.touch()

@@ -62,6 +62,7 @@ from assay.connectors.parquet_segments import (
     write_empty,
     write_parts,
 )
+from assay.connectors.paths import safe_join
 from assay.exceptions import ConnectorError
 from assay.records import encode_row
 
@@ -384,7 +385,7 @@ class ParquetSink(Sink):
             fsync_dir(self.out_dir)
         if success or summary_name is not None:  # a whole output, or a shard's parts put in place
             self._write_parts(summary)
-        target = self.summary_path if summary_name is None else self.out_dir / summary_name
+        target = self.summary_path if summary_name is None else safe_join(self.out_dir, summary_name)
         write_json_atomic(target, summary)
         if success:
             shutil.rmtree(self.staging_dir, ignore_errors=True)

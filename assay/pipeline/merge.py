@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError
 from assay.judges.batch.totals import merge_split_totals
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
@@ -85,19 +86,20 @@ class LocalFS:
             return []
 
     def read_bytes(self, name: str) -> bytes:
-        return (self.root / name).read_bytes()
+        return safe_join(self.root, name).read_bytes()
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{name}.tmp"
+        target = safe_join(self.root, name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, self.root / name)
+        os.replace(tmp, target)
 
     def remove(self, name: str) -> None:
-        (self.root / name).unlink(missing_ok=True)
+        safe_join(self.root, name).unlink(missing_ok=True)
 
 
 def open_results(location: str | os.PathLike[str], s3: Any = None) -> ResultsFS:
