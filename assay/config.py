@@ -298,6 +298,32 @@ class RunConfig(_Model):
         return self
 
 
+class RunFileLoader(yaml.SafeLoader):
+    """The run file's YAML: YAML 1.1 (PyYAML) reads a bare ``on``, ``off``, ``yes`` or ``no`` as a
+    boolean; as a mapping KEY it stays the word, so ``{value: 0.9, on: lower_bound}`` and a rubric's
+    ``branches: {yes: …, no: …}`` mean what they say. Values are read as before (a bool field
+    accepts ``yes``).
+
+    >>> yaml.load("min_pass_rate: {value: 0.9, on: lower_bound}", Loader=RunFileLoader)
+    {'min_pass_rate': {'value': 0.9, 'on': 'lower_bound'}}
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag == _BOOL_TAG and key.style is None:
+                key.tag = _STR_TAG
+        return super().construct_mapping(node, deep=deep)
+
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def load_yaml(text: str) -> Any:
+    """Parse run-file YAML (see :class:`RunFileLoader`); a ``yaml.YAMLError`` on bad syntax."""
+    return yaml.load(text, Loader=RunFileLoader)  # a SafeLoader subclass: no arbitrary objects
+
+
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TEMPLATE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
@@ -305,7 +331,7 @@ _TEMPLATE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 def parse_scalar(text: str) -> Any:
     """A CLI value parsed as YAML (``5`` → 5, ``true`` → True, ``[a, b]`` → list), else the text."""
     try:
-        return yaml.safe_load(text) if text.strip() else text
+        return load_yaml(text) if text.strip() else text
     except yaml.YAMLError:
         return text
 
@@ -531,7 +557,7 @@ def load_run_file(path: str | Path, *, ds: str | None = None, sets: list[str] | 
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read run file: {exc.strerror}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
