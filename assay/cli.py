@@ -164,7 +164,10 @@ def run(
         bool, typer.Option("--dry-run", help="Estimate judge calls, tokens and cost; spend nothing.")
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the judge cache.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary table.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress, no summary table, no log lines but errors (JSON logs stay)."),
+    ] = False,
     wait: Annotated[
         bool,
         typer.Option("--wait", help="Batch judges: stay and poll until every batch is done (else exit 75)."),
@@ -221,6 +224,7 @@ def run(
         metrics_job=metrics_job,
         progress_interval_s=progress_interval,
         secrets=secrets_of_run_file(run_file),
+        quiet=quiet,
     )
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
