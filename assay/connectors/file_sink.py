@@ -532,6 +532,9 @@ class LocalSink(Sink):
                 self._swap()
             return
         if not parts and not self.create_empty:
+            # no rows (no dead letters): no file, and none left by an earlier run of this output
+            Path(self.path).unlink(missing_ok=True)
+            shutil.rmtree(self.parts_dir, ignore_errors=True)
             return
         final = Path(self.path)
         final.parent.mkdir(parents=True, exist_ok=True)

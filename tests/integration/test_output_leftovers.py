@@ -1,0 +1,46 @@
+"""What a finished output holds and nothing more, through the real CLI: no empty dead-letter file,
+no dead-letter file left by an earlier run of the same output, no staging area."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import agent_messages
+
+
+def corpus(path: Path, *, broken: bool) -> Path:
+    lines = [json.dumps({"id": f"t{i}", "messages": agent_messages(final=f"a{i}")}) for i in range(20)]
+    if broken:
+        lines[7] = "{not json"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def score(src: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "assay.cli", "score", str(src), "-e", "exact_match", "-o", str(out), "-q"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=src.parent)
+
+
+def test_no_dead_letters_no_dead_letter_file_and_none_left_from_an_earlier_run(tmp_path: Path) -> None:
+    src = corpus(tmp_path / "traces.jsonl", broken=True)
+    out = tmp_path / "scores.jsonl"
+    dead = tmp_path / "scores.dead_letter.jsonl"
+    assert score(src, out).returncode == 0
+    assert len(dead.read_text().splitlines()) == 1  # the broken line
+    corpus(src, broken=False)
+    r = score(src, out)
+    assert r.returncode == 0, r.stderr
+    assert len(out.read_text().splitlines()) == 20
+    assert not dead.exists()  # neither empty nor the earlier run's
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".scores")]  # no staging left
+
+
+def test_a_directory_output_without_dead_letters_holds_no_empty_file(tmp_path: Path) -> None:
+    src = corpus(tmp_path / "traces.jsonl", broken=False)
+    r = score(src, tmp_path / "out/")
+    assert r.returncode == 0, r.stderr
+    empty = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and not p.stat().st_size]
+    assert [p.name for p in empty] == ["_SUCCESS"]
