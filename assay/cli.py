@@ -558,7 +558,7 @@ def merge(
     """Merge the per-shard summaries of a --shard i/N run into one _SUMMARY.json, apply the gates
     once, and write _SUCCESS when every shard is whole. Exit codes as `assay run`."""
     from assay.pipeline.merge import merge as do_merge
-    from assay.pipeline.targets import local_summary_path
+    from assay.pipeline.targets import results_location
     from assay.pipeline.verdict import Policy
 
     try:
@@ -569,9 +569,8 @@ def merge(
             config = load_run_file(run_file, ds=ds, sets=set_)
             policy = Policy.from_config(config, origin=str(run_file))
             s3 = config.s3
-            sink_path = str(getattr(config.sink, "path", "") or "")
             if location is None:
-                location = sink_path if "://" in sink_path else local_summary_path(config).parent
+                location = results_location(config)
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
         report = do_merge(location, policy=policy, shards=shards, s3=s3)

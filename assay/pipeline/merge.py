@@ -4,7 +4,8 @@ Each shard writes its own summary, ``_SUMMARY.shard-{i}-of-{N}.json`` (:func:`sh
 into the results directory and no ``_SUCCESS``. The merge step (the final task of an Airflow
 mapping, or a command after the last cron shard):
 
-* reads every shard summary of one N (``shards=N``, or the only N present);
+* reads every shard summary of one N (``shards=N``, or the only N present; a shard starting over
+  removes the summaries it makes stale: :func:`forget_shard_summaries`);
 * sums counts, evaluator aggregates (so means and pass rates are weighted by scored records) and
   judge statistics (:func:`~assay.pipeline.summary.merge_judge_stats`, the one used by runs too);
 * decides the verdict of the totals with :func:`~assay.pipeline.verdict.decide`, the one
@@ -53,6 +54,20 @@ _SHARD_RE = re.compile(r"^_SUMMARY\.shard-(\d+)-of-(\d+)\.json$")
 def shard_summary_name(index: int, count: int) -> str:
     """The file name shard ``index`` of ``count`` writes its summary under."""
     return f"_SUMMARY.shard-{index}-of-{count}.json"
+
+
+def forget_shard_summaries(fs: ResultsFS, index: int, count: int) -> list[str]:
+    """Shard ``index`` of ``count`` starts over: its own earlier summary (of any shard count) and
+    every summary of another shard count go, so a merge never counts a summary that describes
+    rows this run replaces (a shard killed before it wrote its own leaves none: incomplete).
+    Returns the names removed."""
+    gone = []
+    for name in fs.list():
+        m = _SHARD_RE.match(name)
+        if m and (int(m.group(1)) == index or int(m.group(2)) != count):
+            fs.remove(name)
+            gone.append(name)
+    return gone
 
 
 class ResultsFS(Protocol):

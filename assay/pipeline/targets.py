@@ -63,4 +63,11 @@ def local_summary_path(config: RunConfig) -> Path:
     return safe_join(Path(config.state_dir), "summaries", CheckpointStore.key_for(sink_url(config)), "_SUMMARY.json")
 
 
-__all__ = ["dead_letter_of", "local_summary_path", "member_key", "scales_by_group", "sink_url"]
+def results_location(config: RunConfig) -> str | Path:
+    """Where a run's summaries are, and ``assay merge --run-file`` looks for the shards' ones: the
+    sink's ``s3://`` prefix, else the local directory of its summary."""
+    sink_path = str(getattr(config.sink, "path", "") or "")
+    return sink_path if "://" in sink_path else local_summary_path(config).parent
+
+
+__all__ = ["dead_letter_of", "local_summary_path", "member_key", "results_location", "scales_by_group", "sink_url"]
