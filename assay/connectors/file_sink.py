@@ -31,6 +31,7 @@ b'{"a":1}\\n{"a":2}\\n'
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -530,6 +531,9 @@ class LocalSink(Sink):
             if self.staged:
                 write_json_atomic(self.parts_dir / SWAP, [p.name for p in self.all_parts()])
                 self._swap()
+            if not self.create_empty and not self.all_parts(self.out_dir):
+                with contextlib.suppress(OSError):  # no dead letters: no `_dead_letter/` (unless it holds more)
+                    self.out_dir.rmdir()
             return
         if not parts and not self.create_empty:
             # no rows (no dead letters): no file, and none left by an earlier run of this output

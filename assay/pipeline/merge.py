@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from assay.connectors.file_sink import STAGING
 from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError
 from assay.judges.batch.totals import merge_split_totals
@@ -115,6 +117,11 @@ class LocalFS:
 
     def remove(self, name: str) -> None:
         safe_join(self.root, name).unlink(missing_ok=True)
+
+    def discard_staging(self) -> None:
+        """The staging area the shards of a Parquet output shared (``_staging/``, their segments):
+        not part of a whole output, so it goes when the merge publishes one."""
+        shutil.rmtree(safe_join(self.root, STAGING), ignore_errors=True)
 
 
 def open_results(location: str | os.PathLike[str], s3: Any = None) -> ResultsFS:
@@ -200,6 +207,8 @@ def merge(
         fs.remove(SUCCESS)
         fs.write_bytes(SUMMARY, orjson.dumps(summary, option=orjson.OPT_INDENT_2, default=str))
         if verdict.whole:
+            if (discard := getattr(fs, "discard_staging", None)) is not None:
+                discard()  # first: `_SUCCESS` never stands beside a staging area
             fs.write_bytes(SUCCESS, b"")
     return MergeReport(verdict.exit_code, summary, verdict.messages, verdict.whole)
 

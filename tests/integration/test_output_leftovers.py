@@ -44,3 +44,34 @@ def test_a_directory_output_without_dead_letters_holds_no_empty_file(tmp_path: P
     assert r.returncode == 0, r.stderr
     empty = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and not p.stat().st_size]
     assert [p.name for p in empty] == ["_SUCCESS"]
+
+
+def test_a_merged_parquet_output_holds_no_staging_area_and_a_shard_rerun_keeps_the_others(tmp_path: Path) -> None:
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    repo = Path(__file__).resolve().parents[2]
+    dest = tmp_path / "q"
+    shutil.copytree(repo / "examples" / "quickstart", dest, ignore=shutil.ignore_patterns("out", ".assay"))
+    f = dest / "run.yaml"
+    f.write_text(f.read_text().replace("  path: out/\n", "  path: out/\n  format: parquet\n"))
+    out = dest / "out"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "assay.cli", *args, "-q"]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=dest)
+
+    def rows() -> int:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in out.glob("part-*.parquet"))
+
+    for i in range(2):
+        assert cli("run", str(f), "--shard", f"{i}/2").returncode == 0
+    merged = cli("merge", str(out))
+    assert merged.returncode == 0, merged.stderr
+    assert (out / "_SUCCESS").exists() and not (out / "_staging").exists()
+    whole = rows()
+    assert whole == json.loads((out / "_SUMMARY.json").read_text())["counts"]["scored"] > 0
+    assert cli("run", str(f), "--shard", "1/2").returncode == 0  # one shard again: the other's parts stay
+    assert cli("merge", str(out)).returncode == 0
+    assert rows() == whole and not (out / "_staging").exists()
