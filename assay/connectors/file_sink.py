@@ -494,6 +494,9 @@ class LocalSink(Sink):
         self._close()
         if success:
             self._finalize_rows()
+        elif self.parts_dir != self.out_dir or not self.marker:
+            with contextlib.suppress(OSError):  # a run that wrote nothing leaves no empty staging area
+                self.parts_dir.rmdir()
         if not self.marker:
             return None
         target = self.summary_path if summary_name is None else safe_join(self.out_dir, summary_name)

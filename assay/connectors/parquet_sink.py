@@ -23,6 +23,7 @@ converted at publish) is the Delta sink's staging.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -398,6 +399,9 @@ class ParquetSink(Sink):
             shutil.rmtree(self.staging_dir, ignore_errors=True)
             if self.directory:
                 (self.out_dir / SUCCESS).touch()
+        else:
+            with contextlib.suppress(OSError):  # a run that wrote nothing leaves no empty staging area
+                self.staging_dir.rmdir()
         fsync_dir(self.out_dir)
         return str(target)
 

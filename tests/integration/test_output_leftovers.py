@@ -4,9 +4,14 @@ no dead-letter file left by an earlier run of the same output, no staging area."
 from __future__ import annotations
 
 import json
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from tests.conftest import agent_messages
 
@@ -47,10 +52,6 @@ def test_a_directory_output_without_dead_letters_holds_no_empty_file(tmp_path: P
 
 
 def test_a_merged_parquet_output_holds_no_staging_area_and_a_shard_rerun_keeps_the_others(tmp_path: Path) -> None:
-    import shutil
-
-    import pyarrow.parquet as pq
-
     repo = Path(__file__).resolve().parents[2]
     dest = tmp_path / "q"
     shutil.copytree(repo / "examples" / "quickstart", dest, ignore=shutil.ignore_patterns("out", ".assay"))
@@ -75,3 +76,37 @@ def test_a_merged_parquet_output_holds_no_staging_area_and_a_shard_rerun_keeps_t
     assert cli("run", str(f), "--shard", "1/2").returncode == 0  # one shard again: the other's parts stay
     assert cli("merge", str(out)).returncode == 0
     assert rows() == whole and not (out / "_staging").exists()
+
+
+SLOW = "import time\n\ndef slow(outputs, **kwargs):\n    time.sleep(0.01)\n    return 1.0\n"
+
+
+def test_staging_beside_a_parquet_file_is_the_resume_state_and_no_more(tmp_path: Path) -> None:
+    """A failed run that wrote nothing leaves no staging area; a killed one leaves its committed
+    rows in ``.scores.parquet.parts/`` (what the rerun resumes from), and the rerun's finished
+    output holds none."""
+    (tmp_path / "slowmod.py").write_text(SLOW)
+    f = tmp_path / "run.yaml"
+    f.write_text(
+        "source: {path: traces.jsonl}\nevaluators: [{name: python, params: {function: slowmod:slow}}]\n"
+        "sink: {path: scores.parquet}\nlimits: {batch_size: 10, commit_interval_s: 0.2}\n"
+    )
+    cmd = [sys.executable, "-m", "assay.cli", "run", str(f), "-q"]
+    missing = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert missing.returncode == 1, missing.stderr
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".parts")]
+
+    lines = [json.dumps({"id": f"t{i}", "messages": agent_messages(final=f"a{i}")}) for i in range(400)]
+    (tmp_path / "traces.jsonl").write_text("\n".join(lines) + "\n")
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parts = tmp_path / ".scores.parquet.parts"
+    deadline = time.monotonic() + 60
+    while not (parts.is_dir() and any(p.name.startswith("seg-") for p in parts.iterdir())):
+        assert time.monotonic() < deadline and proc.poll() is None, "no committed segment"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert pq.ParquetFile(tmp_path / "scores.parquet").metadata.num_rows == 400
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".parts")]
