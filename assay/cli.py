@@ -164,7 +164,10 @@ def run(
         bool, typer.Option("--dry-run", help="Estimate judge calls, tokens and cost; spend nothing.")
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the judge cache.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary table.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress, no summary table, no log lines but errors (JSON logs stay)."),
+    ] = False,
     wait: Annotated[
         bool,
         typer.Option("--wait", help="Batch judges: stay and poll until every batch is done (else exit 75)."),
@@ -221,6 +224,7 @@ def run(
         metrics_job=metrics_job,
         progress_interval_s=progress_interval,
         secrets=secrets_of_run_file(run_file),
+        quiet=quiet,
     )
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
@@ -554,7 +558,7 @@ def merge(
     """Merge the per-shard summaries of a --shard i/N run into one _SUMMARY.json, apply the gates
     once, and write _SUCCESS when every shard is whole. Exit codes as `assay run`."""
     from assay.pipeline.merge import merge as do_merge
-    from assay.pipeline.targets import local_summary_path
+    from assay.pipeline.targets import results_location
     from assay.pipeline.verdict import Policy
 
     try:
@@ -565,9 +569,8 @@ def merge(
             config = load_run_file(run_file, ds=ds, sets=set_)
             policy = Policy.from_config(config, origin=str(run_file))
             s3 = config.s3
-            sink_path = str(getattr(config.sink, "path", "") or "")
             if location is None:
-                location = sink_path if "://" in sink_path else local_summary_path(config).parent
+                location = results_location(config)
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
         report = do_merge(location, policy=policy, shards=shards, s3=s3)

@@ -15,7 +15,6 @@ Relative paths are resolved against the run file's directory.
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import os
 import re
 from collections.abc import Iterable
@@ -40,6 +39,8 @@ from assay.connectors.base import ConnectorConfig
 from assay.connectors.path_config import DeadLetterConfig as DeadLetterConfig
 from assay.connectors.path_config import SinkConfig as SinkConfig
 from assay.connectors.path_config import SourceConfig as SourceConfig
+from assay.connectors.path_config import check_ds
+from assay.connectors.paths import check_day, day_problem
 from assay.connectors.registry import parse_section
 from assay.exceptions import ConfigError
 from assay.sampling import SampleSpec
@@ -141,7 +142,7 @@ class RunConfig(_Model):
     run_id: str | None = None
     """Run id written in every row (default: stable for the run file and ``--ds``)."""
     ds: str | None = None
-    """The run's logical date (``--ds``), set by the CLI; Parquet and Delta sinks write it."""
+    """The run's logical date (``--ds``, ``YYYY-MM-DD``), set by the CLI; Parquet and Delta sinks write it."""
     source: ConnectorConfig
     """Where traces come from: files and ``s3://`` paths (``path``), ``type: kafka``, or any
     connector registered under the ``assay.connectors`` entry-point group (validated by its own
@@ -206,6 +207,8 @@ class RunConfig(_Model):
         if not isinstance(sink, dict):
             return data
         ds = data.get("ds")
+        if day_problem(ds) is not None:
+            ds = None  # reported once, as the run's own ``ds``
         path = sink.get("path")
         if sink.get("type") == "delta":
             sink = {**sink, "state_dir": sink.get("state_dir") or data.get("state_dir") or ".assay"}
@@ -217,6 +220,11 @@ class RunConfig(_Model):
         if parquet and isinstance(ds, str) and "ds" not in sink:
             return {**data, "sink": {**sink, "ds": ds}}
         return data
+
+    @field_validator("ds")
+    @classmethod
+    def _day(cls, v: str | None) -> str | None:
+        return check_ds(v)
 
     @field_validator("evaluators", mode="before")
     @classmethod
@@ -290,6 +298,32 @@ class RunConfig(_Model):
         return self
 
 
+class RunFileLoader(yaml.SafeLoader):
+    """The run file's YAML: YAML 1.1 (PyYAML) reads a bare ``on``, ``off``, ``yes`` or ``no`` as a
+    boolean; as a mapping KEY it stays the word, so ``{value: 0.9, on: lower_bound}`` and a rubric's
+    ``branches: {yes: …, no: …}`` mean what they say. Values are read as before (a bool field
+    accepts ``yes``).
+
+    >>> yaml.load("min_pass_rate: {value: 0.9, on: lower_bound}", Loader=RunFileLoader)
+    {'min_pass_rate': {'value': 0.9, 'on': 'lower_bound'}}
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag == _BOOL_TAG and key.style is None:
+                key.tag = _STR_TAG
+        return super().construct_mapping(node, deep=deep)
+
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def load_yaml(text: str) -> Any:
+    """Parse run-file YAML (see :class:`RunFileLoader`); a ``yaml.YAMLError`` on bad syntax."""
+    return yaml.load(text, Loader=RunFileLoader)  # a SafeLoader subclass: no arbitrary objects
+
+
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TEMPLATE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
@@ -297,7 +331,7 @@ _TEMPLATE = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 def parse_scalar(text: str) -> Any:
     """A CLI value parsed as YAML (``5`` → 5, ``true`` → True, ``[a, b]`` → list), else the text."""
     try:
-        return yaml.safe_load(text) if text.strip() else text
+        return load_yaml(text) if text.strip() else text
     except yaml.YAMLError:
         return text
 
@@ -420,12 +454,7 @@ def redact_values(text: str, secrets: Iterable[str]) -> str:
 def template_variables(ds: str | None) -> dict[str, str]:
     if ds is None:
         return {}
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", ds):
-        raise ConfigError(f"--ds: expected YYYY-MM-DD, got {ds!r}")
-    try:
-        dt.date.fromisoformat(ds)
-    except ValueError as exc:
-        raise ConfigError(f"--ds: {ds!r} is no date ({exc})") from None
+    check_day(ds, "--ds")
     return {"ds": ds, "ds_nodash": ds.replace("-", ""), "yyyy": ds[:4], "mm": ds[5:7], "dd": ds[8:10]}
 
 
@@ -528,7 +557,7 @@ def load_run_file(path: str | Path, *, ds: str | None = None, sets: list[str] | 
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read run file: {exc.strerror}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""

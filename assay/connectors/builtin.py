@@ -223,6 +223,7 @@ class FileConnector(BaseConnector):
             max_rows_per_part=getattr(config, "max_rows_per_part", None) if results else None,
             resume_state=ctx.resume_state,
             marker=results,
+            create_empty=results,  # an output with no dead letters has no dead-letter file
             staged=getattr(ctx, "staged", False),
         )
         sink.reset_only_shard = ctx.reset_only_shard

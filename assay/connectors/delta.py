@@ -31,11 +31,13 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 import orjson
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
 from assay.connectors.file_sink import LocalSink
 from assay.connectors.parquet_sink import StagedSink
+from assay.connectors.path_config import check_ds
+from assay.connectors.paths import check_day, partition, safe_join
 from assay.connectors.registry import BaseConnector
 from assay.exceptions import ConfigError, ConnectorError
 
@@ -52,13 +54,18 @@ class DeltaSinkConfig(ConnectorConfig):
     partition_by: list[str] = Field(default_factory=lambda: ["ds"])
     """Partition columns; must include ``ds`` (the partition a run replaces)."""
     ds: str | None = None
-    """The day this run writes (default: the run's ``--ds``; required)."""
+    """The day this run writes, ``YYYY-MM-DD`` (default: the run's ``--ds``; required)."""
     layout: Literal["wide", "long"] = "wide"
     """``wide``: a row per trace, a struct column per result key; ``long``: a row per trace and key."""
     storage_options: dict[str, str] = Field(default_factory=dict)
     """delta-rs object-store options (``AWS_ENDPOINT_URL``, ``AWS_S3_LOCKING_PROVIDER``, …)."""
     state_dir: str | None = None
     """Where rows are staged before the commit (default: the run's ``state_dir``)."""
+
+    @field_validator("ds")
+    @classmethod
+    def _day(cls, v: str | None) -> str | None:
+        return check_ds(v)
 
     @property
     def checkpoint_scope(self) -> str:
@@ -104,7 +111,7 @@ class _Store:
         self.s3 = s3
 
     def url(self, rel: str) -> str:
-        return f"{self.root}/{rel}"
+        return safe_join(self.root, rel)
 
     async def apply(self, writes: dict[str, bytes | None]) -> None:
         """Write (bytes) or delete (None) each relative name, in order."""
@@ -125,7 +132,7 @@ class _Store:
         from assay.connectors.file_sink import write_json_atomic
 
         for rel, data in writes.items():
-            path = Path(self.root) / rel
+            path = safe_join(Path(self.root), rel)
             if data is None:
                 path.unlink(missing_ok=True)
             elif data:
@@ -145,19 +152,18 @@ class DeltaSink(StagedSink[LocalSink]):
             raise ConfigError("sink (type: delta): the day to replace is unknown; pass --ds YYYY-MM-DD or set sink.ds")
         if "ds" not in config.partition_by:
             raise ConfigError("sink.partition_by: must include ds (the partition a run replaces)")
-        if "'" in config.ds:
-            raise ConfigError(f"sink.ds: invalid day {config.ds!r}")
         self.config = config
-        self.ds = config.ds
+        self.ds = check_day(config.ds, "sink.ds")
         self.url = table_url(config.path)
         self.s3 = s3
         state = Path(config.state_dir or ".assay")
-        self.staging_dir = state / "lake" / CheckpointStore.key_for(self.url) / f"ds={self.ds}"
+        self.staging_dir = safe_join(state, "lake", CheckpointStore.key_for(self.url), partition("ds", self.ds))
         self.staging = LocalSink(
             str(self.staging_dir) + "/", shard=shard, resume_state=resume_state, marker=False, create_empty=False
         )
         self.store = _Store(self.url, s3)
-        self.summary_rel = f"{SUMMARIES}/ds={self.ds}/_SUMMARY.json"
+        self.folder = f"{SUMMARIES}/{partition('ds', self.ds)}"
+        self.summary_rel = safe_join(self.folder, "_SUMMARY.json")
 
     @property
     def reset_only_shard(self) -> bool:
@@ -176,8 +182,8 @@ class DeltaSink(StagedSink[LocalSink]):
         ``_SUCCESS``)."""
         await self.staging.publish(summary, success=False)
         success = success and summary_name is None
-        folder = f"{SUMMARIES}/ds={self.ds}"
-        rel = f"{folder}/{summary_name or '_SUMMARY.json'}"
+        folder = self.folder
+        rel = safe_join(folder, summary_name or "_SUMMARY.json")
         text = orjson.dumps(summary, option=orjson.OPT_INDENT_2, default=str)
         with anyio.CancelScope(shield=True):
             try:
@@ -240,7 +246,8 @@ class DeltaConnector(BaseConnector):
         if config.ds is None:
             return None
         kind = "s3" if config.path.startswith("s3://") else "file"
-        return DeadLetterConfig(type=kind, path=f"{config.path.rstrip('/')}/_dead_letter/ds={config.ds}/")
+        day = partition("ds", check_day(config.ds, "sink.ds"))
+        return DeadLetterConfig(type=kind, path=safe_join(config.path, "_dead_letter", day + "/"))
 
     def build_source(self, config: Any, ctx: Any) -> Source:
         raise ConfigError("type: delta is a sink; read a Delta table's files with a Parquet source or DuckDB")

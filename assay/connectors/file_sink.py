@@ -31,6 +31,7 @@ b'{"a":1}\\n{"a":2}\\n'
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -45,6 +46,7 @@ import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Sink
+from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError, ConnectorError
 from assay.processes import pid_alive
 
@@ -492,11 +494,14 @@ class LocalSink(Sink):
         self._close()
         if success:
             self._finalize_rows()
+        elif self.parts_dir != self.out_dir or not self.marker:
+            with contextlib.suppress(OSError):  # a run that wrote nothing leaves no empty staging area
+                self.parts_dir.rmdir()
         if not self.marker:
             return None
-        target = self.summary_path if summary_name is None else self.out_dir / summary_name
+        target = self.summary_path if summary_name is None else safe_join(self.out_dir, summary_name)
         if self.staged and not success:  # the whole output stays as it is; this run's summary beside its rows
-            target = self.parts_dir / (summary_name or SUMMARY)
+            target = safe_join(self.parts_dir, summary_name or SUMMARY)
         write_json_atomic(target, summary)
         if success and self.success_path is not None:
             self.success_path.touch()
@@ -529,8 +534,14 @@ class LocalSink(Sink):
             if self.staged:
                 write_json_atomic(self.parts_dir / SWAP, [p.name for p in self.all_parts()])
                 self._swap()
+            if not self.create_empty and not self.all_parts(self.out_dir):
+                with contextlib.suppress(OSError):  # no dead letters: no `_dead_letter/` (unless it holds more)
+                    self.out_dir.rmdir()
             return
         if not parts and not self.create_empty:
+            # no rows (no dead letters): no file, and none left by an earlier run of this output
+            Path(self.path).unlink(missing_ok=True)
+            shutil.rmtree(self.parts_dir, ignore_errors=True)
             return
         final = Path(self.path)
         final.parent.mkdir(parents=True, exist_ok=True)

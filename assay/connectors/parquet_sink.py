@@ -23,6 +23,7 @@ converted at publish) is the Delta sink's staging.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -62,12 +63,20 @@ from assay.connectors.parquet_segments import (
     write_empty,
     write_parts,
 )
+from assay.connectors.paths import safe_join
 from assay.exceptions import ConnectorError
 from assay.records import encode_row
 
 STAGING = "_staging"
 S = TypeVar("S", bound=Sink)
 _PART = re.compile(r"^part-(\d{5})-(\d{5})\.parquet$")
+_SHARD_SUMMARY = re.compile(r"^_SUMMARY\.shard-(\d+)-of-\d+\.json$")
+
+
+def _publishing_shard(summary_name: str | None) -> int | None:
+    """The shard a ``--shard i/N`` publish is for, from its summary's name (its writer is i)."""
+    m = _SHARD_SUMMARY.match(summary_name or "")
+    return int(m.group(1)) if m else None
 
 
 def iter_part_rows(path: Path) -> Iterator[dict[str, Any]]:
@@ -383,13 +392,16 @@ class ParquetSink(Sink):
             (self.out_dir / SUCCESS).unlink(missing_ok=True)
             fsync_dir(self.out_dir)
         if success or summary_name is not None:  # a whole output, or a shard's parts put in place
-            self._write_parts(summary)
-        target = self.summary_path if summary_name is None else self.out_dir / summary_name
+            self._write_parts(summary, None if success else _publishing_shard(summary_name))
+        target = self.summary_path if summary_name is None else safe_join(self.out_dir, summary_name)
         write_json_atomic(target, summary)
         if success:
             shutil.rmtree(self.staging_dir, ignore_errors=True)
             if self.directory:
                 (self.out_dir / SUCCESS).touch()
+        else:
+            with contextlib.suppress(OSError):  # a run that wrote nothing leaves no empty staging area
+                self.staging_dir.rmdir()
         fsync_dir(self.out_dir)
         return str(target)
 
@@ -403,13 +415,17 @@ class ParquetSink(Sink):
                     shards.setdefault(shard, []).append(f)
         return shards
 
-    def _write_parts(self, summary: dict[str, Any]) -> None:
+    def _write_parts(self, summary: dict[str, Any], only_shard: int | None = None) -> None:
         """Each shard's segments as its Parquet parts (``part-SSSSS-NNNNN.parquet``), or every
         shard's as the one file; Parquet parts of earlier runs that none replaces are removed (a
-        rerun's output is only its own rows)."""
+        rerun's output is only its own rows). ``only_shard``: a ``--shard`` run's publish, which
+        writes and replaces that shard's parts only (the others' segments may be gone: a merge
+        removes the staging area of a whole output)."""
         keys, thresholds = summary_keys(summary)
         schema = result_schema(keys, self.layout)
         staged = self._staged()
+        if only_shard is not None and self.directory:
+            staged = {only_shard: staged.get(only_shard, [])}
         if not self.directory:
             target = Path(self.path)
             if not write_parts(
@@ -422,12 +438,13 @@ class ParquetSink(Sink):
             names = (self.out_dir / f"part-{shard:05d}-{i:05d}.parquet" for i in itertools.count())
             written += write_parts(segs, schema, thresholds, names, self.max_rows)
         if not written:
-            empty = self.out_dir / "part-00000-00000.parquet"
+            empty = self.out_dir / f"part-{only_shard or 0:05d}-00000.parquet"
             write_empty(empty, schema)
             written.append(empty)
         wanted = {p.name for p in written}
         for f in self.out_dir.iterdir():
-            if _PART.match(f.name) and f.name not in wanted:
+            m = _PART.match(f.name)
+            if m and f.name not in wanted and (only_shard is None or int(m.group(1)) == only_shard):
                 f.unlink(missing_ok=True)
 
 

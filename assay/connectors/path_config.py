@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from assay.connectors.base import ConnectorConfig
+from assay.connectors.paths import day_problem
 from assay.traces.row_groups import DEFAULT_SPILL_BYTES
 
 
@@ -56,7 +57,19 @@ class SinkConfig(ConnectorConfig):
     """Parquet rows: ``wide`` (one row per trace, one struct column per result key) or ``long`` (one
     row per trace and result key)."""
     ds: str | None = None
-    """The ``ds`` column of Parquet rows (default: the run's ``--ds``)."""
+    """The ``ds`` column of Parquet rows (default: the run's ``--ds``): a day, ``YYYY-MM-DD``."""
+
+    @field_validator("ds")
+    @classmethod
+    def _day(cls, v: str | None) -> str | None:
+        return check_ds(v)
+
+
+def check_ds(value: str | None) -> str | None:
+    """A sink's ``ds`` is a day like ``--ds`` (it names folders: ``ds=../..`` would leave the output)."""
+    if value is not None and (problem := day_problem(value)) is not None:
+        raise ValueError(problem)
+    return value
 
 
 class DeadLetterConfig(ConnectorConfig):
@@ -67,4 +80,4 @@ class DeadLetterConfig(ConnectorConfig):
     """A JSONL file or a directory."""
 
 
-__all__ = ["DeadLetterConfig", "SinkConfig", "SourceConfig"]
+__all__ = ["DeadLetterConfig", "SinkConfig", "SourceConfig", "check_ds"]

@@ -32,6 +32,7 @@ import orjson
 from pydantic import BaseModel
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError, ConnectorError
 
 BUILTIN_CONNECTORS: dict[str, str] = {
@@ -282,7 +283,7 @@ def default_dead_letter(config: ConnectorConfig, state_dir: str | Path, key: str
         return dead  # type: ignore[no-any-return]
     from assay.connectors.path_config import DeadLetterConfig
 
-    return DeadLetterConfig(path=str(Path(state_dir) / "dead_letter" / key) + "/")
+    return DeadLetterConfig(path=safe_join(str(state_dir), "dead_letter", key + "/"))
 
 
 def summary_path(config: ConnectorConfig) -> Path | None:

@@ -37,6 +37,7 @@ import orjson
 from assay.connectors.file_sink import SUCCESS, SUMMARY
 from assay.connectors.parquet_segments import segment_shard
 from assay.connectors.parquet_sink import ParquetSink, StagedSink
+from assay.connectors.paths import safe_join
 from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
 from assay.exceptions import ConfigError, ConnectorError
 
@@ -48,8 +49,8 @@ def staging_path(url: str, state_dir: str | Path) -> str:
     the ``.parquet`` file of that name in it (one object)."""
     from assay.pipeline.checkpoint import CheckpointStore
 
-    local = Path(state_dir) / "lake" / CheckpointStore.key_for(url)
-    return str(local / url.rpartition("/")[2]) if url.endswith(".parquet") else f"{local}/"
+    local = safe_join(Path(state_dir), "lake", CheckpointStore.key_for(url))
+    return str(safe_join(local, url.rpartition("/")[2])) if url.endswith(".parquet") else f"{local}/"
 
 
 class S3ParquetSink(StagedSink[ParquetSink]):
@@ -84,7 +85,7 @@ class S3ParquetSink(StagedSink[ParquetSink]):
 
     def summary_key(self, summary_name: str | None) -> str:
         if summary_name is not None:
-            return self.dir + summary_name
+            return safe_join(f"s3://{self.bucket}/{self.dir}", summary_name).removeprefix(f"s3://{self.bucket}/")
         return self.dir + (f"{self.name}.{SUMMARY}" if self.single else SUMMARY)
 
     def _where(self, key: str) -> str:

@@ -30,6 +30,7 @@ import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Sink
+from assay.connectors.paths import safe_join
 from assay.connectors.s3_client import PART_SIZE, S3Client, S3Config, parse_s3_url
 from assay.exceptions import ConfigError
 
@@ -166,6 +167,10 @@ class S3Sink(Sink):
 
     def key_for(self, seq: int) -> str:
         return f"{self.pdir}{self.prefix}-{self.shard:05d}-{seq:05d}.jsonl{_EXT[self.compression]}"
+
+    def key_under(self, base: str, name: str) -> str:
+        """The key ``name`` under the prefix ``base`` (``..`` and absolute names refused)."""
+        return safe_join(self._where(base), name).removeprefix(self._where(""))
 
     def _where(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
@@ -394,7 +399,7 @@ class S3Sink(Sink):
         if not self.markers:
             return None
         base = self.pdir if self.staged and not success else self.dir
-        key = base + (summary_name or SUMMARY)
+        key = self.key_under(base, summary_name or SUMMARY)
         body = orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=str)
         await self._client.call(self._where(key), raw.put_object, Bucket=self.bucket, Key=key, Body=body)
         if success:

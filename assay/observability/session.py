@@ -36,6 +36,8 @@ class RunSession:
     secrets: list[str] = field(default_factory=list)
     run_id: str | None = None
     metrics: RunMetrics | None = None
+    quiet: bool = False
+    """``-q``: text logs show errors only (JSON events stay: a JSON log is what was asked for)."""
 
     @property
     def wants_metrics(self) -> bool:
@@ -48,7 +50,8 @@ class RunSession:
 
         self.run_id = config.run_id or stable_run_id(config)
         config = config.model_copy(update={"run_id": self.run_id})
-        setup_logging(self.log_format, self.run_id, self.secrets)
+        quiet = self.quiet and self.log_format == "text"
+        setup_logging(self.log_format, self.run_id, self.secrets, level=logging.ERROR if quiet else logging.INFO)
         if self.wants_metrics:
             try:
                 from assay.observability.metrics import RunMetrics

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from assay.connectors.file_sink import os_error_message, write_json_atomic
+from assay.connectors.paths import safe_join
 from assay.exceptions import ConnectorError
 
 
@@ -49,7 +50,7 @@ class CheckpointStore:
 
     def __init__(self, state_dir: str | Path, key: str) -> None:
         self.key = key
-        self.dir = Path(state_dir) / "checkpoints" / key
+        self.dir = safe_join(Path(state_dir), "checkpoints", key)
 
     @staticmethod
     def key_for(sink_url: str, scope: str = "") -> str:
@@ -57,7 +58,7 @@ class CheckpointStore:
         return hashlib.sha256((target + scope).encode()).hexdigest()[:16]
 
     def writer_path(self, writer: int) -> Path:
-        return self.dir / f"writer-{writer}.json"
+        return safe_join(self.dir, f"writer-{writer}.json")
 
     def load(self) -> dict[int, dict[str, Any]]:
         """Every writer's last checkpoint (empty: nothing to resume). A writer file that

@@ -113,7 +113,9 @@ def evaluate_gates(gates: Mapping[str, Any], stats: Any) -> list[GateResult]:
                 continue
             ok = actual >= threshold if op == ">=" else actual <= threshold
             verdict = "ok" if ok else "FAILED"
-            msg = f"gate {key}: {what} {actual:.4g} {op} {check} {threshold:g}: {verdict}"
+            expected = "at least" if op == ">=" else "at most"
+            bound = check if on == "point" else f"{check} on {on}"
+            msg = f"gate {key}: {what} {actual:.4g}, expected {expected} {threshold:g} ({bound}): {verdict}"
             out.append(GateResult(key, check, threshold, actual, ok, msg, on))
     return out
 

@@ -37,6 +37,7 @@ from typing import Any, Self
 
 import orjson
 
+from assay.connectors.paths import safe_join
 from assay.exceptions import RunLockedError
 
 _POLL_S = 0.2
@@ -59,7 +60,7 @@ class RunLock:
     ) -> None:
         self.key = key
         digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-        self.path = Path(state_dir) / "locks" / f"run-{digest}.lock"
+        self.path = safe_join(Path(state_dir), "locks", f"run-{digest}.lock")
         self.wait_s = wait_s
         self.on_wait = on_wait
         self.stale: dict[str, Any] | None = None

@@ -4,7 +4,8 @@ Each shard writes its own summary, ``_SUMMARY.shard-{i}-of-{N}.json`` (:func:`sh
 into the results directory and no ``_SUCCESS``. The merge step (the final task of an Airflow
 mapping, or a command after the last cron shard):
 
-* reads every shard summary of one N (``shards=N``, or the only N present);
+* reads every shard summary of one N (``shards=N``, or the only N present; a shard starting over
+  removes the summaries it makes stale: :func:`forget_shard_summaries`);
 * sums counts, evaluator aggregates (so means and pass rates are weighted by scored records) and
   judge statistics (:func:`~assay.pipeline.summary.merge_judge_stats`, the one used by runs too);
 * decides the verdict of the totals with :func:`~assay.pipeline.verdict.decide`, the one
@@ -32,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from assay.connectors.file_sink import STAGING
+from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError
 from assay.judges.batch.totals import merge_split_totals
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
@@ -52,6 +56,20 @@ _SHARD_RE = re.compile(r"^_SUMMARY\.shard-(\d+)-of-(\d+)\.json$")
 def shard_summary_name(index: int, count: int) -> str:
     """The file name shard ``index`` of ``count`` writes its summary under."""
     return f"_SUMMARY.shard-{index}-of-{count}.json"
+
+
+def forget_shard_summaries(fs: ResultsFS, index: int, count: int) -> list[str]:
+    """Shard ``index`` of ``count`` starts over: its own earlier summary (of any shard count) and
+    every summary of another shard count go, so a merge never counts a summary that describes
+    rows this run replaces (a shard killed before it wrote its own leaves none: incomplete).
+    Returns the names removed."""
+    gone = []
+    for name in fs.list():
+        m = _SHARD_RE.match(name)
+        if m and (int(m.group(1)) == index or int(m.group(2)) != count):
+            fs.remove(name)
+            gone.append(name)
+    return gone
 
 
 class ResultsFS(Protocol):
@@ -85,19 +103,25 @@ class LocalFS:
             return []
 
     def read_bytes(self, name: str) -> bytes:
-        return (self.root / name).read_bytes()
+        return safe_join(self.root, name).read_bytes()
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{name}.tmp"
+        target = safe_join(self.root, name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, self.root / name)
+        os.replace(tmp, target)
 
     def remove(self, name: str) -> None:
-        (self.root / name).unlink(missing_ok=True)
+        safe_join(self.root, name).unlink(missing_ok=True)
+
+    def discard_staging(self) -> None:
+        """The staging area the shards of a Parquet output shared (``_staging/``, their segments):
+        not part of a whole output, so it goes when the merge publishes one."""
+        shutil.rmtree(safe_join(self.root, STAGING), ignore_errors=True)
 
 
 def open_results(location: str | os.PathLike[str], s3: Any = None) -> ResultsFS:
@@ -183,6 +207,8 @@ def merge(
         fs.remove(SUCCESS)
         fs.write_bytes(SUMMARY, orjson.dumps(summary, option=orjson.OPT_INDENT_2, default=str))
         if verdict.whole:
+            if (discard := getattr(fs, "discard_staging", None)) is not None:
+                discard()  # first: `_SUCCESS` never stands beside a staging area
             fs.write_bytes(SUCCESS, b"")
     return MergeReport(verdict.exit_code, summary, verdict.messages, verdict.whole)
 

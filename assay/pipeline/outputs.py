@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio.to_thread
 import orjson
 
 from assay.config import RunConfig
@@ -29,8 +30,16 @@ from assay.connectors import registry
 from assay.connectors.file_sink import write_json_atomic
 from assay.connectors.registry import EMPTY_SINK_STATE, PUBLISHER, SinkContext, build_sink
 from assay.pipeline.checkpoint import CheckpointStore, fingerprint, fingerprint_change
+from assay.pipeline.merge import forget_shard_summaries, open_results
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
-from assay.pipeline.targets import dead_letter_of, local_summary_path, member_key, scales_by_group, sink_url
+from assay.pipeline.targets import (
+    dead_letter_of,
+    local_summary_path,
+    member_key,
+    results_location,
+    scales_by_group,
+    sink_url,
+)
 from assay.pipeline.writer import WriterResult
 from assay.processes import INVOCATION_ID
 
@@ -106,6 +115,8 @@ class RunPlan:
             if self.staged and restart is None and not fresh:  # Kafka: where that output ends
                 restart = registry.rerun_state(self.config.source)
             await self.reset()
+            if self.shard is not None:
+                await anyio.to_thread.run_sync(self._forget_shard_summaries)
             self.store.clear()
             self.store.save_meta({"fingerprint": current, "staged": self.staged, "writers": n})
             if restart is None:
@@ -117,6 +128,17 @@ class RunPlan:
         self.store.save_meta({**self.store.meta(), "writers": max(before, n)})
         states = await self.store.consolidate(n, self._finish_orphan, _carry, merge, before)
         return {w: {**st, "staged": self.staged} for w, st in states.items()}
+
+    def _forget_shard_summaries(self) -> None:
+        """A shard starting over: the shard summaries its start makes stale (see
+        :func:`~assay.pipeline.merge.forget_shard_summaries`)."""
+        assert self.shard is not None
+        fs = open_results(results_location(self.config), self.config.s3)
+        try:
+            forget_shard_summaries(fs, *self.shard)
+        finally:
+            if (close := getattr(fs, "close", None)) is not None:
+                close()
 
     def _restart_state(self) -> Any:
         """The source's resume state for starting this run over (None: from the start), from the

@@ -80,6 +80,9 @@ _SLOTS = len(_COUNTS) + len(_GAUGES)
 
 ORPHAN_GRACE_S = 1.0
 """A worker whose parent died gives its in-flight records this long (they are redone on resume)."""
+SIBLING_FAILED = signal.SIGUSR1
+"""What the parent sends the other workers when one failed: they stop gracefully, saying why (a
+SIGTERM would read as the user's signal)."""
 
 
 class _SharedCounts:
@@ -121,16 +124,19 @@ def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters
     terminal's Ctrl-C, or on the parent's death) set a flag for the whole life of the process, and
     the writer stops gracefully; a SIGINT once stopping (a second Ctrl-C, or the parent's second
     signal) abandons in-flight work at once."""
-    stop: list[bool | float] = [False]
+    stop: list[bool | float | str] = [False]
     abandon = [False]
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
+        if signum == SIBLING_FAILED:  # no signal of a user: the parent stops the others of a failed run
+            stop[0] = stop[0] or "another worker failed"
+            return
         if stop[0] and signum == signal.SIGINT:
             abandon[0] = True
         # orphaned (the parent died): stop now; its restart may already be running beside us
         stop[0] = ORPHAN_GRACE_S if os.getppid() != job.parent else (stop[0] or True)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, SIBLING_FAILED):
         signal.signal(sig, request_stop)
     _stop_with_parent(job.parent)
     try:
@@ -253,7 +259,7 @@ def _run_workers(
                 if results[i][0] != "ok" or results[i][1].status == "failed":  # one failed: stop the others
                     for p in procs:
                         if p.is_alive() and p.pid is not None:
-                            os.kill(p.pid, signal.SIGTERM)
+                            os.kill(p.pid, SIBLING_FAILED)
             if signals.resend_due():
                 signals.forward()
             if progress is not None:

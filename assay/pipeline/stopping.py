@@ -35,7 +35,7 @@ async def watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.Cancel
 
 
 async def watch_flag(
-    requested: Callable[[], bool | float],
+    requested: Callable[[], bool | float | str],
     pipeline: Pipeline,
     grace_s: float,
     cancel: anyio.CancelScope,
@@ -44,33 +44,30 @@ async def watch_flag(
     """The same as :func:`watch_signals` for a process whose own signal handler sets flags (a
     shard worker: its handler stays installed for the life of the process, so a repeated signal
     never meets the default action). A float from ``requested`` is a shorter grace period (a
-    worker whose parent died stops at once instead of running beside a restarted run);
-    ``abandon_requested`` is the second signal."""
+    worker whose parent died stops at once instead of running beside a restarted run); a string is
+    the reason of a stop no signal asked for (another worker failed); ``abandon_requested`` is the
+    second signal."""
     # polled: the flags are set by a signal handler, which must not touch the event loop
     while not (flag := requested()):  # noqa: ASYNC110
         await anyio.sleep(0.1)
     grace = min(grace_s, flag) if isinstance(flag, float) else grace_s
+    why = flag if isinstance(flag, str) else None
     async with anyio.create_task_group() as tg:
-        tg.start_soon(stop, pipeline, grace, cancel)
+        tg.start_soon(stop, pipeline, grace, cancel, why)
         while not abandon_requested():  # noqa: ASYNC110
             await anyio.sleep(0.1)
         abandon(pipeline, cancel)
         tg.cancel_scope.cancel()
 
 
-async def stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
+async def stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope, why: str | None = None) -> None:
     """Stop reading; in-flight work has ``grace_s`` to drain before it is cancelled. Once nothing
     is in flight the source is not waited for: the stages drain and the run ends (the writer
-    then cancels this watcher)."""
+    then cancels this watcher). ``why``: the reason of a stop no signal asked for (the message
+    then promises nothing about a second signal)."""
     pipeline.stop("interrupted")
     pipeline.stop_deadline = time.monotonic() + grace_s  # the progress display counts it down
-    print(
-        f"assay: stopping: reading no more; finishing {pipeline.in_flight:,} in-flight records"
-        f" (grace period {grace_s:g} s, then they are abandoned and redone on resume;"
-        " a second signal abandons them now)",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(stopping_message(pipeline.in_flight, grace_s, why), file=sys.stderr, flush=True)
     with anyio.move_on_after(grace_s):
         # polled: the count moves with every batch the sink writes; no event is worth that cost
         while pipeline.in_flight > 0:  # noqa: ASYNC110
@@ -78,6 +75,23 @@ async def stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) ->
         pipeline.stop_reading_now()
         await anyio.sleep_forever()
     cancel.cancel()
+
+
+def stopping_message(in_flight: int, grace_s: float, why: str | None = None) -> str:
+    """What a stopping run says: after a signal, that a second one abandons the in-flight work;
+    after a stop no signal asked for, why it stops.
+
+    >>> stopping_message(3, 30, "another worker failed").split(";")[0]
+    'assay: stopping (another worker failed): reading no more'
+    >>> "second signal" in stopping_message(3, 30, "another worker failed"), "second signal" in stopping_message(3, 30)
+    (False, True)
+    """
+    head = "assay: stopping" if why is None else f"assay: stopping ({why})"
+    tail = "; a second signal abandons them now)" if why is None else ")"
+    return (
+        f"{head}: reading no more; finishing {in_flight:,} in-flight records"
+        f" (grace period {grace_s:g} s, then they are abandoned and redone on resume{tail}"
+    )
 
 
 def abandon(pipeline: Pipeline, cancel: anyio.CancelScope) -> None:
@@ -90,4 +104,4 @@ def abandon(pipeline: Pipeline, cancel: anyio.CancelScope) -> None:
     cancel.cancel()
 
 
-__all__ = ["abandon", "stop", "watch_flag", "watch_signals"]
+__all__ = ["abandon", "stop", "stopping_message", "watch_flag", "watch_signals"]

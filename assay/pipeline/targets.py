@@ -12,6 +12,7 @@ from typing import Any
 
 from assay.config import RunConfig
 from assay.connectors import registry
+from assay.connectors.paths import safe_join
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.processes import pid_alive
 
@@ -41,7 +42,7 @@ def member_key(state_dir: str | Path, key: str) -> str:
     """This process's own checkpoint key under the run's ``key`` (``<key>/members/<host>-<pid>``);
     the checkpoints of members of this host that died (kill -9) are removed on the way."""
     host = socket.gethostname()
-    members = Path(state_dir) / "checkpoints" / key / "members"
+    members = safe_join(Path(state_dir), "checkpoints", key, "members")
     if members.is_dir():
         for d in members.iterdir():
             name, _, pid = d.name.rpartition("-")
@@ -59,7 +60,14 @@ def local_summary_path(config: RunConfig) -> Path:
         return beside
     if config.summary_path:
         return Path(config.summary_path)
-    return Path(config.state_dir) / "summaries" / CheckpointStore.key_for(sink_url(config)) / "_SUMMARY.json"
+    return safe_join(Path(config.state_dir), "summaries", CheckpointStore.key_for(sink_url(config)), "_SUMMARY.json")
 
 
-__all__ = ["dead_letter_of", "local_summary_path", "member_key", "scales_by_group", "sink_url"]
+def results_location(config: RunConfig) -> str | Path:
+    """Where a run's summaries are, and ``assay merge --run-file`` looks for the shards' ones: the
+    sink's ``s3://`` prefix, else the local directory of its summary."""
+    sink_path = str(getattr(config.sink, "path", "") or "")
+    return sink_path if "://" in sink_path else local_summary_path(config).parent
+
+
+__all__ = ["dead_letter_of", "local_summary_path", "member_key", "results_location", "scales_by_group", "sink_url"]

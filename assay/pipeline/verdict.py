@@ -23,7 +23,7 @@ failure of that part, retryable) and again on the totals.
 >>> policy = Policy.from_mapping({"escalation": {"max_pass_rate": 0.15}})
 >>> v = decide(policy, stats)
 >>> v.status, v.exit_code, v.messages
-('gate_failed', 3, ['gate escalation: pass rate 0.25 <= max_pass_rate 0.15: FAILED'])
+('gate_failed', 3, ['gate escalation: pass rate 0.25, expected at most 0.15 (max_pass_rate): FAILED'])
 >>> decide(policy, stats, final=False).exit_code  # one shard of the run: recorded, not applied
 0
 """

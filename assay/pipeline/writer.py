@@ -67,7 +67,7 @@ async def run_writer(
     use_cache: bool = True,
     progress: ProgressSink | None = None,
     handle_signals: bool = False,
-    stop_requested: Callable[[], bool | float] | None = None,
+    stop_requested: Callable[[], bool | float | str] | None = None,
     abandon_requested: Callable[[], bool] = lambda: False,
     shard: tuple[int, int] | None = None,
 ) -> WriterResult:

@@ -22,6 +22,7 @@ from assay.report.compare import Comparison, compare_runs
 from assay.report.paired import PairedKey
 from assay.report.store import close_stores
 from assay.stats import PairedDelta
+from assay.stats.pvalues import format_p, p_text
 
 __all__ = ["EXIT_NOT_COMPARABLE", "EXIT_REGRESSION", "compare_command", "comparison_dict"]
 
@@ -86,9 +87,9 @@ def decide(cmp: Comparison, fail_on: str | None, allow_changes: bool) -> tuple[i
 def _why(k: PairedKey) -> str:
     parts = []
     if k.p_value_holm is not None and k.pass_rate_delta is not None and k.pass_rate_delta.delta < 0:
-        parts.append(f"pass rate {_signed(k.pass_rate_delta.delta)}, McNemar p={k.p_value_holm:.3g} Holm")
+        parts.append(f"pass rate {_signed(k.pass_rate_delta.delta)}, McNemar {p_text(k.p_value_holm)} Holm")
     if k.mean_p_value_holm is not None and k.mean_delta is not None and k.mean_delta.delta < 0:
-        parts.append(f"mean {_signed(k.mean_delta.delta)}, Wilcoxon p={k.mean_p_value_holm:.3g} Holm")
+        parts.append(f"mean {_signed(k.mean_delta.delta)}, Wilcoxon {p_text(k.mean_p_value_holm)} Holm")
     return "; ".join(parts)
 
 
@@ -105,7 +106,7 @@ def _delta_text(d: PairedDelta | None) -> str:
 
 
 def _p(p: float | None) -> str:
-    return "-" if p is None else f"{p:.3g}"
+    return format_p(p)
 
 
 def print_paired(cmp: Comparison, flips: int) -> None:

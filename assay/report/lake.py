@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from assay.connectors.paths import partition, safe_join
 from assay.exceptions import ConfigError, ConnectorError
 
 _DAY = re.compile(r"^(?P<table>.+?)/+ds=(?P<ds>[^/]+)/*$")
@@ -113,21 +114,21 @@ class DeltaDayStore:
         self.location = location
         self.table = table
         self.day = day
-        self.folder = Path(table) / "_summaries" / f"ds={day}"
+        self.folder = safe_join(Path(table), "_summaries", partition("ds", day))
 
     def list(self, pattern: str) -> list[str]:
         import fnmatch
 
         names = [p.name for p in self.folder.glob("*") if p.is_file()] if self.folder.is_dir() else []
-        dead = Path(self.table) / "_dead_letter" / f"ds={self.day}"
+        dead = safe_join(Path(self.table), "_dead_letter", partition("ds", self.day))
         if dead.is_dir():
             names += [f"_dead_letter/{p.name}" for p in dead.iterdir() if p.is_file()]
         return sorted(n for n in names if fnmatch.fnmatch(n, pattern))
 
     def _path(self, name: str) -> Path:
         if name.startswith("_dead_letter/"):
-            return Path(self.table) / "_dead_letter" / f"ds={self.day}" / name.split("/", 1)[1]
-        return self.folder / name
+            return safe_join(Path(self.table), "_dead_letter", partition("ds", self.day), name.split("/", 1)[1])
+        return safe_join(self.folder, name)
 
     def open(self, name: str) -> IO[bytes]:
         try:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from assay.report import charts
 from assay.report.page import Page, esc
 from assay.report.terminal import judge_rows
+from assay.stats.pvalues import format_p
 
 if TYPE_CHECKING:
     from assay.report.aggregate import WorstTrace
@@ -222,7 +223,7 @@ def _ci(d: PairedDelta | None) -> str:
 
 
 def _p(p: float | None) -> str:
-    return "-" if p is None else f"{p:.3g}"
+    return format_p(p)
 
 
 def paired(cmp: Comparison) -> str:

@@ -103,3 +103,38 @@ def test_a_stop_with_nothing_in_flight_does_not_wait_for_the_grace_period(tmp_pa
     assert proc.returncode == 130, err
     assert "finishing 0 in-flight records" in err
     assert json.loads((tmp_path / "out" / "_SUMMARY.json").read_text())["status"] == "interrupted"
+
+
+CRASH_IN_SECOND_HALF = """
+import os, time
+
+def slow(trace, **kwargs):
+    if int(trace.id[1:]) >= 100:  # the second worker's shard: it dies (kill -9 would do the same)
+        time.sleep(1.0)
+        os._exit(3)
+    time.sleep(0.1)
+    return 1.0
+"""
+
+
+def test_a_stop_no_signal_asked_for_says_why_and_promises_no_second_signal(tmp_path: Path) -> None:
+    """One of two workers dies: the parent stops the other, which drains and says why; nothing
+    tells the user that a second signal would do anything (no signal was sent)."""
+    (tmp_path / "crashmod.py").write_text(CRASH_IN_SECOND_HALF)
+    recs = [{"id": f"t{i}", "messages": agent_messages(final=f"a{i}")} for i in range(200)]
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    cfg = {
+        "source": {"path": "corpus.jsonl"},
+        "evaluators": [{"name": "python", "params": {"function": "crashmod:slow"}}],
+        "sink": {"path": "out/"},
+        "limits": {"batch_size": 2, "grace_period_s": LONG_GRACE},
+    }
+    f = tmp_path / "run.yaml"
+    f.write_text(json.dumps(cfg))
+    proc = start(f, "--workers", "2")
+    proc.wait(timeout=120)
+    err = stderr_of(f)
+    assert proc.returncode == 1, err
+    assert "assay: stopping (another worker failed): reading no more" in err, err
+    assert "second signal" not in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "_SUCCESS").exists()

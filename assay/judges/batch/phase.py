@@ -32,6 +32,7 @@ import anyio
 import orjson
 
 from assay.config import RunConfig
+from assay.connectors.paths import safe_join
 from assay.exceptions import (
     EXIT_INTERRUPTED,
     EXIT_PENDING,
@@ -102,7 +103,7 @@ def legacy_ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) 
     if not registry.checkpoint_scope(config.sink):
         return None
     scope = f"#shard-{shard[0]}-of-{shard[1]}" if shard else ""
-    return Path(config.state_dir) / "batches" / f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite"
+    return safe_join(Path(config.state_dir), "batches", f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite")
 
 
 def with_ledger(config: RunConfig, path: Path) -> RunConfig:

@@ -25,6 +25,16 @@ def test_min_and_max_bounds() -> None:
     assert res[2].to_dict()["actual"] == 0.4
 
 
+def test_a_gate_message_says_what_was_expected() -> None:
+    s = stats("escalation", [1.0, 1.0, 0.0, 0.0, 0.0])  # 40 %
+    low, high = evaluate_gates({"escalation": {"min_mean": 0.7, "max_pass_rate": 0.05}}, s)
+    assert low.message == "gate escalation: mean 0.4, expected at least 0.7 (min_mean): FAILED"
+    assert high.message == "gate escalation: pass rate 0.4, expected at most 0.05 (max_pass_rate): FAILED"
+    [r] = evaluate_gates({"escalation": {"max_pass_rate": {"value": 0.99, "on": "upper_bound"}}}, s)
+    assert r.passed and r.message.startswith("gate escalation: pass rate upper bound 0.")
+    assert r.message.endswith(", expected at most 0.99 (max_pass_rate on upper_bound): ok")
+
+
 def test_missing_key_and_nothing_scored_fail() -> None:
     [r] = evaluate_gates({"nope": {"min_mean": 0.5}}, stats("x", [1.0]))
     assert not r.passed and "no results" in r.message

@@ -19,7 +19,7 @@ def test_an_impossible_ds_is_rejected_before_anything_runs(tmp_path: Path, run_c
     for command in (["run", str(f)], ["validate", str(f)]):
         result = run_cli(*command, "--ds", "2026-13-01")
         assert result.returncode == 2, result.stderr
-        assert "--ds: '2026-13-01' is no date (month must be in 1..12)" in result.stderr
+        assert "--ds: no such day (month must be in 1..12) (got '2026-13-01')" in result.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / ".assay").exists()
     assert run_cli("validate", str(f), "--ds", "2026-02-29").returncode == 2  # not a leap year
     assert run_cli("validate", str(f), "--ds", "2028-02-29").returncode == 0

@@ -6,6 +6,7 @@ import io
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,20 @@ def test_a_secret_expanded_into_the_source_path_is_never_shown(tmp_path: Path, r
     summary = (tmp_path / "out" / "_SUMMARY.json").read_text()
     assert SECRET not in summary
     assert "'***/traces.jsonl'" in json.loads(summary)["error"]["message"]
+
+
+def test_quiet_prints_nothing_but_errors(quickstart: Path, run_cli: Any, tmp_path: Path) -> None:
+    """``-q``: a good run prints nothing at all; a failed one only what went wrong. JSON events
+    are written with ``-q`` too (they were asked for)."""
+    ok = run_cli("run", str(quickstart), "--ds", "2026-11-21", "-q")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stderr == "" and ok.stdout == ""
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("source: {path: nothing-here.jsonl}\nevaluators: [exact_match]\nsink: {path: out/}\n")
+    failed = run_cli("run", str(missing), "-q")
+    assert failed.returncode == 1
+    assert [line for line in failed.stderr.splitlines() if line] == [
+        line for line in failed.stderr.splitlines() if line.startswith("assay: error:")
+    ], failed.stderr
+    events = run_cli("run", str(quickstart), "--ds", "2026-11-22", "-q", "--log-format", "json")
+    assert [json.loads(line)["event"] for line in events.stderr.splitlines()] == ["run_started", "run_finished"]

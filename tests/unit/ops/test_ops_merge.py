@@ -59,7 +59,7 @@ def test_counts_sum_means_weigh_and_judges_add_up(tmp_path: Path) -> None:
             "threshold": 0.5,
             "actual": 0.6,
             "passed": True,
-            "message": "gate acc: mean 0.6 >= min_mean 0.5: ok",
+            "message": "gate acc: mean 0.6, expected at least 0.5 (min_mean): ok",
         }
     ]
     assert s["gates_from"] == "shard summaries" and s["shards"]["present"] == [0, 1]
@@ -75,7 +75,7 @@ def test_gates_apply_once_to_the_totals(tmp_path: Path) -> None:
     policy = Policy.from_mapping({"acc": {"min_mean": 0.65}}, origin="run.yaml")
     report = merge(tmp_path, policy=policy)
     assert report.exit_code == 3 and report.summary["status"] == "gate_failed"
-    assert report.messages == ["gate acc: mean 0.6 >= min_mean 0.65: FAILED"]
+    assert report.messages == ["gate acc: mean 0.6, expected at least 0.65 (min_mean): FAILED"]
     assert report.summary["gates_from"] == "run.yaml" and report.summary["gates_applied"]
     assert report.success  # the output is whole: _SUCCESS marks completeness, the exit code the verdict
     assert merge(tmp_path, policy=Policy.from_mapping({"acc": {"min_mean": 0.55}})).exit_code == 0
