@@ -40,9 +40,9 @@ from assay.connectors.path_config import DeadLetterConfig as DeadLetterConfig
 from assay.connectors.path_config import SinkConfig as SinkConfig
 from assay.connectors.path_config import SourceConfig as SourceConfig
 from assay.connectors.path_config import check_ds
-from assay.connectors.paths import check_day, day_problem
 from assay.connectors.registry import parse_section
 from assay.exceptions import ConfigError
+from assay.paths import check_day, day_problem
 from assay.sampling import SampleSpec
 from assay.traces.normalize import NormalizeOptions
 

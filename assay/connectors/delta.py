@@ -37,9 +37,9 @@ from assay.connectors.base import ConnectorConfig, Sink, Source
 from assay.connectors.file_sink import LocalSink
 from assay.connectors.parquet_sink import StagedSink
 from assay.connectors.path_config import check_ds
-from assay.connectors.paths import check_day, partition, safe_join
 from assay.connectors.registry import BaseConnector
 from assay.exceptions import ConfigError, ConnectorError
+from assay.paths import check_day, partition, safe_join
 
 SUMMARIES = "_summaries"
 LOCKING_KEYS = ("AWS_S3_LOCKING_PROVIDER", "AWS_S3_ALLOW_UNSAFE_RENAME", "AWS_CONDITIONAL_PUT", "conditional_put")

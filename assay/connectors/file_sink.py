@@ -46,8 +46,8 @@ import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Sink
-from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError, ConnectorError
+from assay.paths import safe_join
 from assay.processes import pid_alive
 
 CHUNK = 1 << 20

@@ -63,8 +63,8 @@ from assay.connectors.parquet_segments import (
     write_empty,
     write_parts,
 )
-from assay.connectors.paths import safe_join
 from assay.exceptions import ConnectorError
+from assay.paths import safe_join
 from assay.records import encode_row
 
 STAGING = "_staging"

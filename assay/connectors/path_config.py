@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from assay.connectors.base import ConnectorConfig
-from assay.connectors.paths import day_problem
+from assay.paths import day_problem
 from assay.traces.row_groups import DEFAULT_SPILL_BYTES
 
 

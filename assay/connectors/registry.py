@@ -32,8 +32,8 @@ import orjson
 from pydantic import BaseModel
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
-from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError, ConnectorError
+from assay.paths import safe_join
 
 BUILTIN_CONNECTORS: dict[str, str] = {
     "file": "assay.connectors.builtin:FILE",

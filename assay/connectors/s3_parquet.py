@@ -37,9 +37,9 @@ import orjson
 from assay.connectors.file_sink import SUCCESS, SUMMARY
 from assay.connectors.parquet_segments import segment_shard
 from assay.connectors.parquet_sink import ParquetSink, StagedSink
-from assay.connectors.paths import safe_join
 from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
 from assay.exceptions import ConfigError, ConnectorError
+from assay.paths import safe_join
 
 _PART = re.compile(r"part-(\d{5})-\d{5}\.parquet")
 

@@ -30,9 +30,9 @@ import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Sink
-from assay.connectors.paths import safe_join
 from assay.connectors.s3_client import PART_SIZE, S3Client, S3Config, parse_s3_url
 from assay.exceptions import ConfigError
+from assay.paths import safe_join
 
 SUCCESS = "_SUCCESS"
 SUMMARY = "_SUMMARY.json"

@@ -25,8 +25,8 @@ from typing import Any
 import orjson
 
 from assay.connectors.file_sink import os_error_message, write_json_atomic
-from assay.connectors.paths import safe_join
 from assay.exceptions import ConnectorError
+from assay.paths import safe_join
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:

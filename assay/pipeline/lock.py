@@ -37,8 +37,8 @@ from typing import Any, Self
 
 import orjson
 
-from assay.connectors.paths import safe_join
 from assay.exceptions import RunLockedError
+from assay.paths import safe_join
 
 _POLL_S = 0.2
 

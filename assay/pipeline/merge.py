@@ -42,9 +42,9 @@ from typing import Any, Protocol
 import orjson
 
 from assay.connectors.file_sink import STAGING
-from assay.connectors.paths import safe_join
 from assay.exceptions import ConfigError
 from assay.judges.batch.totals import merge_split_totals
+from assay.paths import safe_join
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
 from assay.pipeline.verdict import Policy, combine_statuses, decide
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from assay.config import RunConfig
 from assay.connectors import registry
-from assay.connectors.paths import safe_join
+from assay.paths import safe_join
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.processes import pid_alive
 

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from assay.connectors.paths import partition, safe_join
 from assay.exceptions import ConfigError, ConnectorError
+from assay.paths import partition, safe_join
 
 _DAY = re.compile(r"^(?P<table>.+?)/+ds=(?P<ds>[^/]+)/*$")
 

@@ -48,7 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     (
         "the data that flows, one exception root, small helpers",
-        ["assay.records", "assay.exceptions", "assay.resources", "assay.loading", "assay.processes"],
+        ["assay.records", "assay.exceptions", "assay.resources", "assay.loading", "assay.processes", "assay.paths"],
     ),
 ]
 

@@ -32,7 +32,6 @@ import anyio
 import orjson
 
 from assay.config import RunConfig
-from assay.connectors.paths import safe_join
 from assay.exceptions import (
     EXIT_INTERRUPTED,
     EXIT_PENDING,
@@ -55,6 +54,7 @@ from assay.judges.batch.endpoint import BatchEndpoint
 from assay.judges.batch.ledger import CREATING, OPEN, Ledger
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import JudgeEndpoint
+from assay.paths import safe_join
 
 PENDING_MESSAGE = "pending: batches submitted, run the same command again to collect"
 #: Open batches polled (and collected) at once.

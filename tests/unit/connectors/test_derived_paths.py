@@ -18,10 +18,10 @@ from assay.connectors.delta import DeltaSink, DeltaSinkConfig
 from assay.connectors.file_sink import LocalSink
 from assay.connectors.kafka import KafkaSinkConfig
 from assay.connectors.parquet_sink import ParquetSink
-from assay.connectors.paths import check_day, partition, safe_join
 from assay.connectors.s3_parquet import S3ParquetSink, staging_path
 from assay.connectors.s3_sink import S3Sink
 from assay.exceptions import ConfigError
+from assay.paths import check_day, partition, safe_join
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.lock import RunLock
 from assay.pipeline.merge import LocalFS
