@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.records import Result
+from assay.records import Failure, Result
 from assay.stats import CalibrationPairs, Moments, sample_weight
 from assay.stats.labels import Labels
 
@@ -236,6 +236,18 @@ COUNT_NAMES = (
 )
 
 
+#: Distinct dead-letter reasons a :class:`RunStats` keeps (the rest are counted together).
+MAX_REASONS = 20
+OTHER_REASONS = "(other reasons)"
+
+
+def dead_letter_reason(failure: Failure) -> str:
+    """A dead letter's reason: its error without the record's position (which every record has
+    its own of), at most 300 characters, so that records that failed alike count together."""
+    text = failure.message.removeprefix(f"{failure.position}: ")
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
 @dataclass
 class RunStats:
     """Everything the summary reports; updated by the sink stage only (one writer)."""
@@ -247,6 +259,9 @@ class RunStats:
     """Confidence level of the intervals (``stats.ci_level``)."""
     labels: Labels | None = None
     """Human labels by trace id and key (``calibration.labels``): labelled traces feed ``kappa``."""
+    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+    """Dead letters by reason (their error without the position), the :data:`MAX_REASONS` most
+    common kept: what the verdict says records lacked when they fail the run."""
 
     def threshold_for(self, key: str) -> float:
         t = self.thresholds.get(key)
@@ -268,9 +283,41 @@ class RunStats:
             if labelled is not None and key in labelled:
                 ks.add_label(key, labelled[key], r)
 
+    def add_dead_letter(self, failure: Failure) -> None:
+        """Count an error :class:`~assay.records.Failure` (a record not scored): the dead letters,
+        by stage, and by reason."""
+        counts = self.counts
+        counts["dead_letters"] += 1
+        if failure.stage == "parse":
+            counts["parse_errors"] += 1
+        elif failure.stage == "normalize":
+            counts["normalize_errors"] += 1
+        elif failure.stage == "read":
+            counts["read_errors"] += 1
+        reason = dead_letter_reason(failure)
+        reasons = self.dead_letter_reasons
+        if reason in reasons or len(reasons) < MAX_REASONS:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        else:
+            reasons[OTHER_REASONS] = reasons.get(OTHER_REASONS, 0) + 1
+
+    def top_dead_letter_reason(self) -> tuple[str, int] | None:
+        """The most common dead-letter reason and its count (None when none was recorded)."""
+        named = sorted((-n, r) for r, n in self.dead_letter_reasons.items() if r != OTHER_REASONS)
+        return (named[0][1], -named[0][0]) if named else None
+
     def merge(self, other: RunStats) -> None:
         for k, v in other.counts.items():
             self.counts[k] = self.counts.get(k, 0) + v
+        if other.dead_letter_reasons:
+            reasons = self.dead_letter_reasons
+            for r, n in other.dead_letter_reasons.items():
+                reasons[r] = reasons.get(r, 0) + n
+            if len(reasons) > MAX_REASONS:
+                other_n = reasons.pop(OTHER_REASONS, 0)
+                kept = sorted(reasons.items(), key=lambda t: (-t[1], t[0]))
+                self.dead_letter_reasons = dict(kept[: MAX_REASONS - 1])
+                self.dead_letter_reasons[OTHER_REASONS] = other_n + sum(n for _, n in kept[MAX_REASONS - 1 :])
         for key, ks in other.keys.items():
             if key in self.keys:
                 self.keys[key].merge(ks)
@@ -285,12 +332,16 @@ class RunStats:
         return {
             "counts": dict(self.counts),
             "evaluators": {k: v.to_dict() for k, v in sorted(self.keys.items())},
+            "dead_letter_reasons": dict(sorted(self.dead_letter_reasons.items(), key=lambda t: (-t[1], t[0]))),
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunStats:
         stats = cls()
         stats.counts.update(d.get("counts", {}))
+        reasons = d.get("dead_letter_reasons")
+        if isinstance(reasons, Mapping):
+            stats.dead_letter_reasons = {str(r): int(n) for r, n in reasons.items() if isinstance(n, int)}
         stats.keys = {k: KeyStats.from_dict(v) for k, v in d.get("evaluators", {}).items()}
         return stats
 

@@ -157,6 +157,15 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
         fmt = _trajectory_format(record)
         if fmt is None:
             keys = ", ".join(list(record)[:8]) or "none"
+            messages = record.get("messages")
+            if "messages" in record and type(messages) is not list:
+                raise NormalizationError(
+                    f"record's messages is a JSON {_json_kind(messages)}, expected a list of messages (keys: {keys})"
+                )
+            if type(messages) is list:
+                raise NormalizationError(
+                    f"record's messages is not a list of messages in any known format (keys: {keys})"
+                )
             raise NormalizationError(f"record has no outputs or trajectory (keys: {keys})")
         trace = fmt.normalize(record)
         if trace.format is None:
@@ -315,3 +324,15 @@ def trace_from_args(
     if scenario is not None:
         trace.scenario = scenario
     return trace
+
+
+def _json_kind(value: Any) -> str:
+    """What JSON calls a value's type (``string``, ``object``, ``number``, …)."""
+    if value is None:
+        return "null"
+    if type(value) is bool:
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    names: dict[type, str] = {str: "string", dict: "object", list: "array"}
+    return names.get(type(value), type(value).__name__)
