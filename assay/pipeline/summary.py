@@ -6,6 +6,7 @@ across writers, attempts and shards like the counts do. Per-judge statistics of 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -244,8 +245,15 @@ OTHER_REASONS = "(other reasons)"
 def dead_letter_reason(failure: Failure) -> str:
     """A dead letter's reason: its error without the record's position (which every record has
     its own of), at most 300 characters, so that records that failed alike count together."""
-    text = failure.message.removeprefix(f"{failure.position}: ")
+    text = failure.message
+    source = failure.position.source
+    if source and text.startswith(source):
+        text = _POSITION_TAIL.sub("", text[len(source) :], count=1)
     return text if len(text) <= 300 else text[:299] + "…"
+
+
+#: What follows a source's name in a position as messages write it (``:12``, ``[3]@40``), and ``: ``.
+_POSITION_TAIL = re.compile(r"^(?::\d+|\[\d+\]@\d+)*: ")
 
 
 @dataclass
@@ -325,8 +333,14 @@ class RunStats:
                 self.keys[key] = ks
 
     def dead_letter_ratio(self) -> float:
-        read = self.counts["read"]
+        """Dead letters over the records read (input the source could not split into records,
+        ``read_errors``, counts as read too)."""
+        read = self.records_seen()
         return self.counts["dead_letters"] / read if read else 0.0
+
+    def records_seen(self) -> int:
+        """Records read, and pieces of input that could not be read as records."""
+        return self.counts.get("read", 0) + self.counts.get("read_errors", 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {

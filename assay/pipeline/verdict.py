@@ -202,7 +202,7 @@ reason (2 of 2): record has no outputs or trajectory (keys: id)
         broken = f"dead-letter ratio {ratio:.4f} > max_dead_letter_ratio {ratio_limit}"
     else:
         return []
-    read, scored = stats.counts.get("read", 0), stats.counts.get("scored", 0)
+    read, scored = stats.records_seen(), stats.counts.get("scored", 0)
     if read and not scored and dl >= read:
         what = (
             f"every record read ({read:,}) is a dead letter, none was scored: is the input in a format the run "

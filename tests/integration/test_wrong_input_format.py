@@ -105,3 +105,12 @@ def test_reasons_are_bounded_and_merge_across_parts() -> None:
     assert total.top_dead_letter_reason() == ("common", 45)
     assert len(total.dead_letter_reasons) <= 20 and sum(total.dead_letter_reasons.values()) == 90
     assert total.counts["dead_letters"] == 90 and total.counts["normalize_errors"] == 90
+
+
+def test_input_that_cannot_be_split_into_records_counts_as_read() -> None:
+    s = RunStats()
+    s.add_dead_letter(Failure(b"", Position("a.json", 2), "read", "ReadError", "a.json:2: invalid JSON array element"))
+    s.add_dead_letter(Failure(b"", Position("t", None, 3, 40), "parse", "JSONDecodeError", "t[3]@40: invalid JSON"))
+    s.counts["read"] = 1
+    assert s.dead_letter_ratio() == 1.0 and s.records_seen() == 2
+    assert set(s.dead_letter_reasons) == {"invalid JSON array element", "invalid JSON"}
