@@ -138,8 +138,13 @@ _KIND_NAMES = {"langsmith": "LangSmith run", "langfuse": "Langfuse export"}
 
 
 def _row(env: Envelope) -> object:
-    """The record of an envelope: the source's decoded row, else its JSON payload parsed."""
+    """The record of an envelope: the source's decoded row, else its JSON payload parsed; None for
+    a row that cannot be read (a Parquet row with text that is not UTF-8, like a JSON line that is
+    not: a record of its own, which the parser makes a dead letter naming file, row and column)."""
     if env.record is not None:
+        bad = getattr(env.record, "decode_error", None)
+        if bad is not None and bad() is not None:
+            return None
         return env.record.as_dict() if hasattr(env.record, "as_dict") else env.record
     try:
         return orjson.loads(env.payload)

@@ -160,7 +160,7 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
             messages = record.get("messages")
             if "messages" in record and type(messages) is not list:
                 raise NormalizationError(
-                    f"record's messages is a JSON {_json_kind(messages)}, expected a list of messages (keys: {keys})"
+                    f"record's messages is {_json_kind(messages)}, expected a list of messages (keys: {keys})"
                 )
             if type(messages) is list:
                 raise NormalizationError(
@@ -327,12 +327,14 @@ def trace_from_args(
 
 
 def _json_kind(value: Any) -> str:
-    """What JSON calls a value's type (``string``, ``object``, ``number``, …)."""
+    """What a value is, as JSON names it (``a JSON string``, ``a JSON object``, …)."""
+    if isinstance(value, bytes | bytearray):
+        return "binary data that is not UTF-8 text"
     if value is None:
-        return "null"
+        return "JSON null"
     if type(value) is bool:
-        return "boolean"
+        return "a JSON boolean"
     if isinstance(value, int | float):
-        return "number"
-    names: dict[type, str] = {str: "string", dict: "object", list: "array"}
-    return names.get(type(value), type(value).__name__)
+        return "a JSON number"
+    names: dict[type, str] = {str: "a JSON string", dict: "a JSON object", list: "a JSON array"}
+    return names.get(type(value), f"a {type(value).__name__}")
