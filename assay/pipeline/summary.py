@@ -15,6 +15,10 @@ from assay.records import Failure, Result
 from assay.stats import CalibrationPairs, Moments, sample_weight
 from assay.stats.labels import Labels
 
+#: Distinct reasons for unscored results a :class:`KeyStats` keeps.
+MAX_UNSCORED_REASONS = 5
+OTHER_REASONS = "(other reasons)"
+
 
 @dataclass(slots=True)
 class KeyStats:
@@ -40,6 +44,9 @@ class KeyStats:
     """... and those whose two orders agreed."""
     calibration: CalibrationPairs | None = None
     """The human labels of this key's labelled traces with the judge's results (``calibration.labels``)."""
+    unscored_reasons: dict[str, int] = field(default_factory=dict)
+    """Why results were not scored (their comment: ``no reference output to compare with``), the
+    :data:`MAX_UNSCORED_REASONS` first kept, the others under ``(other reasons)``."""
 
     def add(self, r: Result, cluster: str | None = None) -> None:
         """One result (``cluster``: its trace's cluster id when the run clusters, see ``stats.cluster_by``)."""
@@ -48,6 +55,11 @@ class KeyStats:
             self.errors += 1
         elif r.score is None:
             self.unscored += 1
+            reason = (r.comment or "no reason given")[:120]
+            reasons = self.unscored_reasons
+            if reason not in reasons and len(reasons) >= MAX_UNSCORED_REASONS:
+                reason = OTHER_REASONS
+            reasons[reason] = reasons.get(reason, 0) + 1
         else:
             score = r.score
             self.scored += 1
@@ -103,6 +115,10 @@ class KeyStats:
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.moments.merge(other.moments)
+        for reason, n in other.unscored_reasons.items():
+            if reason not in self.unscored_reasons and len(self.unscored_reasons) >= MAX_UNSCORED_REASONS:
+                reason = OTHER_REASONS
+            self.unscored_reasons[reason] = self.unscored_reasons.get(reason, 0) + n
         if other.calibration is not None:
             if self.calibration is None:
                 self.calibration = CalibrationPairs(other.calibration.key, other.calibration.threshold)
@@ -167,6 +183,8 @@ class KeyStats:
             if m.clusters:
                 d["clusters"] = len(m.clusters)
         d["moments"] = m.to_dict()
+        if self.unscored_reasons:
+            d["unscored_reasons"] = dict(sorted(self.unscored_reasons.items(), key=lambda t: (-t[1], t[0])))
         if self.swap_checked:
             d.update(
                 position_consistency=round(self.swap_consistent / self.swap_checked, 6),
@@ -210,7 +228,13 @@ class KeyStats:
             calibration=_calibration_from(d),
             swap_checked=int(d.get("swap_checked", 0)),
             swap_consistent=int(d.get("swap_consistent", 0)),
+            unscored_reasons={str(r): n for r, n in (d.get("unscored_reasons") or {}).items() if isinstance(n, int)},
         )
+
+    def top_unscored_reason(self) -> str | None:
+        """The most common reason results of this key were not scored (None when all were)."""
+        named = sorted((-n, r) for r, n in self.unscored_reasons.items() if r != OTHER_REASONS)
+        return named[0][1] if named else None
 
 
 def _calibration_from(d: Mapping[str, Any]) -> CalibrationPairs | None:
@@ -239,7 +263,6 @@ COUNT_NAMES = (
 
 #: Distinct dead-letter reasons a :class:`RunStats` keeps (the rest are counted together).
 MAX_REASONS = 20
-OTHER_REASONS = "(other reasons)"
 
 
 def dead_letter_reason(failure: Failure) -> str:
