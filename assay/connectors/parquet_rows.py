@@ -42,10 +42,15 @@ SUFFIXES = (".parquet", ".pq", ".parq")
 BATCH_ROWS = 1024
 """Rows per record batch read from a row group (the unit converted to Python at once)."""
 READ_BUFFER = 1 << 20
-"""Bytes of a column chunk read at once from a local file (pyarrow's ``buffer_size``): without
-it a row group's chunks are read whole, which costs memory and page faults for nothing, since
-the batches are decoded a page at a time anyway. Remote files keep whole-chunk reads (one
-ranged GET per chunk)."""
+"""Bytes of a column chunk read at once from a local file (pyarrow's ``buffer_size``, with
+``pre_buffer`` off, which pyarrow turns on by default): otherwise a row group's chunks are read
+whole and held until the row group is done (a 122 MiB row group: +120 MiB of RSS), for nothing,
+since the batches are decoded a page at a time anyway. Remote files keep whole-chunk reads (one
+ranged GET per chunk) while a row group's chunks are at most :data:`REMOTE_WHOLE_CHUNKS` bytes."""
+REMOTE_WHOLE_CHUNKS = 32 << 20
+"""Compressed bytes of a remote file's largest row group up to which its chunks are read whole
+(pre-buffered: few requests); above it they are read :data:`READ_BUFFER` bytes at a time per
+column, as local files are, so that memory does not grow with the writer's row-group size."""
 
 _loads = orjson.loads
 _JSON_START = frozenset("{[")
@@ -243,9 +248,16 @@ class ParquetInput:
         """The file, its footer read (row groups known); a ConnectorError names it if it is not Parquet."""
         try:
             if self.filesystem is None:
-                pf = pq.ParquetFile(self.path, buffer_size=READ_BUFFER)
+                pf = pq.ParquetFile(self.path, buffer_size=READ_BUFFER, pre_buffer=False)
             else:
                 pf = pq.ParquetFile(self.filesystem.open_input_file(self.path))
+                if largest_row_group(pf.metadata) > REMOTE_WHOLE_CHUNKS:
+                    pf = pq.ParquetFile(
+                        self.filesystem.open_input_file(self.path),
+                        metadata=pf.metadata,
+                        buffer_size=READ_BUFFER,
+                        pre_buffer=False,
+                    )
         except (OSError, pa.ArrowException) as exc:
             raise ConnectorError(f"{self.name}: cannot read as Parquet: {exc}") from exc
         meta = pf.metadata
@@ -284,6 +296,15 @@ class ParquetInput:
                     row += batch.num_rows
             except (OSError, pa.ArrowException) as exc:
                 raise ConnectorError(f"{self.name}: row group {g.index}: read failed: {exc}") from exc
+
+
+def largest_row_group(meta: pq.FileMetaData) -> int:
+    """Compressed bytes of a file's largest row group (its column chunks together)."""
+    largest = 0
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        largest = max(largest, sum(rg.column(j).total_compressed_size for j in range(rg.num_columns)))
+    return largest
 
 
 def iter_file_rows(

@@ -128,7 +128,7 @@ class AssembleExports(GroupingSource):
             assert isinstance(row, dict)
             self._kinds.add(kind)
             if not env.payload:  # a decoded row (Parquet): its JSON is what the group holds
-                env = Envelope(orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS), env.position)
+                env = Envelope(_compact(orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS)), env.position)
             self._held.add(row_trace_id(row), env.payload, env.position)
         return out
 
@@ -150,6 +150,14 @@ def _row(env: Envelope) -> object:
         return orjson.loads(env.payload)
     except orjson.JSONDecodeError:
         return None
+
+
+def _compact(payload: bytes) -> bytes:
+    """A copy of ``payload`` that takes only its length in memory. ``orjson.dumps`` returns bytes
+    whose allocation is its whole output buffer, 4 KiB at least and some 13 times the length for a
+    row of a few KiB: held by the thousand until the source ends, those were most of the memory of
+    an export read from Parquet (575 MiB for 66,596 rows under a 64 MiB budget), not the budget."""
+    return bytes(memoryview(payload))
 
 
 def _ours(row: object, env: Envelope, shard: tuple[int, int]) -> bool:
