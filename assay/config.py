@@ -64,6 +64,10 @@ class EvaluatorSpec(_Model):
     """Score only a repeatable sample of the traces (see :mod:`assay.sampling`)."""
 
 
+#: ``limits.max_dead_letter_ratio`` unless the run file sets it.
+DEFAULT_MAX_DEAD_LETTER_RATIO = 0.5
+
+
 class LimitsConfig(_Model):
     """Engine limits."""
 
@@ -75,8 +79,10 @@ class LimitsConfig(_Model):
     """Concurrent evaluate workers in one process (default 1; 8 with async evaluators)."""
     max_dead_letters: int | None = Field(default=None, ge=0)
     """Exit 4 when more records than this went to the dead-letter output."""
-    max_dead_letter_ratio: float | None = Field(default=None, ge=0, le=1)
-    """Exit 4 when more than this fraction of records went to the dead-letter output."""
+    max_dead_letter_ratio: float | None = Field(default=DEFAULT_MAX_DEAD_LETTER_RATIO, ge=0, le=1)
+    """Exit 4 (no ``_SUCCESS``) when more than this fraction of the records read went to the
+    dead-letter output. The default, 0.5, fails a run whose input is not in a format it reads (every
+    record a dead letter) and keeps one whose input has a few bad records; ``null``: never."""
     budget_usd: float | None = Field(default=None, gt=0)
     """Stop cleanly (exit 5, resumable) when judge spending reaches this."""
     grace_period_s: float = Field(default=30.0, ge=0)

@@ -12,6 +12,12 @@ and peak RSS for a dump of about 5·N rows, rows held up to each budget (bytes) 
 into runs on disk:
 
     python benchmarks/bench_exports.py --group 200000 67108864 4194304
+
+A LangSmith bulk export as Parquet (the bulk export's columns, about 5 runs per trace, row groups
+of some 10,000 rows) scored by ``assay run`` (``max_turns``) in a fresh process: wall time and the
+process's peak RSS, for each number of traces given:
+
+    python benchmarks/bench_exports.py --parquet 13300 198700
 """
 
 from __future__ import annotations
@@ -166,9 +172,84 @@ def main() -> None:
     print(f"\nplain JSON lines, {50 * n:,} records, read only: FileSource {base:.3f} s, wrapped {wrapped:.3f} s")
 
 
+def make_parquet(n: int) -> Path:
+    """The bulk export of ``n`` traces as Parquet, written 2,000 traces (a row group) at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.support.exports import langsmith_export
+    from tests.support.sdk_exports import langsmith_schema
+
+    path = DATA / f"langsmith-{n}.parquet"
+    if path.exists():
+        return path
+    DATA.mkdir(parents=True, exist_ok=True)
+    schema = langsmith_schema()
+    with pq.ParquetWriter(path.with_suffix(".tmp"), schema) as writer:
+        for start in range(0, n, 2000):
+            rows, _ = langsmith_export(min(2000, n - start), seed=start)
+            random.Random(start).shuffle(rows)
+            for r in rows:
+                r["is_root"] = r["parent_run_id"] is None
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+    path.with_suffix(".tmp").rename(path)
+    return path
+
+
+#: Runs ``assay run`` in this process and prints its peak RSS (MiB) on stderr, whatever the exit.
+_RUN_AND_MEASURE = """
+import atexit, resource, sys
+from assay.cli import main
+peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+atexit.register(lambda: print("peak_rss_mib", peak(), file=sys.stderr))
+main()
+"""
+
+
+def parquet_main(sizes: list[int]) -> None:
+    import json
+    import tempfile
+
+    print("| traces | rows | row groups | wall s | peak RSS |")
+    print("|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        subprocess.run([sys.executable, __file__, "--make-parquet", str(n)], check=True)
+        path = DATA / f"langsmith-{n}.parquet"
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        with tempfile.TemporaryDirectory() as tmp:
+            run = Path(tmp) / "run.yaml"
+            run.write_text(
+                json.dumps(
+                    {
+                        "source": {"path": str(path)},
+                        "evaluators": ["max_turns:max_turns=5"],
+                        "sink": {"path": f"{tmp}/out/"},
+                        "state_dir": f"{tmp}/state",
+                    }
+                )
+            )
+            t0 = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-c", _RUN_AND_MEASURE, "run", str(run), "--ds", "2026-11-27", "-q"],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
+            wall = time.perf_counter() - t0
+        peak = next(float(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("peak_rss_mib"))
+        assert done.returncode == 0, done.stderr
+        print(f"| {n:,} | {meta.num_rows:,} | {meta.num_row_groups} | {wall:.0f} | {peak:.0f} MiB |")
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--make":
         make_export(int(sys.argv[2]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--make-parquet":
+        make_parquet(int(sys.argv[2]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--parquet":
+        parquet_main([int(n) for n in sys.argv[2:]] or [13300])
     elif len(sys.argv) > 1 and sys.argv[1] == "--group-child":
         group_child(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) > 1 and sys.argv[1] == "--group":

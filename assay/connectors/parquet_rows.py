@@ -9,7 +9,9 @@ Parquet source, exports that assemble one trace from many rows):
   groups, read as a stream of record batches — never the whole file;
 * :func:`batch_records`: a record batch as a list of dicts, column by column. Nested
   ``list<struct>`` columns become lists of dicts; top-level text columns holding JSON objects or
-  arrays (exports store ``inputs`` / ``outputs`` as JSON text) are decoded.
+  arrays (exports store ``inputs`` / ``outputs`` as JSON text) are decoded, and so are top-level
+  binary columns whose values are UTF-8 (strings written without the string type);
+  :func:`checked_records` also names the rows whose ``string`` values are not UTF-8.
 
 >>> import pyarrow as pa
 >>> b = pa.RecordBatch.from_pylist([{"id": "t1", "outputs": '{"messages": []}', "tags": [{"k": "a"}]}])
@@ -40,10 +42,15 @@ SUFFIXES = (".parquet", ".pq", ".parq")
 BATCH_ROWS = 1024
 """Rows per record batch read from a row group (the unit converted to Python at once)."""
 READ_BUFFER = 1 << 20
-"""Bytes of a column chunk read at once from a local file (pyarrow's ``buffer_size``): without
-it a row group's chunks are read whole, which costs memory and page faults for nothing, since
-the batches are decoded a page at a time anyway. Remote files keep whole-chunk reads (one
-ranged GET per chunk)."""
+"""Bytes of a column chunk read at once from a local file (pyarrow's ``buffer_size``, with
+``pre_buffer`` off, which pyarrow turns on by default): otherwise a row group's chunks are read
+whole and held until the row group is done (a 122 MiB row group: +120 MiB of RSS), for nothing,
+since the batches are decoded a page at a time anyway. Remote files keep whole-chunk reads (one
+ranged GET per chunk) while a row group's chunks are at most :data:`REMOTE_WHOLE_CHUNKS` bytes."""
+REMOTE_WHOLE_CHUNKS = 32 << 20
+"""Compressed bytes of a remote file's largest row group up to which its chunks are read whole
+(pre-buffered: few requests); above it they are read :data:`READ_BUFFER` bytes at a time per
+column, as local files are, so that memory does not grow with the writer's row-group size."""
 
 _loads = orjson.loads
 _JSON_START = frozenset("{[")
@@ -138,11 +145,80 @@ def batch_records(batch: pa.RecordBatch | pa.Table, *, decode_json: bool = True)
     rows: list[dict[str, Any]] = batch.to_pylist(maps_as_pydicts="lossy") if maps else batch.to_pylist()
     if decode_json:
         for f in batch.schema:
-            if is_text(f.type):
+            if is_text(f.type) or is_binary(f.type):
                 name = f.name
-                for row, value in zip(rows, decode_json_text([r[name] for r in rows]), strict=True):
+                for row, value in zip(rows, text_values(f.type, [r[name] for r in rows]), strict=True):
                     row[name] = value
     return rows
+
+
+def is_binary(t: pa.DataType) -> bool:
+    return bool(pa.types.is_binary(t) or pa.types.is_large_binary(t))
+
+
+def text_values(t: pa.DataType, values: list[Any]) -> list[Any]:
+    """A top-level text column's values, JSON text decoded; a binary column's too, each value that
+    is UTF-8 read as text (writers that do not mark strings as such; other bytes stay bytes)."""
+    if is_binary(t):
+        values = [_utf8_or_bytes(v) for v in values]
+    return decode_json_text(values)
+
+
+def _utf8_or_bytes(value: Any) -> Any:
+    if type(value) is not bytes:
+        return value
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value
+
+
+def checked_records(batch: pa.RecordBatch) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """:func:`batch_records`, and the rows that hold text that is not UTF-8 (a writer that put raw
+    bytes into a ``string`` column): ``{row index in the batch: what is wrong, naming the column}``.
+    Such a row's bad values are decoded with U+FFFD in place of the bad bytes (a string column's;
+    a nested column's value is None), so that its dead letter still shows the row; the other rows
+    are exactly :func:`batch_records`'s. Only a batch that fails to convert is looked at cell by cell.
+
+    >>> b = pa.RecordBatch.from_arrays([pa.array([b"ok", b"a\\xffb"]).view(pa.string())], ["text"])
+    >>> rows, bad = checked_records(b)
+    >>> rows[0], rows[1] == {"text": "a\\ufffdb"}, bad
+    ({'text': 'ok'}, True, {1: "column 'text': invalid UTF-8 at byte 1 (0xff): invalid start byte"})
+    """
+    try:
+        return batch_records(batch), {}
+    except UnicodeDecodeError:
+        pass
+    maps = any(has_map(f.type) for f in batch.schema)
+    columns: dict[str, list[Any]] = {}
+    bad: dict[int, str] = {}
+    for f, col in zip(batch.schema, batch.columns, strict=True):
+        try:
+            values = col.to_pylist(maps_as_pydicts="lossy") if maps else col.to_pylist()
+        except UnicodeDecodeError:
+            values = []
+            for i in range(len(col)):
+                cell = col.slice(i, 1)
+                try:
+                    values.append(cell.to_pylist(maps_as_pydicts="lossy")[0] if maps else cell.to_pylist()[0])
+                except UnicodeDecodeError as exc:
+                    byte = f" (0x{exc.object[exc.start]:02x})" if exc.start < len(exc.object) else ""
+                    note = f"column {f.name!r}: invalid UTF-8 at byte {exc.start}{byte}: {exc.reason}"
+                    bad[i] = f"{bad[i]}; {note}" if i in bad else note
+                    values.append(_lossy(cell))
+        columns[f.name] = text_values(f.type, values) if is_text(f.type) or is_binary(f.type) else values
+    names = list(columns)
+    rows = [dict(zip(names, vals, strict=True)) for vals in zip(*columns.values(), strict=True)]
+    return rows, bad
+
+
+def _lossy(cell: pa.Array) -> Any:
+    """A one-value text array's value with bytes that are not UTF-8 replaced (U+FFFD); None for
+    other types (a nested value holding bad text)."""
+    if pa.types.is_string(cell.type) or pa.types.is_large_string(cell.type):
+        raw = cell.view(pa.large_binary() if pa.types.is_large_string(cell.type) else pa.binary()).to_pylist()[0]
+        return None if raw is None else raw.decode("utf-8", "replace")
+    return None
 
 
 # -- files and row groups ------------------------------------------------------------------------
@@ -172,9 +248,16 @@ class ParquetInput:
         """The file, its footer read (row groups known); a ConnectorError names it if it is not Parquet."""
         try:
             if self.filesystem is None:
-                pf = pq.ParquetFile(self.path, buffer_size=READ_BUFFER)
+                pf = pq.ParquetFile(self.path, buffer_size=READ_BUFFER, pre_buffer=False)
             else:
                 pf = pq.ParquetFile(self.filesystem.open_input_file(self.path))
+                if largest_row_group(pf.metadata) > REMOTE_WHOLE_CHUNKS:
+                    pf = pq.ParquetFile(
+                        self.filesystem.open_input_file(self.path),
+                        metadata=pf.metadata,
+                        buffer_size=READ_BUFFER,
+                        pre_buffer=False,
+                    )
         except (OSError, pa.ArrowException) as exc:
             raise ConnectorError(f"{self.name}: cannot read as Parquet: {exc}") from exc
         meta = pf.metadata
@@ -215,6 +298,15 @@ class ParquetInput:
                 raise ConnectorError(f"{self.name}: row group {g.index}: read failed: {exc}") from exc
 
 
+def largest_row_group(meta: pq.FileMetaData) -> int:
+    """Compressed bytes of a file's largest row group (its column chunks together)."""
+    largest = 0
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        largest = max(largest, sum(rg.column(j).total_compressed_size for j in range(rg.num_columns)))
+    return largest
+
+
 def iter_file_rows(
     path: str, *, filesystem: Any = None, name: str | None = None, columns: Sequence[str] | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -233,6 +325,7 @@ __all__ = [
     "ParquetInput",
     "RowGroup",
     "batch_records",
+    "checked_records",
     "has_parquet_suffix",
     "is_parquet",
     "iter_file_rows",

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from assay.connectors.parquet_rows import batch_records, decode_json_text, is_text
+from assay.connectors.parquet_rows import checked_records, decode_json_text, is_text
 from assay.traces.model import Message, ToolCall, Trace, final_assistant_text
 from assay.traces.normalize import CONTEXT_KEYS, ID_KEYS, INPUT_KEYS, REFERENCE_KEYS, USAGE_KEYS
 from assay.traces.openai import parse_args
@@ -366,25 +366,36 @@ class BatchRows:
     """One record batch, converted lazily: to traces column by column (the fast path), or to
     records (dicts) all at once the first time a row needs one."""
 
-    __slots__ = ("_columnar", "_records", "batch", "plan")
+    __slots__ = ("_bad", "_columnar", "_records", "batch", "plan")
 
     def __init__(self, batch: pa.RecordBatch, plan: tuple[bool, str | None]) -> None:
         self.batch = batch
         self.plan = plan
         self._records: list[dict[str, Any]] | None = None
+        self._bad: dict[int, str] = {}
         self._columnar: _Columnar | None = None
 
     def record(self, i: int) -> dict[str, Any]:
         if self._records is None:
-            self._records = batch_records(self.batch)
+            self._records, self._bad = checked_records(self.batch)
         return self._records[i]
+
+    def decode_error(self, i: int) -> str | None:
+        """What makes row ``i`` unreadable (text that is not UTF-8, naming the column), or None."""
+        if self._records is None:
+            self.record(i)
+        return self._bad.get(i)
 
     def trace(self, i: int) -> Trace | None:
         ok, ref = self.plan
         if not ok:
             return None
         if self._columnar is None:
-            self._columnar = _Columnar(self.batch, ref)
+            try:
+                self._columnar = _Columnar(self.batch, ref)
+            except UnicodeDecodeError:  # a row's text is not UTF-8: the general path names it
+                self.plan = (False, None)
+                return None
         return self._columnar.trace(i)
 
 
@@ -402,8 +413,14 @@ class Row:
         return self.rows.trace(self.i)
 
     def as_dict(self) -> dict[str, Any]:
-        """The row as a record (nested columns as lists and dicts, JSON text decoded)."""
+        """The row as a record (nested columns as lists and dicts, JSON text decoded; text that is
+        not UTF-8 with U+FFFD in place of the bad bytes: :meth:`decode_error` says so)."""
         return self.rows.record(self.i)
+
+    def decode_error(self) -> str | None:
+        """Why the row cannot be read as it was written (``column 'x': invalid UTF-8 at byte 4
+        (0xff): …``), or None: such a row is a dead letter, not a trace."""
+        return self.rows.decode_error(self.i)
 
     def column_names(self) -> list[str]:
         """The table's column names (multi-row exports are recognised by them)."""

@@ -245,6 +245,7 @@ def _merged_summary(parts: Mapping[int, Mapping[str, Any]], stats: RunStats, n: 
         "records_per_s": round(stats.counts["read"] / max(walls), 1) if walls and max(walls) > 0 else None,
         "counts": data["counts"],
         "evaluators": data["evaluators"],
+        "dead_letter_reasons": data["dead_letter_reasons"],
         "judges": judges,
         "totals": totals,
         "shards": {

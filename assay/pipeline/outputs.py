@@ -279,6 +279,7 @@ def build_summary(
         "records_per_s": round((counts["read"] if read_now is None else read_now) / wall_s, 1) if wall_s > 0 else None,
         "counts": counts,
         "evaluators": data["evaluators"],
+        "dead_letter_reasons": data["dead_letter_reasons"],
         "judges": judge_stats,
         "totals": judge_totals(judge_stats),
         **_sampling(config, stats),

@@ -283,11 +283,7 @@ class Pipeline:
                 counts["warnings"] += p.warnings
                 for f in p.failures:
                     if f.severity == "error":
-                        counts["dead_letters"] += 1
-                        if f.stage == "parse":
-                            counts["parse_errors"] += 1
-                        elif f.stage == "normalize":
-                            counts["normalize_errors"] += 1
+                        stats.add_dead_letter(f)
                 if p.clusters is None and stats.labels is None:
                     for res in p.results:
                         stats.add_results(res)
@@ -313,7 +309,7 @@ class Pipeline:
         failures = [Failure(b"", pos, "read", "ReadError", msg) for pos, msg in errors]
         errors.clear()
         await self.dead_letter.write_failures(failures)
-        self.stats.counts["dead_letters"] += len(failures)
-        self.stats.counts["read_errors"] += len(failures)
+        for f in failures:
+            self.stats.add_dead_letter(f)
         if self.committer is not None:
             self.committer.add([f.position for f in failures])

@@ -6,13 +6,18 @@ across writers, attempts and shards like the counts do. Per-judge statistics of 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.records import Result
+from assay.records import Failure, Result
 from assay.stats import CalibrationPairs, Moments, sample_weight
 from assay.stats.labels import Labels
+
+#: Distinct reasons for unscored results a :class:`KeyStats` keeps.
+MAX_UNSCORED_REASONS = 5
+OTHER_REASONS = "(other reasons)"
 
 
 @dataclass(slots=True)
@@ -39,6 +44,9 @@ class KeyStats:
     """... and those whose two orders agreed."""
     calibration: CalibrationPairs | None = None
     """The human labels of this key's labelled traces with the judge's results (``calibration.labels``)."""
+    unscored_reasons: dict[str, int] = field(default_factory=dict)
+    """Why results were not scored (their comment: ``no reference output to compare with``), the
+    :data:`MAX_UNSCORED_REASONS` first kept, the others under ``(other reasons)``."""
 
     def add(self, r: Result, cluster: str | None = None) -> None:
         """One result (``cluster``: its trace's cluster id when the run clusters, see ``stats.cluster_by``)."""
@@ -47,6 +55,11 @@ class KeyStats:
             self.errors += 1
         elif r.score is None:
             self.unscored += 1
+            reason = (r.comment or "no reason given")[:120]
+            reasons = self.unscored_reasons
+            if reason not in reasons and len(reasons) >= MAX_UNSCORED_REASONS:
+                reason = OTHER_REASONS
+            reasons[reason] = reasons.get(reason, 0) + 1
         else:
             score = r.score
             self.scored += 1
@@ -102,6 +115,10 @@ class KeyStats:
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.moments.merge(other.moments)
+        for reason, n in other.unscored_reasons.items():
+            if reason not in self.unscored_reasons and len(self.unscored_reasons) >= MAX_UNSCORED_REASONS:
+                reason = OTHER_REASONS
+            self.unscored_reasons[reason] = self.unscored_reasons.get(reason, 0) + n
         if other.calibration is not None:
             if self.calibration is None:
                 self.calibration = CalibrationPairs(other.calibration.key, other.calibration.threshold)
@@ -166,6 +183,8 @@ class KeyStats:
             if m.clusters:
                 d["clusters"] = len(m.clusters)
         d["moments"] = m.to_dict()
+        if self.unscored_reasons:
+            d["unscored_reasons"] = dict(sorted(self.unscored_reasons.items(), key=lambda t: (-t[1], t[0])))
         if self.swap_checked:
             d.update(
                 position_consistency=round(self.swap_consistent / self.swap_checked, 6),
@@ -209,7 +228,13 @@ class KeyStats:
             calibration=_calibration_from(d),
             swap_checked=int(d.get("swap_checked", 0)),
             swap_consistent=int(d.get("swap_consistent", 0)),
+            unscored_reasons={str(r): n for r, n in (d.get("unscored_reasons") or {}).items() if isinstance(n, int)},
         )
+
+    def top_unscored_reason(self) -> str | None:
+        """The most common reason results of this key were not scored (None when all were)."""
+        named = sorted((-n, r) for r, n in self.unscored_reasons.items() if r != OTHER_REASONS)
+        return named[0][1] if named else None
 
 
 def _calibration_from(d: Mapping[str, Any]) -> CalibrationPairs | None:
@@ -236,6 +261,24 @@ COUNT_NAMES = (
 )
 
 
+#: Distinct dead-letter reasons a :class:`RunStats` keeps (the rest are counted together).
+MAX_REASONS = 20
+
+
+def dead_letter_reason(failure: Failure) -> str:
+    """A dead letter's reason: its error without the record's position (which every record has
+    its own of), at most 300 characters, so that records that failed alike count together."""
+    text = failure.message
+    source = failure.position.source
+    if source and text.startswith(source):
+        text = _POSITION_TAIL.sub("", text[len(source) :], count=1)
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+#: What follows a source's name in a position as messages write it (``:12``, ``[3]@40``), and ``: ``.
+_POSITION_TAIL = re.compile(r"^(?::\d+|\[\d+\]@\d+)*: ")
+
+
 @dataclass
 class RunStats:
     """Everything the summary reports; updated by the sink stage only (one writer)."""
@@ -247,6 +290,9 @@ class RunStats:
     """Confidence level of the intervals (``stats.ci_level``)."""
     labels: Labels | None = None
     """Human labels by trace id and key (``calibration.labels``): labelled traces feed ``kappa``."""
+    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+    """Dead letters by reason (their error without the position), the :data:`MAX_REASONS` most
+    common kept: what the verdict says records lacked when they fail the run."""
 
     def threshold_for(self, key: str) -> float:
         t = self.thresholds.get(key)
@@ -268,9 +314,41 @@ class RunStats:
             if labelled is not None and key in labelled:
                 ks.add_label(key, labelled[key], r)
 
+    def add_dead_letter(self, failure: Failure) -> None:
+        """Count an error :class:`~assay.records.Failure` (a record not scored): the dead letters,
+        by stage, and by reason."""
+        counts = self.counts
+        counts["dead_letters"] += 1
+        if failure.stage == "parse":
+            counts["parse_errors"] += 1
+        elif failure.stage == "normalize":
+            counts["normalize_errors"] += 1
+        elif failure.stage == "read":
+            counts["read_errors"] += 1
+        reason = dead_letter_reason(failure)
+        reasons = self.dead_letter_reasons
+        if reason in reasons or len(reasons) < MAX_REASONS:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        else:
+            reasons[OTHER_REASONS] = reasons.get(OTHER_REASONS, 0) + 1
+
+    def top_dead_letter_reason(self) -> tuple[str, int] | None:
+        """The most common dead-letter reason and its count (None when none was recorded)."""
+        named = sorted((-n, r) for r, n in self.dead_letter_reasons.items() if r != OTHER_REASONS)
+        return (named[0][1], -named[0][0]) if named else None
+
     def merge(self, other: RunStats) -> None:
         for k, v in other.counts.items():
             self.counts[k] = self.counts.get(k, 0) + v
+        if other.dead_letter_reasons:
+            reasons = self.dead_letter_reasons
+            for r, n in other.dead_letter_reasons.items():
+                reasons[r] = reasons.get(r, 0) + n
+            if len(reasons) > MAX_REASONS:
+                other_n = reasons.pop(OTHER_REASONS, 0)
+                kept = sorted(reasons.items(), key=lambda t: (-t[1], t[0]))
+                self.dead_letter_reasons = dict(kept[: MAX_REASONS - 1])
+                self.dead_letter_reasons[OTHER_REASONS] = other_n + sum(n for _, n in kept[MAX_REASONS - 1 :])
         for key, ks in other.keys.items():
             if key in self.keys:
                 self.keys[key].merge(ks)
@@ -278,19 +356,29 @@ class RunStats:
                 self.keys[key] = ks
 
     def dead_letter_ratio(self) -> float:
-        read = self.counts["read"]
+        """Dead letters over the records read (input the source could not split into records,
+        ``read_errors``, counts as read too)."""
+        read = self.records_seen()
         return self.counts["dead_letters"] / read if read else 0.0
+
+    def records_seen(self) -> int:
+        """Records read, and pieces of input that could not be read as records."""
+        return self.counts.get("read", 0) + self.counts.get("read_errors", 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "counts": dict(self.counts),
             "evaluators": {k: v.to_dict() for k, v in sorted(self.keys.items())},
+            "dead_letter_reasons": dict(sorted(self.dead_letter_reasons.items(), key=lambda t: (-t[1], t[0]))),
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunStats:
         stats = cls()
         stats.counts.update(d.get("counts", {}))
+        reasons = d.get("dead_letter_reasons")
+        if isinstance(reasons, Mapping):
+            stats.dead_letter_reasons = {str(r): int(n) for r, n in reasons.items() if isinstance(n, int)}
         stats.keys = {k: KeyStats.from_dict(v) for k, v in d.get("evaluators", {}).items()}
         return stats
 

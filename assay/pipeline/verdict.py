@@ -182,14 +182,41 @@ def error_rate_failures(limit: float | None, stats: RunStats) -> list[str]:
 
 
 def dead_letter_failures(policy: Policy, stats: RunStats) -> list[str]:
-    """The dead-letter limit the output breaks (at most one message)."""
+    """The dead-letter limit the output breaks (at most one message), with what the records
+    lacked: the most common dead-letter reason and its count, and when no record was scored,
+    that the input is probably not in a format the run reads.
+
+    >>> from assay.records import Failure, Position
+    >>> stats = RunStats()
+    >>> stats.counts["read"] = 2
+    >>> for line in (1, 2):
+    ...     stats.add_dead_letter(Failure(b"", Position("in.jsonl", line), "normalize", "NormalizationError",
+    ...                                   f"in.jsonl:{line}: record has no outputs or trajectory (keys: id)"))
+    >>> print(dead_letter_failures(Policy(max_dead_letter_ratio=0.5), stats)[0])
+    dead-letter ratio 1.0000 > max_dead_letter_ratio 0.5: every record read (2) is a dead letter, none \
+was scored: is the input in a format the run reads (source format, normalize.format)?; most common \
+reason (2 of 2): record has no outputs or trajectory (keys: id)
+    """
     dl = stats.counts.get("dead_letters", 0)
+    ratio, ratio_limit = stats.dead_letter_ratio(), policy.max_dead_letter_ratio
     if policy.max_dead_letters is not None and dl > policy.max_dead_letters:
-        return [f"{dl} dead letters > max_dead_letters {policy.max_dead_letters}"]
-    ratio = stats.dead_letter_ratio()
-    if policy.max_dead_letter_ratio is not None and ratio > policy.max_dead_letter_ratio:
-        return [f"dead-letter ratio {ratio:.4f} > max_dead_letter_ratio {policy.max_dead_letter_ratio}"]
-    return []
+        broken = f"{dl} dead letters > max_dead_letters {policy.max_dead_letters}"
+    elif ratio_limit is not None and ratio > ratio_limit:
+        broken = f"dead-letter ratio {ratio:.4f} > max_dead_letter_ratio {ratio_limit}"
+    else:
+        return []
+    read, scored = stats.records_seen(), stats.counts.get("scored", 0)
+    if read and not scored and dl >= read:
+        what = (
+            f"every record read ({read:,}) is a dead letter, none was scored: is the input in a format the run "
+            "reads (source format, normalize.format)?"
+        )
+    else:
+        what = f"{dl:,} of {read:,} records read are dead letters"
+    top = stats.top_dead_letter_reason()
+    if top is not None:
+        what += f"; most common reason ({top[1]:,} of {dl:,}): {top[0]}"
+    return [f"{broken}: {what}"]
 
 
 def budget_message(limit_usd: float | None, spent_usd: float, spent_now_usd: float) -> str:

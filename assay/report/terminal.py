@@ -64,15 +64,27 @@ def print_summary(summary: dict[str, Any]) -> None:
     judged = any(ks.get("input_tokens") or ks.get("judge_calls") for ks in keys.values())
     levels = {ks.get("ci_level") for ks in keys.values() if ks.get("pass_rate_ci")}
     ci_col = f"{levels.pop():.0%} CI" if len(levels) == 1 else ("CI" if levels else None)
-    cols = ["result key", "scored", "errors", "mean", "pass rate", *([ci_col] if ci_col else []), "threshold"]
+    skipped = any(ks.get("unscored") for ks in keys.values())
+    cols = [
+        "result key",
+        "scored",
+        "errors",
+        *(["not scored (why)"] if skipped else []),
+        "mean",
+        "pass rate",
+        *([ci_col] if ci_col else []),
+        "threshold",
+    ]
     for col in [*cols, "tokens", "cost $"] if judged else cols:
-        table.add_column(col, justify="left" if col == "result key" else "right", no_wrap=col == "result key")
+        left = col in ("result key", "not scored (why)")
+        table.add_column(col, justify="left" if left else "right", no_wrap=col == "result key")
     for key, ks in keys.items():
         ci = ks.get("pass_rate_ci")
         row = [
             key,
             f"{ks['scored']:,}",
             f"{ks['errors']:,}",
+            *([_not_scored(ks)] if skipped else []),
             fmt_num(ks.get("mean")),
             fmt_num(ks.get("pass_rate")),
             *([f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "-"] if ci_col else []),
@@ -101,6 +113,17 @@ def print_summary(summary: dict[str, Any]) -> None:
         console.print(split)
     outputs = summary.get("outputs", {})
     console.print(f"results: {outputs.get('results')}  dead letters: {outputs.get('dead_letter')}")
+
+
+def _not_scored(ks: dict[str, Any]) -> Text:
+    """How many results of a key were not scored, and the most common reason (``40: no reference
+    output to compare with``)."""
+    n = int(ks.get("unscored") or 0)
+    if not n:
+        return Text("0")
+    reasons = ks.get("unscored_reasons") or {}
+    top = next((r for r in reasons if r != "(other reasons)"), None)  # most common first
+    return plain(f"{n:,}: {top}" if top else f"{n:,}")
 
 
 def print_dry_run(report: dict[str, Any]) -> None:

@@ -39,6 +39,9 @@ def parse_envelope(env: Envelope, options: NormalizeOptions) -> Trace | Failure:
     A UTF-8 byte-order mark before the record is ignored; invalid UTF-8 or JSON is a ``parse``
     Failure naming the position and the reason."""
     if env.record is not None:  # decoded by the source (Parquet rows)
+        bad = getattr(env.record, "decode_error", None)
+        if bad is not None and (reason := bad()) is not None:  # a string column holding bytes not UTF-8
+            return Failure(env.raw(), env.position, "parse", "UnicodeDecodeError", f"{env.position}: {reason}")
         record = env.record.as_dict() if hasattr(env.record, "as_dict") else env.record
     else:
         try:

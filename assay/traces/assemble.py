@@ -11,6 +11,7 @@ yields the same ``assistant(tool_calls) → tool(result)`` shape as an OpenAI tr
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from typing import Any
 
 from assay.traces.model import Message, ToolCall, Trace, content_text, final_assistant_text
@@ -166,6 +167,40 @@ class TraceBuilder:
             format=format,
             warnings=self.warnings or None,
         )
+
+
+def parent_cycles(parents: Mapping[Any, Any]) -> list[list[Any]]:
+    """The cycles of parent links among ``parents`` (id → its parent's id, None for a root): each
+    cycle's ids in child → parent order, starting at its smallest id (as text), so the same links
+    name the same cycle whatever their order. A parent id that is not a key ends a chain (a parent
+    outside the export: its child is a root). Runs or observations in a cycle, or below one, are
+    reachable from no root: a tree walk would drop them without a word.
+
+    >>> parent_cycles({"r": None, "a": "b", "b": "a", "c": "a", "s": "s"})
+    [['a', 'b'], ['s']]
+    """
+    done: set[Any] = set()
+    cycles: list[list[Any]] = []
+    for start in parents:
+        path: dict[Any, int] = {}  # the chain being followed, in order
+        node = start
+        while node is not None and node in parents and node not in done and node not in path:
+            path[node] = len(path)
+            node = parents[node]
+        if node is not None and node in path:
+            cycle = list(path)[path[node] :]
+            first = min(range(len(cycle)), key=lambda i: str(cycle[i]))
+            cycles.append(cycle[first:] + cycle[:first])
+        done.update(path)
+    return cycles
+
+
+def cycle_text(cycles: list[list[Any]], limit: int = 3) -> str:
+    """Cycles for an error message: ``a → b → a`` each, the first ``limit`` of them."""
+    shown = ["; ".join(" → ".join(map(str, [*c, c[0]])) for c in cycles[:limit])]
+    if len(cycles) > limit:
+        shown.append(f" (and {len(cycles) - limit} more)")
+    return "".join(shown)
 
 
 def first_user_text(messages: list[Message]) -> str | None:

@@ -27,7 +27,15 @@ from __future__ import annotations
 from typing import Any
 
 from assay.exceptions import NormalizationError
-from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
+from assay.traces.assemble import (
+    TraceBuilder,
+    add_usage,
+    answer_of,
+    cycle_text,
+    parent_cycles,
+    task_of,
+    usage_of,
+)
 from assay.traces.base import TraceFormat
 from assay.traces.exports import OBSERVATION_TYPES, decode_json_text, is_langfuse_trace_row, latest_by_id
 from assay.traces.llm_io import input_messages, output_messages, tool_message_output
@@ -203,6 +211,13 @@ def normalize(value: Any) -> Trace:
     usage: dict[str, int] | None = None
     tool_ids: set[Any] = set()
     parents = {o.get("id"): o.get("parentObservationId") for o in observations if type(o) is dict}
+    parents.pop(None, None)
+    cycles = parent_cycles({k: v for k, v in parents.items() if _hashable(k) and _hashable(v)})
+    if cycles:
+        raise NormalizationError(
+            f"langfuse: the observations' parentObservationId links form a cycle, not a tree: {cycle_text(cycles)} "
+            "(no root observation is above them); fix the export's parent_observation_id"
+        )
     for o in _ordered(observations):
         if _below(o, parents, tool_ids):
             continue
@@ -264,6 +279,10 @@ def _timings(observations: list[Any], tool_ids: set[Any]) -> Timings:
             kind = "tool" if o.get("id") in tool_ids else _SPAN_TYPE.get(o.get("type"), "other")
             timings.add(o.get("name"), kind, o.get("startTime"), o.get("endTime"))
     return timings
+
+
+def _hashable(value: Any) -> bool:
+    return value is None or isinstance(value, str | int)
 
 
 def _below(o: dict[str, Any], parents: dict[Any, Any], tool_ids: set[Any]) -> bool:

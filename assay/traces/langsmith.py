@@ -19,7 +19,15 @@ from __future__ import annotations
 from typing import Any
 
 from assay.exceptions import NormalizationError
-from assay.traces.assemble import TraceBuilder, add_usage, answer_of, task_of, usage_of
+from assay.traces.assemble import (
+    TraceBuilder,
+    add_usage,
+    answer_of,
+    cycle_text,
+    parent_cycles,
+    task_of,
+    usage_of,
+)
 from assay.traces.base import TraceFormat
 from assay.traces.exports import decode_json_text, latest_by_id
 from assay.traces.llm_io import input_messages, output_messages, output_usage, tool_message_output
@@ -79,10 +87,17 @@ class _Tree:
             if type(run) is not dict or "run_type" not in run:
                 raise NormalizationError(f"langsmith: run {i} is not an object with 'run_type'")
             by_id[run.get("id", i)] = run
+        parents = {key: _parent_key(run) for key, run in by_id.items()}
+        cycles = parent_cycles(parents)
+        if cycles:
+            raise NormalizationError(
+                f"langsmith: the runs' parent_run_id links form a cycle, not a tree: {cycle_text(cycles)} "
+                "(these runs and any below them are reachable from no root run); fix the export's parent_run_id"
+            )
         roots: list[dict[str, Any]] = []
         for run in runs:
-            parent = by_id.get(run.get("parent_run_id"))
-            if parent is None or parent is run:
+            parent = by_id.get(_parent_key(run))
+            if parent is None:
                 roots.append(run)
             else:
                 self.children.setdefault(id(parent), []).append(run)
@@ -119,6 +134,12 @@ class _Tree:
 
 #: Run fields that exports (the bulk export's Parquet, ``list_runs`` dumps) store as JSON text.
 _JSON_TEXT_FIELDS = ("inputs", "outputs", "extra", "events")
+
+
+def _parent_key(run: dict[str, Any]) -> Any:
+    """A run's ``parent_run_id`` as a key of the runs by id (None: no parent, or not an id)."""
+    parent = run.get("parent_run_id")
+    return parent if isinstance(parent, str | int) and not isinstance(parent, bool) else None
 
 
 def _decoded(run: Any) -> Any:

@@ -157,6 +157,15 @@ def _normalize_record(record: Any, options: NormalizeOptions) -> Trace:
         fmt = _trajectory_format(record)
         if fmt is None:
             keys = ", ".join(list(record)[:8]) or "none"
+            messages = record.get("messages")
+            if "messages" in record and type(messages) is not list:
+                raise NormalizationError(
+                    f"record's messages is {_json_kind(messages)}, expected a list of messages (keys: {keys})"
+                )
+            if type(messages) is list:
+                raise NormalizationError(
+                    f"record's messages is not a list of messages in any known format (keys: {keys})"
+                )
             raise NormalizationError(f"record has no outputs or trajectory (keys: {keys})")
         trace = fmt.normalize(record)
         if trace.format is None:
@@ -315,3 +324,17 @@ def trace_from_args(
     if scenario is not None:
         trace.scenario = scenario
     return trace
+
+
+def _json_kind(value: Any) -> str:
+    """What a value is, as JSON names it (``a JSON string``, ``a JSON object``, …)."""
+    if isinstance(value, bytes | bytearray):
+        return "binary data that is not UTF-8 text"
+    if value is None:
+        return "JSON null"
+    if type(value) is bool:
+        return "a JSON boolean"
+    if isinstance(value, int | float):
+        return "a JSON number"
+    names: dict[type, str] = {str: "a JSON string", dict: "a JSON object", list: "a JSON array"}
+    return names.get(type(value), f"a {type(value).__name__}")

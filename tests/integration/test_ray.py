@@ -156,7 +156,8 @@ def test_scorer_on_one_batch_without_ray(tmp_path: Path) -> None:
     assert [r["trajectory_strict_match"]["score"] for r in rows[:2]] == [1.0, 0.0]
     assert [r["trajectory_strict_match"]["passed"] for r in rows[:2]] == [True, False]
     assert rows[0]["ds"] == "2026-11-24" and rows[0]["position"] == "batch:1"
-    assert rows[2]["trajectory_strict_match"] is None and "no outputs or trajectory" in rows[2]["read_error"]
+    assert rows[2]["trajectory_strict_match"] is None
+    assert "messages is a JSON string, expected a list of messages" in rows[2]["read_error"]
     scorer.close()
 
 

@@ -61,10 +61,15 @@ def test_langsmith_runs_jsonl_gz_objects(client: Any, bucket: str, s3_server: S3
     assert got == {tid: want["calls"] for tid, want in expected.items()}
 
 
-@pytest.mark.parametrize("shards", [1, 2])
-def test_langfuse_observations_v2_parquet_objects(client: Any, bucket: str, s3_server: S3Server, shards: int) -> None:
+@pytest.mark.parametrize(("shards", "whole_chunks"), [(1, True), (2, True), (1, False)])
+def test_langfuse_observations_v2_parquet_objects(
+    client: Any, bucket: str, s3_server: S3Server, shards: int, whole_chunks: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
+
+    if not whole_chunks:  # row groups above the limit: read a buffer at a time per column, not whole
+        monkeypatch.setattr("assay.connectors.parquet_rows.REMOTE_WHOLE_CHUNKS", 0)
 
     rows, expected = langfuse_export(9, seed=12)
     for i, part in enumerate(shuffled_files(rows, 3, seed=5)):
