@@ -554,23 +554,24 @@ def merge(
     """Merge the per-shard summaries of a --shard i/N run into one _SUMMARY.json, apply the gates
     once, and write _SUCCESS when every shard is whole. Exit codes as `assay run`."""
     from assay.pipeline.merge import merge as do_merge
-    from assay.pipeline.targets import local_summary_path
+    from assay.pipeline.merge import merge_target
     from assay.pipeline.verdict import Policy
 
     try:
         policy = None
         s3 = None
+        rows = None
         location: Path | str | None = results
         if run_file is not None:
             config = load_run_file(run_file, ds=ds, sets=set_)
             policy = Policy.from_config(config, origin=str(run_file))
             s3 = config.s3
-            sink_path = str(getattr(config.sink, "path", "") or "")
+            target, rows = merge_target(config)
             if location is None:
-                location = sink_path if "://" in sink_path else local_summary_path(config).parent
+                location = target
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
-        report = do_merge(location, policy=policy, shards=shards, s3=s3)
+        report = do_merge(location, policy=policy, shards=shards, s3=s3, rows=rows)
     except AssayError as exc:
         _fail(exc)
         return
