@@ -485,9 +485,15 @@ def compare(
     allow_changes: Annotated[
         bool, typer.Option("--allow-changes", help="Judge a regression even when an evaluator changed.")
     ] = False,
+    unpaired: Annotated[
+        bool,
+        typer.Option("--unpaired", help="Compare as independent samples even when the runs share traces."),
+    ] = False,
 ) -> None:
     """Pair two runs on trace_id: per key the delta with its interval, McNemar / Wilcoxon tests,
-    attrition, flipped verdicts; refuses runs scored differently. See docs/statistics.md."""
+    attrition, flipped verdicts; refuses runs scored differently. Runs that share no trace (two
+    nights of production traffic), or --unpaired: two-proportion z-test for pass rates, Welch's
+    t-test for means, with intervals on the difference. See docs/statistics.md."""
     from assay.report.compare_command import compare_command
 
     if fail_on not in (None, "regression"):
@@ -501,6 +507,7 @@ def compare(
             alpha=alpha,
             flips=flips,
             allow_changes=allow_changes,
+            unpaired=unpaired,
         )
     except AssayError as exc:
         _fail(exc)
