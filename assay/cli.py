@@ -631,6 +631,27 @@ def batches_cancel(
         _fail(exc)
 
 
+@batches_app.command("status")
+def batches_status(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
+    ds: Annotated[str | None, typer.Option("--ds", help="Logical date for the run file's templating.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="The ledger of shard i/N.")] = None,
+) -> None:
+    """Ask the provider whether the run's open batches finished (nothing collected, the ledger
+    unchanged): one JSON object, {"finished": bool, "open": N, "done": N}. What the Airflow
+    trigger polls; when finished, run the same `assay run` again to collect."""
+    from assay.judges.batch.commands import open_batches_finished
+
+    try:
+        config = load_run_file(run_file, ds=ds, sets=set_)
+        state = anyio.run(lambda: open_batches_finished(config, _parse_shard(shard)))
+    except AssayError as exc:
+        _fail(exc)
+        return
+    typer.echo(orjson.dumps(state).decode())
+
+
 def _version(value: bool) -> None:
     if value:
         from assay import __version__
