@@ -359,25 +359,26 @@ class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
     async def run(self) -> Any:
         import asyncio
 
+        # the task just saw its batches pending: every poll (the first too) comes an interval later,
+        # so a trigger never fires before the scheduler has taken in the task's deferral
+        missing = [name for name in self.secret_env if name not in os.environ]
+        if missing:
+            reason = f"{', '.join(missing)} not in the triggerer's environment (never serialized)"
+            self.log.info("assay batches: %s: the task checks in %gs", reason, self.poll_interval_s)
+            await asyncio.sleep(self.poll_interval_s)
+            yield TriggerEvent({"status": "check_in_task", "reason": reason})
+            return
         while True:
-            missing = [name for name in self.secret_env if name not in os.environ]
-            if missing:
-                reason = f"{', '.join(missing)} not in the triggerer's environment (never serialized)"
-                self.log.info("assay batches: %s: the task checks every %gs", reason, self.poll_interval_s)
-                await asyncio.sleep(self.poll_interval_s)
-                yield TriggerEvent({"status": "check_in_task", "reason": reason})
-                return
+            await asyncio.sleep(self.poll_interval_s)
             state = await self.poll()
             if isinstance(state, str):
                 self.log.warning("assay batches: the triggerer cannot poll: %s: the task checks", state)
-                await asyncio.sleep(self.poll_interval_s)
                 yield TriggerEvent({"status": "check_in_task", "reason": state})
                 return
             if state["finished"]:
                 yield TriggerEvent({"status": "finished", **state})
                 return
             self.log.info("assay batches: %d of %d finished", state["done"], state["open"])
-            await asyncio.sleep(self.poll_interval_s)
 
 
 class AssayRunOperator(_AssayCommandOperator):
