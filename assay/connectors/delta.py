@@ -337,6 +337,13 @@ class DeltaConnector(BaseConnector):
         kind = "s3" if config.path.startswith("s3://") else "file"
         return DeadLetterConfig(type=kind, path=f"{config.path.rstrip('/')}/_dead_letter/ds={config.ds}/")
 
+    def summary_path(self, config: Any) -> Path | None:
+        """A local table's day summary, ``<table>/_summaries/ds=D/_SUMMARY.json`` (an ``s3://``
+        table's is an object: None)."""
+        if config.path.startswith("s3://") or not config.ds:
+            return None
+        return Path(table_url(config.path)) / SUMMARIES / f"ds={config.ds}" / "_SUMMARY.json"
+
     def shard_merge(self, config: Any, s3: Any) -> DeltaShardMerge:
         """``assay merge`` of ``--shard`` runs commits the day (:mod:`~assay.connectors.delta_shards`)."""
         from functools import partial

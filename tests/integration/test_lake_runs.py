@@ -304,12 +304,12 @@ def test_delta_shards_then_merge_publish_the_day_in_one_commit(days: Path) -> No
 def test_delta_shards_then_merge_on_s3_against_moto(tmp_path: Path, moto: S3Server) -> None:
     """The shards and the merge share only the table's bucket (each shard its own state dir)."""
     client = moto.client()
-    client.create_bucket(Bucket="lake")
+    client.create_bucket(Bucket="shards")
     write_parquet(tmp_path / "in" / "2026-11-21" / "traces.parquet", traces(day="21"))
     cfg = {
         "source": {"path": "in/{{ ds }}/traces.parquet"},
         "evaluators": ["trajectory_match:mode=unordered"],
-        "sink": {"type": "delta", "path": "s3://lake/scores"},
+        "sink": {"type": "delta", "path": "s3://shards/scores"},
         "s3": {"endpoint_url": moto.endpoint_url},
         "limits": {"batch_size": 25},
     }
@@ -328,7 +328,7 @@ def test_delta_shards_then_merge_on_s3_against_moto(tmp_path: Path, moto: S3Serv
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_REGION": "us-east-1",
     }
-    dt = DeltaTable("s3://lake/scores", storage_options=opts)
+    dt = DeltaTable("s3://shards/scores", storage_options=opts)
     assert dt.version() == 0 and day_counts(dt) == {"2026-11-21": (N, N)}
-    client.head_object(Bucket="lake", Key="scores/_summaries/ds=2026-11-21/_SUCCESS")
-    assert client.list_objects_v2(Bucket="lake", Prefix="scores/_staging/").get("KeyCount") == 0
+    client.head_object(Bucket="shards", Key="scores/_summaries/ds=2026-11-21/_SUCCESS")
+    assert client.list_objects_v2(Bucket="shards", Prefix="scores/_staging/").get("KeyCount") == 0

@@ -394,3 +394,33 @@ def test_deferrable_trigger_polls_with_the_operators_env_under_a_real_scheduler_
     assert "OTHER_API_KEY not in the triggerer's environment (never serialized)" in logs
     assert kwargs_seen and not any(key in k for k in kwargs_seen)  # the key never in a serialized trigger
     assert any(str(root / "polled") in k for k in kwargs_seen)  # the path did travel
+
+
+def test_nightly_dag_shards_then_merges_into_a_delta_table(airflow: Airflow, tmp_path: Path) -> None:
+    """The shipped DAG with a Delta sink: the mapped shards stage their rows, the merge commits
+    the day once (one row per trace, one commit)."""
+    from deltalake import DeltaTable
+
+    example = (REPO / "examples" / "airflow" / "nightly.yaml").read_text()
+    source = REPO / "examples" / "quickstart" / "traces.jsonl"
+    table = tmp_path / "lake" / "scores"
+    run_file = tmp_path / "nightly-delta.yaml"
+    run_file.write_text(
+        example.replace("path: ../quickstart/traces.jsonl", f"path: {source}").replace(
+            "path: ${ASSAY_RESULTS_DIR:-results}/dt={{ ds }}/", f"type: delta\n  path: {table}"
+        )
+    )
+    assert "type: delta" in run_file.read_text()
+    delta = Airflow(airflow.airflow, airflow.home, {**airflow.env, "ASSAY_RUN_FILE": str(run_file)})
+    delta.run("dags", "reserialize")
+    delta.run("dags", "test", "assay_nightly", "2026-11-25")
+    states = {k: v for k, v in delta.states("assay_nightly").items() if v[0] != "removed"}
+    assert set(states.values()) == {("success", 1)}, states
+    dt = DeltaTable(str(table))
+    assert dt.version() == 0  # one commit: the merge's
+    rows = dt.to_pyarrow_table().to_pylist()
+    assert {r["ds"] for r in rows} == {"2026-11-24"}
+    ids = [r["trace_id"] for r in rows]
+    assert len(ids) == len(set(ids)) == 41  # the quickstart's 43 lines: 41 traces, 2 dead letters
+    summary = json.loads((table / "_summaries" / "ds=2026-11-24" / "_SUMMARY.json").read_text())
+    assert summary["status"] == "ok" and summary["shards"]["present"] == [0, 1] and summary["delta"]["version"] == 0
