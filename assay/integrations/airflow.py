@@ -69,6 +69,7 @@ from assay.exceptions import (
 )
 
 __all__ = [
+    "DEFERRAL_SETTLE_S",
     "EXIT_MEANING",
     "SECRET_NAME_PARTS",
     "AssayBatchTrigger",
@@ -255,6 +256,11 @@ SECRET_NAME_PARTS = (
 )
 
 
+#: The least time between a deferral and the trigger's event: a task resumed before the scheduler
+#: has processed the executor's report of the deferral is failed by Airflow.
+DEFERRAL_SETTLE_S = 10.0
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable's value is treated as a secret (by its name)."""
     lowered = name.lower()
@@ -359,17 +365,20 @@ class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
     async def run(self) -> Any:
         import asyncio
 
-        # the task just saw its batches pending: every poll (the first too) comes an interval later,
-        # so a trigger never fires before the scheduler has taken in the task's deferral
+        # the task just saw its batches pending: the first poll comes an interval later, and never
+        # sooner than DEFERRAL_SETTLE_S (Airflow fails a task that resumes before the scheduler has
+        # taken in the executor's report of its deferral)
+        wait = max(self.poll_interval_s, DEFERRAL_SETTLE_S)
         missing = [name for name in self.secret_env if name not in os.environ]
         if missing:
             reason = f"{', '.join(missing)} not in the triggerer's environment (never serialized)"
-            self.log.info("assay batches: %s: the task checks in %gs", reason, self.poll_interval_s)
-            await asyncio.sleep(self.poll_interval_s)
+            self.log.info("assay batches: %s: the task checks in %gs", reason, wait)
+            await asyncio.sleep(wait)
             yield TriggerEvent({"status": "check_in_task", "reason": reason})
             return
         while True:
-            await asyncio.sleep(self.poll_interval_s)
+            await asyncio.sleep(wait)
+            wait = self.poll_interval_s
             state = await self.poll()
             if isinstance(state, str):
                 self.log.warning("assay batches: the triggerer cannot poll: %s: the task checks", state)
