@@ -489,9 +489,15 @@ def compare(
     allow_changes: Annotated[
         bool, typer.Option("--allow-changes", help="Judge a regression even when an evaluator changed.")
     ] = False,
+    unpaired: Annotated[
+        bool,
+        typer.Option("--unpaired", help="Compare as independent samples even when the runs share traces."),
+    ] = False,
 ) -> None:
     """Pair two runs on trace_id: per key the delta with its interval, McNemar / Wilcoxon tests,
-    attrition, flipped verdicts; refuses runs scored differently. See docs/statistics.md."""
+    attrition, flipped verdicts; refuses runs scored differently. Runs that share no trace (two
+    nights of production traffic), or --unpaired: two-proportion z-test for pass rates, Welch's
+    t-test for means, with intervals on the difference. See docs/statistics.md."""
     from assay.report.compare_command import compare_command
 
     if fail_on not in (None, "regression"):
@@ -505,6 +511,7 @@ def compare(
             alpha=alpha,
             flips=flips,
             allow_changes=allow_changes,
+            unpaired=unpaired,
         )
     except AssayError as exc:
         _fail(exc)
@@ -558,22 +565,24 @@ def merge(
     """Merge the per-shard summaries of a --shard i/N run into one _SUMMARY.json, apply the gates
     once, and write _SUCCESS when every shard is whole. Exit codes as `assay run`."""
     from assay.pipeline.merge import merge as do_merge
-    from assay.pipeline.targets import results_location
+    from assay.pipeline.merge import merge_target
     from assay.pipeline.verdict import Policy
 
     try:
         policy = None
         s3 = None
+        rows = None
         location: Path | str | None = results
         if run_file is not None:
             config = load_run_file(run_file, ds=ds, sets=set_)
             policy = Policy.from_config(config, origin=str(run_file))
             s3 = config.s3
+            target, rows = merge_target(config)
             if location is None:
-                location = results_location(config)
+                location = target
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
-        report = do_merge(location, policy=policy, shards=shards, s3=s3)
+        report = do_merge(location, policy=policy, shards=shards, s3=s3, rows=rows)
     except AssayError as exc:
         _fail(exc)
         return
@@ -643,6 +652,27 @@ def batches_forget(
         forget_batch(config, _parse_shard(shard), batch_id)
     except AssayError as exc:
         _fail(exc)
+
+
+@batches_app.command("status")
+def batches_status(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
+    ds: Annotated[str | None, typer.Option("--ds", help="Logical date for the run file's templating.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="The ledger of shard i/N.")] = None,
+) -> None:
+    """Ask the provider whether the run's open batches finished (nothing collected, the ledger
+    unchanged): one JSON object, {"finished": bool, "open": N, "done": N}. What the Airflow
+    trigger polls; when finished, run the same `assay run` again to collect."""
+    from assay.judges.batch.commands import open_batches_finished
+
+    try:
+        config = load_run_file(run_file, ds=ds, sets=set_)
+        state = anyio.run(lambda: open_batches_finished(config, _parse_shard(shard)))
+    except AssayError as exc:
+        _fail(exc)
+        return
+    typer.echo(orjson.dumps(state).decode())
 
 
 def _version(value: bool) -> None:

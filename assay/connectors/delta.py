@@ -34,6 +34,7 @@ import orjson
 from pydantic import Field, field_validator
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.connectors.delta_shards import DeltaShardMerge, copy_into, shard_of, staged_folder
 from assay.connectors.file_sink import LocalSink
 from assay.connectors.parquet_sink import StagedSink
 from assay.connectors.path_config import check_ds
@@ -128,6 +129,76 @@ class _Store:
                 else:
                     await client.call(self.url(rel), client.raw.put_object, Bucket=u.bucket, Key=u.key, Body=data)
 
+    async def read_json(self, rel: str) -> Any:
+        """A JSON file's content (None: absent or unreadable)."""
+        try:
+            if not self.remote:
+                data = await anyio.to_thread.run_sync((Path(self.root) / rel).read_bytes)
+            else:
+                from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
+
+                u = parse_s3_url(self.url(rel))
+                async with S3Client(self.s3 or S3Config()) as client:
+                    if not await client.exists(u.bucket, u.key):
+                        return None
+                    resp = await client.call(self.url(rel), client.raw.get_object, Bucket=u.bucket, Key=u.key)
+                    data = await resp["Body"].read()
+            return orjson.loads(data)
+        except (OSError, orjson.JSONDecodeError):
+            return None
+
+    async def put_folder(self, folder: str, files: list[Path]) -> list[str]:
+        """Replace ``folder`` by copies of ``files`` (their names); the names written."""
+        await self.remove_tree(folder)
+        if not self.remote:
+            for f in files:
+                await anyio.to_thread.run_sync(copy_into, f, Path(self.root) / folder / f.name)
+            return [f.name for f in files]
+        from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
+
+        async with S3Client(self.s3 or S3Config()) as client:
+            for f in files:
+                u = parse_s3_url(self.url(f"{folder}/{f.name}"))
+                await client.upload_file(u.bucket, u.key, f)
+        return [f.name for f in files]
+
+    async def fetch(self, folder: str, names: list[str], dest: Path) -> list[Path | None]:
+        """Local paths of ``folder``'s files ``names`` (S3: downloaded into ``dest``); None where absent."""
+        if not self.remote:
+            return [p if (p := Path(self.root) / folder / n).is_file() else None for n in names]
+        from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
+
+        await anyio.to_thread.run_sync(lambda: dest.mkdir(parents=True, exist_ok=True))
+        out: list[Path | None] = []
+        async with S3Client(self.s3 or S3Config()) as client:
+            for n in names:
+                u = parse_s3_url(self.url(f"{folder}/{n}"))
+                if not await client.exists(u.bucket, u.key):
+                    out.append(None)
+                    continue
+                resp = await client.call(self.url(f"{folder}/{n}"), client.raw.get_object, Bucket=u.bucket, Key=u.key)
+                body = resp["Body"]
+                try:
+                    async with await anyio.open_file(dest / n, "wb") as f:
+                        while chunk := await body.read(1 << 20):
+                            await f.write(chunk)
+                finally:
+                    body.close()
+                out.append(dest / n)
+        return out
+
+    async def remove_tree(self, folder: str) -> None:
+        """Remove ``folder`` and everything under it (absent: nothing to do)."""
+        if not self.remote:
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(Path(self.root) / folder, ignore_errors=True))
+            return
+        from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
+
+        u = parse_s3_url(self.url(folder) + "/")
+        async with S3Client(self.s3 or S3Config()) as client:
+            keys = [o["Key"] async for o in client.list_objects(u.bucket, u.key)]
+            await client.delete_keys(u.bucket, keys)
+
     def _apply_local(self, writes: dict[str, bytes | None]) -> None:
         from assay.connectors.file_sink import write_json_atomic
 
@@ -179,16 +250,22 @@ class DeltaSink(StagedSink[LocalSink]):
     async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
         """Commit the day when the output is whole (``success``; never a ``--shard`` run alone),
         then the summary, then ``_SUCCESS``; otherwise only the summary (no commit, no
-        ``_SUCCESS``)."""
+        ``_SUCCESS``). A ``--shard i/N`` run first stages its rows beside the table for ``assay
+        merge`` (:mod:`~assay.connectors.delta_shards`) and names them in its summary."""
         await self.staging.publish(summary, success=False)
         success = success and summary_name is None
         folder = self.folder
         rel = safe_join(folder, summary_name or "_SUMMARY.json")
-        text = orjson.dumps(summary, option=orjson.OPT_INDENT_2, default=str)
         with anyio.CancelScope(shield=True):
             try:
+                shard = shard_of(summary_name) if summary_name is not None else None
+                if shard is not None:
+                    await self.store.apply({rel: None})  # the shard's old summary names parts about to go
+                    summary = {**summary, "delta_staged": await self._stage_shard(shard)}
+                text = orjson.dumps(summary, option=orjson.OPT_INDENT_2, default=str)
                 if success:
-                    await anyio.to_thread.run_sync(self._commit, summary)
+                    parts = self.staging.all_parts()
+                    await anyio.to_thread.run_sync(commit_day, self.config, self.s3, parts, summary)
                     await self.store.apply({rel: text, f"{folder}/_SUCCESS": b""})
                     await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.staging_dir, ignore_errors=True))
                 else:
@@ -197,38 +274,56 @@ class DeltaSink(StagedSink[LocalSink]):
                 raise ConnectorError(f"{self.config.path}: cannot write: {exc}") from exc
         return self.store.url(rel)
 
-    def _commit(self, summary: dict[str, Any]) -> None:
-        import pyarrow as pa
-        from deltalake import WriterProperties, write_deltalake
+    async def _stage_shard(self, shard: tuple[int, int]) -> dict[str, Any]:
+        """Copy this shard's staged parts beside the table (its folder replaced whole)."""
+        mine = f"-{shard[0]:05d}-"
+        parts = [p for p in self.staging.all_parts() if mine in p.name]
+        folder = staged_folder(self.ds, shard)
+        names = await self.store.put_folder(folder, parts)
+        return {"folder": folder, "parts": names}
 
-        from assay.connectors.parquet_schema import ROW_GROUP_ROWS, TableBuilder, summary_keys
-        from assay.connectors.parquet_sink import fill_builder
 
-        keys, thresholds = summary_keys(summary)
-        builder = TableBuilder(keys, layout=self.config.layout, ds=self.ds, thresholds=thresholds)
-        parts = self.staging.all_parts()
+def store_of(config: DeltaSinkConfig, s3: Any) -> _Store:
+    """The small files beside a table (summaries, staged shard rows)."""
+    return _Store(table_url(config.path), s3)
 
-        def batches() -> Iterator[pa.RecordBatch]:
-            for part in parts:
-                for _ in fill_builder(builder, part, ROW_GROUP_ROWS):
-                    yield builder.batch()
-            if builder.rows:
+
+def commit_day(config: DeltaSinkConfig, s3: Any, parts: list[Path], summary: dict[str, Any]) -> int:
+    """Replace day ``config.ds`` of the table by the rows of the staged JSON-lines ``parts`` in one
+    commit (the summary's result keys and thresholds make the schema); the table's new version."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, WriterProperties, write_deltalake
+
+    from assay.connectors.parquet_schema import ROW_GROUP_ROWS, TableBuilder, summary_keys
+    from assay.connectors.parquet_sink import fill_builder
+
+    keys, thresholds = summary_keys(summary)
+    builder = TableBuilder(keys, layout=config.layout, ds=config.ds, thresholds=thresholds)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for part in parts:
+            for _ in fill_builder(builder, part, ROW_GROUP_ROWS):
                 yield builder.batch()
+        if builder.rows:
+            yield builder.batch()
 
-        reader = pa.RecordBatchReader.from_batches(builder.schema, batches())
-        try:
-            write_deltalake(
-                self.url,
-                reader,
-                mode="overwrite",
-                predicate=f"ds = '{self.ds}'",
-                partition_by=list(self.config.partition_by),
-                schema_mode="merge",
-                storage_options=storage_options(self.config, self.s3) or None,
-                writer_properties=WriterProperties(compression="ZSTD"),
-            )
-        except Exception as exc:  # delta-rs raises its own error types (DeltaError, CommitFailedError…)
-            raise ConnectorError(f"{self.config.path}: Delta commit of ds={self.ds} failed: {exc}") from exc
+    reader = pa.RecordBatchReader.from_batches(builder.schema, batches())
+    url = table_url(config.path)
+    options = storage_options(config, s3) or None
+    try:
+        write_deltalake(
+            url,
+            reader,
+            mode="overwrite",
+            predicate=f"ds = '{config.ds}'",
+            partition_by=list(config.partition_by),
+            schema_mode="merge",
+            storage_options=options,
+            writer_properties=WriterProperties(compression="ZSTD"),
+        )
+        return int(DeltaTable(url, storage_options=options).version())
+    except Exception as exc:  # delta-rs raises its own error types (DeltaError, CommitFailedError…)
+        raise ConnectorError(f"{config.path}: Delta commit of ds={config.ds} failed: {exc}") from exc
 
 
 class DeltaConnector(BaseConnector):
@@ -249,6 +344,30 @@ class DeltaConnector(BaseConnector):
         day = partition("ds", check_day(config.ds, "sink.ds"))
         return DeadLetterConfig(type=kind, path=safe_join(config.path, "_dead_letter", day + "/"))
 
+    def summary_path(self, config: Any) -> Path | None:
+        """A local table's day summary, ``<table>/_summaries/ds=D/_SUMMARY.json`` (an ``s3://``
+        table's is an object: None)."""
+        if config.path.startswith("s3://") or not config.ds:
+            return None
+        return Path(table_url(config.path)) / SUMMARIES / f"ds={config.ds}" / "_SUMMARY.json"
+
+    def shard_merge(self, config: Any, s3: Any) -> DeltaShardMerge:
+        """``assay merge`` of ``--shard`` runs commits the day (:mod:`~assay.connectors.delta_shards`)."""
+        from functools import partial
+
+        from assay.connectors.builtin import s3_options
+
+        if not isinstance(config, DeltaSinkConfig) or not config.ds:
+            raise ConfigError("sink (type: delta): the day to merge is unknown; pass --ds YYYY-MM-DD")
+        opts = s3_options(s3)
+        return DeltaShardMerge(
+            path=config.path,
+            ds=config.ds,
+            store=store_of(config, opts),
+            summaries=f"{SUMMARIES}/ds={config.ds}",
+            commit_day=partial(commit_day, config, opts),
+        )
+
     def build_source(self, config: Any, ctx: Any) -> Source:
         raise ConfigError("type: delta is a sink; read a Delta table's files with a Parquet source or DuckDB")
 
@@ -266,4 +385,13 @@ CONNECTOR = DeltaConnector()
 """The registry entry: ``"delta": "assay.connectors.delta:CONNECTOR"``."""
 
 
-__all__ = ["CONNECTOR", "DeltaConnector", "DeltaSink", "DeltaSinkConfig", "storage_options", "table_url"]
+__all__ = [
+    "CONNECTOR",
+    "DeltaConnector",
+    "DeltaSink",
+    "DeltaSinkConfig",
+    "commit_day",
+    "storage_options",
+    "store_of",
+    "table_url",
+]

@@ -140,6 +140,13 @@ class BaseConnector:
         """Where the summary of these results lies on local disk; None: not beside them."""
         return None
 
+    def shard_merge(self, config: Any, s3: Any) -> Any:
+        """What ``assay merge`` does with these results beyond merging the shard summaries: an
+        object with ``location`` (where the shard summaries are) and ``commit(shard summaries,
+        merged summary)`` (publishes the shards' rows; returns what to add to the merged summary).
+        None (the default): the shards' rows are the output already, beside their summaries."""
+        return None
+
     def merge_resume_states(self, states: Iterable[Any]) -> Any:
         """One resume state from those of several writers of one run (a resume with another
         ``--workers``). The default knows nothing of the state's shape: equal states (or none)
@@ -289,6 +296,11 @@ def default_dead_letter(config: ConnectorConfig, state_dir: str | Path, key: str
 def summary_path(config: ConnectorConfig) -> Path | None:
     """Where the summary of results going to ``config`` lies on local disk (None: not beside them)."""
     return _hook(config, "summary_path")(config)  # type: ignore[no-any-return]
+
+
+def shard_merge(config: ConnectorConfig, s3: Any) -> Any:
+    """How ``assay merge`` publishes the shards of this sink (None: only their summaries merge)."""
+    return _hook(config, "shard_merge")(config, s3)
 
 
 def merge_resume_states(config: ConnectorConfig, states: Iterable[Any]) -> Any:

@@ -8,8 +8,9 @@ mount, PID, network, IPC and UTS namespaces (plus a user namespace when assay is
 
 * the filesystem is a new root (a small read-only tmpfs) holding read-only binds of ``/usr``,
   the ``/bin``/``/lib`` links, a few ``/etc`` files the loader and libc read, a handful of
-  ``/dev`` nodes, the interpreter's prefix — and the run's directory, the only writable place,
-  at ``/sandbox`` (``/tmp`` points there). Nothing else of the host (home directories, the
+  ``/dev`` nodes, the interpreter's prefixes and site-packages — and the run's directory, the only
+  writable place, at ``/sandbox`` (``/tmp`` points there; an interpreter directory under the host's
+  ``/tmp`` is bound read-only at its path inside it, after it). Nothing else of the host (home directories, the
   project, ``/tmp``, other processes' files) exists for the child, whatever it calls (``open``,
   ``ctypes``, ``os`` primitives);
 * ``/proc`` is the new PID namespace's: the parent and every other process of the host are
@@ -81,7 +82,7 @@ _uid_counter = itertools.count()
 # skeleton the parent made (``_make_base``), pivots into it, makes it read-only, drops every
 # privilege and execs the interpreter. Arguments: NEWROOT WORKDIR UID (``-`` = stay uid 0 of the
 # user namespace), then ``-d DIR`` / ``-f FILE`` (read-only binds) / ``-c DEVICE`` specs, ``--``,
-# the command.
+# the directories bound read-only after the run's directory (those under ``/tmp``), ``--``, the command.
 _SETUP = r"""
 set -eu
 child_path=$PATH
@@ -102,6 +103,13 @@ shift
 mount -t proc -o nosuid,nodev,noexec proc "$new/proc" 2>/dev/null || true
 mount -t tmpfs -o mode=1777,size=16m,nosuid,nodev shm "$new/dev/shm"
 mount -o bind,nosuid,nodev "$work" "$new/sandbox"
+# directories under /tmp (a link to /sandbox): bound inside the run's directory, now that it is there
+while [ "$1" != -- ]; do
+  mkdir -p "$new$1"
+  mount -o bind,ro,nosuid,nodev "$1" "$new$1"
+  shift
+done
+shift
 cd "$new"
 pivot_root . .
 umount -l .
@@ -148,21 +156,58 @@ class SandboxUnavailable(OSError):
     """The namespaces the sandbox needs cannot be built on this machine."""
 
 
-def _interpreter_dirs(python: str) -> list[str]:
-    """The directories an interpreter needs: its installation prefix (the one it was started
-    as and the one its binary really lives in), and for assay's own interpreter the prefixes
-    ``sys`` reports (a virtual environment's base installation)."""
-    dirs = [os.path.dirname(os.path.dirname(os.path.abspath(exe))) for exe in (python, os.path.realpath(python))]
+#: What an interpreter is asked about itself (with ``-I``: no user site, no environment).
+_ASK_PREFIXES = (
+    "import json, site, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,"
+    " sys.executable, *site.getsitepackages()]))"
+)
+
+
+@functools.cache
+def _reported_dirs(python: str) -> tuple[str, ...]:
+    """The prefixes and site-packages directories ``python`` reports about itself (for assay's own
+    interpreter, ``sys`` and ``site`` here; for another, one ``python -I -c`` run, once per process;
+    nothing when it cannot be asked: the trial run then says why it cannot start)."""
     if os.path.realpath(python) == os.path.realpath(sys.executable):
-        dirs += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    return dirs
+        import site
+
+        paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, sys.executable]
+        return tuple(paths + list(site.getsitepackages()))
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", _ASK_PREFIXES], capture_output=True, timeout=30, check=False, env=dict(BASE_ENV)
+        )
+        reported = json.loads(done.stdout) if done.returncode == 0 else []
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(p for p in reported if isinstance(p, str) and p) if isinstance(reported, list) else ()
+
+
+def _interpreter_dirs(python: str) -> list[str]:
+    """The directories an interpreter needs, wherever they live (under ``/tmp`` too: a virtual
+    environment made by CI or by Airflow's ``PythonVirtualenvOperator``): the installation prefix
+    of the path it is started as and of the binary it really is, and the prefixes, base prefixes
+    and site-packages directories it reports (a virtual environment's base installation)."""
+    reported = _reported_dirs(python)
+    prefixes, executable, site_dirs = reported[:4], reported[4:5], reported[5:]
+    executables = [python, *executable]
+    executables += [os.path.realpath(exe) for exe in executables]
+    dirs = [os.path.dirname(os.path.dirname(os.path.abspath(exe))) for exe in executables]
+    return [*dirs, *prefixes, *site_dirs]
+
+
+def _after_sandbox(path: str) -> bool:
+    """Whether ``path`` lies under the new root's ``/tmp`` (a link to the run's directory) or
+    ``/sandbox``: such a directory is bound after the run's directory, inside it."""
+    return any(path == top or path.startswith(top + "/") for top in ("/tmp", SANDBOX_DIR))
 
 
 def bind_specs(python: str) -> list[tuple[str, str, str]]:
     """What the new root holds, as ``(kind, path, link target)``: ``d`` a directory and ``f`` a
-    file bound read-only, ``c`` a device bound as is, ``l`` a link made as on the host — the
-    system paths, the devices and the interpreter's directories (those that exist; none twice,
-    none inside another)."""
+    file bound read-only, ``c`` a device bound as is, ``l`` a link made as on the host, ``t`` a
+    directory bound read-only after the run's directory (one under ``/tmp``, which is a link to
+    it) — the system paths, the devices and the interpreter's directories (those that exist; none
+    twice, none inside another)."""
     specs: list[tuple[str, str, str]] = []
     covered: list[str] = []
 
@@ -185,7 +230,7 @@ def bind_specs(python: str) -> list[tuple[str, str, str]]:
                 extra.add(path)
     for path in sorted(extra):
         if not under(path):
-            specs.append(("d", path, ""))
+            specs.append(("t" if _after_sandbox(path) else "d", path, ""))
             covered.append(path)
     return specs
 
@@ -209,14 +254,18 @@ def _copy_etc(root: str) -> None:
 
 def _skeleton(root: str, specs: list[tuple[str, str, str]]) -> list[str]:
     """Make the new root's mount points, links and /etc copies under ``root``; the setup
-    script's spec arguments."""
+    script's spec arguments (up to and including the ``--`` ending the late binds)."""
     args: list[str] = []
+    late: list[str] = []
     for name in ("proc", "dev/shm", "sandbox"):
         os.makedirs(os.path.join(root, name), exist_ok=True)
     os.symlink("sandbox", os.path.join(root, "tmp"))
     _copy_etc(root)
     for kind, path, target in specs:
         inside = root + path
+        if kind == "t":
+            late.append(path)  # its mount point is made in the run's directory, by the setup script
+            continue
         if kind == "l":
             os.makedirs(os.path.dirname(inside), exist_ok=True)
             os.symlink(target, inside)
@@ -227,7 +276,7 @@ def _skeleton(root: str, specs: list[tuple[str, str, str]]) -> list[str]:
             os.makedirs(os.path.dirname(inside), exist_ok=True)
             Path(inside).touch()
         args += [f"-{kind}", path]
-    return args
+    return [*args, "--", *late, "--"]
 
 
 def _sandbox_uid() -> int:
@@ -245,7 +294,7 @@ def _command(base: str, uid: int | None, spec_args: list[str], python: str, argv
     namespaces = ["--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts"]
     root, work = os.path.join(base, "root"), os.path.join(base, "work")
     setup = ["/bin/sh", "-c", _SETUP, "assay-sandbox", root, work, "-" if uid is None else str(uid)]
-    return [*orphan_guard, unshare, *user, *namespaces, "--", *setup, *spec_args, "--", python, *argv]
+    return [*orphan_guard, unshare, *user, *namespaces, "--", *setup, *spec_args, python, *argv]
 
 
 def _make_base(python: str) -> tuple[str, int | None, list[str]]:

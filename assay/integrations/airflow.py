@@ -37,7 +37,8 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,17 @@ from assay.exceptions import (
     EXIT_PENDING,
 )
 
-__all__ = ["EXIT_MEANING", "AssayBatchTrigger", "AssayMergeOperator", "AssayRunOperator", "outcome_of"]
+__all__ = [
+    "DEFERRAL_SETTLE_S",
+    "EXIT_MEANING",
+    "SECRET_NAME_PARTS",
+    "AssayBatchTrigger",
+    "AssayMergeOperator",
+    "AssayRunOperator",
+    "is_secret_name",
+    "outcome_of",
+    "split_env",
+]
 
 #: What each exit code means, and whether Airflow may retry the task.
 EXIT_MEANING: dict[int, tuple[str, bool]] = {
@@ -117,7 +128,8 @@ class _AssayCommandOperator(BaseOperator):  # type: ignore[misc]
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.assay_command = list(assay_command) if assay_command else [sys.executable, "-m", "assay.cli"]
+        self._given_command = list(assay_command) if assay_command else None
+        self.assay_command = self._given_command or [sys.executable, "-m", "assay.cli"]
         self.env = dict(env or {})
         self.cwd = cwd
         self.extra_args = list(extra_args)
@@ -190,23 +202,92 @@ class _AssayCommandOperator(BaseOperator):  # type: ignore[misc]
         return data if isinstance(data, dict) else None
 
     def _run_file_config(self, run_file: str, ds: str | None, overrides: Mapping[str, Any]) -> Any:
+        """The run file as the command reads it: with ``env=`` over this task process's
+        environment (its ``${VAR}`` paths are the command's), relative to ``cwd``."""
         from assay.config import load_run_file
         from assay.exceptions import AssayError
 
         try:
-            return load_run_file(run_file, ds=ds or None, sets=_sets(overrides))
+            with _environment(self.env):
+                path = Path(run_file)
+                if self.cwd and not path.is_absolute():
+                    path = Path(self.cwd) / path
+                return load_run_file(path, ds=ds or None, sets=_sets(overrides))
         except AssayError as exc:
             raise AirflowFailException(f"assay: {exc}") from exc
+
+
+@contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    """``env`` set in this process's environment for a moment, then restored (the task's process
+    is its own: a worker runs one task per process)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _sets(overrides: Mapping[str, Any]) -> list[str]:
     return [f"{k}={v if isinstance(v, str) else orjson.dumps(v).decode()}" for k, v in overrides.items()]
 
 
+#: Parts of environment variable names whose values are secrets (Airflow's own list of sensitive
+#: field names, plus "key" and "credential"): such values are never written into a serialized
+#: trigger, only their names.
+SECRET_NAME_PARTS = (
+    "access_token",
+    "api_key",
+    "apikey",
+    "auth",
+    "credential",
+    "key",
+    "passphrase",
+    "passwd",
+    "password",
+    "private",
+    "secret",
+    "session",
+    "token",
+)
+
+
+#: The least time between a deferral and the trigger's event: a task resumed before the scheduler
+#: has processed the executor's report of the deferral is failed by Airflow.
+DEFERRAL_SETTLE_S = 10.0
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's value is treated as a secret (by its name)."""
+    lowered = name.lower()
+    return any(part in lowered for part in SECRET_NAME_PARTS)
+
+
+def split_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """An operator's ``env=``: the values that may be serialized (paths, flags) and the names of
+    the secret ones (:func:`is_secret_name`)."""
+    plain = {k: str(v) for k, v in env.items() if not is_secret_name(k)}
+    return plain, sorted(k for k in env if is_secret_name(k))
+
+
 class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
     """Polls the provider for the open judge batches of a run's ledger (``mode: batch``) every
     ``poll_interval_s`` seconds in the triggerer, while no worker slot is held; fires once every
-    batch has finished (the operator then runs the same command, which collects and scores)."""
+    batch has finished (the operator then runs the same command, which collects and scores).
+
+    It polls with what the task uses: ``assay batches status`` runs in a subprocess whose
+    environment is the triggerer's plus the operator's ``env=`` values that are not secrets
+    (``env``: paths a run file reads as ``${VAR}``), in the operator's ``cwd``. Secrets are never
+    serialized (the trigger is stored in Airflow's database): ``secret_env`` holds only their
+    names, and the triggerer must have them in its own environment (the same names). When one is
+    missing there, or the poll fails (a 401 from the provider: the triggerer's key is another), the
+    trigger waits ``poll_interval_s`` and fires ``check_in_task``: the task runs the same command
+    with its own environment, which collects what finished or defers again."""
 
     def __init__(
         self,
@@ -215,6 +296,11 @@ class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
         shard: str | None = None,
         overrides: Mapping[str, Any] | None = None,
         poll_interval_s: float = 60.0,
+        *,
+        env: Mapping[str, str] | None = None,
+        secret_env: Sequence[str] = (),
+        cwd: str | None = None,
+        assay_command: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         self.run_file = run_file
@@ -222,6 +308,10 @@ class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
         self.shard = shard
         self.overrides = dict(overrides or {})
         self.poll_interval_s = poll_interval_s
+        self.env = {k: v for k, v in (env or {}).items() if not is_secret_name(k)}  # never a secret value
+        self.secret_env = sorted({*secret_env, *(k for k in (env or {}) if is_secret_name(k))})
+        self.cwd = cwd
+        self.assay_command = list(assay_command) if assay_command else None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -232,27 +322,73 @@ class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
                 "shard": self.shard,
                 "overrides": self.overrides,
                 "poll_interval_s": self.poll_interval_s,
+                "env": self.env,
+                "secret_env": self.secret_env,
+                "cwd": self.cwd,
+                "assay_command": self.assay_command,
             },
         )
+
+    def status_command(self) -> list[str]:
+        """``assay batches status`` of this run (this interpreter's assay unless one was given)."""
+        argv = [*(self.assay_command or [sys.executable, "-m", "assay.cli"]), "batches", "status", self.run_file]
+        if self.ds:
+            argv += ["--ds", str(self.ds)]
+        if self.shard:
+            argv += ["--shard", str(self.shard)]
+        for item in _sets(self.overrides):
+            argv += ["--set", item]
+        return argv
+
+    async def poll(self) -> dict[str, Any] | str:
+        """The batches' state, or why it could not be asked (one line)."""
+        import asyncio
+
+        proc = await asyncio.create_subprocess_exec(
+            *self.status_command(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **self.env},
+            cwd=self.cwd,
+        )
+        out, err = await proc.communicate()
+        if proc.returncode == 0:
+            try:
+                state = orjson.loads(out.strip().splitlines()[-1])
+            except (IndexError, orjson.JSONDecodeError):
+                state = None
+            if isinstance(state, dict) and "finished" in state:
+                return state
+        lines = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
+        return lines[-1] if lines else f"assay batches status exited {proc.returncode}"
 
     async def run(self) -> Any:
         import asyncio
 
-        from assay.config import load_run_file
-        from assay.judges.batch.commands import open_batches_finished
-
-        config = load_run_file(self.run_file, ds=self.ds or None, sets=_sets(self.overrides))
-        shard = None
-        if self.shard:
-            i, _, n = str(self.shard).partition("/")
-            shard = (int(i), int(n))
+        # the task just saw its batches pending: the first poll comes an interval later, and never
+        # sooner than DEFERRAL_SETTLE_S (Airflow fails a task that resumes before the scheduler has
+        # taken in the executor's report of its deferral)
+        wait = max(self.poll_interval_s, DEFERRAL_SETTLE_S)
+        missing = [name for name in self.secret_env if name not in os.environ]
+        if missing:
+            reason = f"{', '.join(missing)} not in the triggerer's environment (never serialized)"
+            self.log.info("assay batches: %s: the task checks in %gs", reason, wait)
+            await asyncio.sleep(wait)
+            yield TriggerEvent({"status": "check_in_task", "reason": reason})
+            return
         while True:
-            state = await open_batches_finished(config, shard)
+            await asyncio.sleep(wait)
+            wait = self.poll_interval_s
+            state = await self.poll()
+            if isinstance(state, str):
+                self.log.warning("assay batches: the triggerer cannot poll: %s: the task checks", state)
+                yield TriggerEvent({"status": "check_in_task", "reason": state})
+                return
             if state["finished"]:
                 yield TriggerEvent({"status": "finished", **state})
                 return
             self.log.info("assay batches: %d of %d finished", state["done"], state["open"])
-            await asyncio.sleep(self.poll_interval_s)
 
 
 class AssayRunOperator(_AssayCommandOperator):
@@ -313,14 +449,28 @@ class AssayRunOperator(_AssayCommandOperator):
         if not self.deferrable:
             return
         self.log.info("judge batches pending: deferring until they finish (polled every %gs)", self.poll_interval_s)
+        plain, secret = split_env(self.env)
         trigger = AssayBatchTrigger(
-            str(self.run_file), self.ds, self.shard, self.overrides, poll_interval_s=self.poll_interval_s
+            str(self.run_file),
+            self.ds,
+            self.shard,
+            self.overrides,
+            poll_interval_s=self.poll_interval_s,
+            env=plain,
+            secret_env=secret,
+            cwd=self.cwd,
+            assay_command=self._given_command,
         )
         self.defer(trigger=trigger, method_name="execute_complete")
 
     def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
-        """The batches finished: run the same command again (collect, score, publish)."""
-        self.log.info("assay batches finished: %s", dict(event or {}))
+        """The batches finished, or the triggerer could not ask (``check_in_task``): run the same
+        command again (it collects and scores, or defers again while batches are pending)."""
+        event = dict(event or {})
+        if event.get("status") == "check_in_task":
+            self.log.info("the triggerer did not poll the provider (%s): the task checks", event.get("reason"))
+        else:
+            self.log.info("assay batches finished: %s", event)
         return self.execute(context)
 
     def summary_path(self) -> Path | None:

@@ -41,11 +41,13 @@ from typing import Any, Protocol
 
 import orjson
 
+from assay.connectors import registry
 from assay.connectors.file_sink import STAGING
 from assay.exceptions import ConfigError
 from assay.judges.batch.totals import merge_split_totals
 from assay.paths import safe_join
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
+from assay.pipeline.targets import results_location
 from assay.pipeline.verdict import Policy, combine_statuses, decide
 
 SUMMARY = "_SUMMARY.json"
@@ -177,14 +179,16 @@ def merge(
     shards: int | None = None,
     write: bool = True,
     s3: Any = None,
+    rows: Any = None,
 ) -> MergeReport:
     """Merge the shard summaries at ``location`` (see the module docstring); ``policy`` from the
     run file, else the one recorded in the shard summaries; ``s3``: the S3 settings of an
-    ``s3://`` location."""
+    ``s3://`` location; ``rows``: the sink's publisher of the shards' rows when they are not the
+    output already (:func:`merge_target`: a Delta table's day is committed here, when whole)."""
     if isinstance(location, str | os.PathLike):
         fs = open_results(location, s3)
         try:
-            return merge(fs, policy=policy, shards=shards, write=write)
+            return merge(fs, policy=policy, shards=shards, write=write, rows=rows)
         finally:
             close = getattr(fs, "close", None)
             if close is not None:
@@ -205,12 +209,24 @@ def merge(
     summary = verdict.record(_merged_summary(parts, stats, n))
     if write:
         fs.remove(SUCCESS)
+        if rows is not None and verdict.whole and not missing:
+            summary.update(rows.commit(parts, summary))
         fs.write_bytes(SUMMARY, orjson.dumps(summary, option=orjson.OPT_INDENT_2, default=str))
         if verdict.whole:
             if (discard := getattr(fs, "discard_staging", None)) is not None:
                 discard()  # first: `_SUCCESS` never stands beside a staging area
             fs.write_bytes(SUCCESS, b"")
     return MergeReport(verdict.exit_code, summary, verdict.messages, verdict.whole)
+
+
+def merge_target(config: Any) -> tuple[str, Any]:
+    """Where the shard summaries of a run file's sink are, and the sink's publisher of the shards'
+    rows (None when the shards' parts are the output already): a Delta table's
+    ``_summaries/ds=D/`` and its day's commit; a directory's own folder; an ``s3://`` prefix."""
+    rows = registry.shard_merge(config.sink, config.s3)
+    if rows is not None:
+        return str(rows.location), rows
+    return str(results_location(config)), None
 
 
 def _stored_policy(parts: Mapping[int, Mapping[str, Any]]) -> Policy:

@@ -57,6 +57,8 @@ class KeyAggregate:
     unscored: int = 0
     passed: int = 0
     total: float = 0.0
+    total_sq: float = 0.0
+    """The sum of the squared scores (for Welch's test of two runs without shared traces)."""
     bins: list[int] = field(default_factory=lambda: [0] * BINS)
     error_messages: Counter[str] = field(default_factory=Counter)
     input_tokens: int = 0
@@ -76,6 +78,7 @@ class KeyAggregate:
             score = float(result["score"])
             self.scored += 1
             self.total += score
+            self.total_sq += score * score
             self.passed += verdict == "pass"
             self.bins[min(BINS - 1, max(0, int(score * BINS)))] += 1
         meta = result.get("metadata")

@@ -26,6 +26,7 @@ from assay.report.build import RunReport, build_run_report
 from assay.report.load import RunInfo, iter_rows
 from assay.report.paired import PairAccumulator, PairedKey, finalize, identity_changes
 from assay.report.store import ResultStore
+from assay.report.unpaired import UnpairedKey, compare_unpaired
 
 __all__ = ["Comparison", "Flip", "KeyDelta", "VerdictIndex", "compare_reports", "compare_runs"]
 
@@ -241,8 +242,16 @@ class Comparison:
     """The first trace ids only the baseline has."""
     paired: list[PairedKey] = field(default_factory=list)
     """Per result key: paired deltas, tests and comparability (:mod:`assay.report.paired`)."""
+    unpaired: list[UnpairedKey] = field(default_factory=list)
+    """Per result key, when the runs share no trace (or ``unpaired`` was asked): the runs as
+    independent samples (:mod:`assay.report.unpaired`)."""
     alpha: float = 0.05
     level: float = 0.95
+
+    @property
+    def design(self) -> str:
+        """``paired`` (on trace ids) or ``unpaired`` (independent samples)."""
+        return "unpaired" if self.unpaired else "paired"
 
     @property
     def regressions(self) -> int:
@@ -250,14 +259,19 @@ class Comparison:
         return sum(d.regressed for d in self.deltas)
 
     @property
-    def significant_regressions(self) -> list[PairedKey]:
-        """Keys that got significantly worse (at ``alpha``, Holm-corrected over the keys)."""
-        return [k for k in self.paired if k.worse]
+    def tested(self) -> list[PairedKey] | list[UnpairedKey]:
+        """The per-key tests of the comparison's design."""
+        return self.unpaired if self.unpaired else self.paired
 
     @property
-    def not_comparable(self) -> list[PairedKey]:
+    def significant_regressions(self) -> list[PairedKey] | list[UnpairedKey]:
+        """Keys that got significantly worse (at ``alpha``, Holm-corrected over the keys)."""
+        return [k for k in self.tested if k.worse]  # type: ignore[return-value]
+
+    @property
+    def not_comparable(self) -> list[PairedKey] | list[UnpairedKey]:
         """Keys the two runs did not score the same way (params, prompt, judge model, threshold)."""
-        return [k for k in self.paired if k.changes]
+        return [k for k in self.tested if k.changes]  # type: ignore[return-value]
 
 
 def _regression_order(d: KeyDelta) -> tuple[int, float, int, str]:
@@ -272,9 +286,11 @@ def compare_reports(
     *,
     alpha: float = 0.05,
     level: float = 0.95,
+    unpaired: bool = False,
 ) -> Comparison:
     """Deltas of two built reports (and the flips and pairs ``collector`` saw while ``current``
-    was built); ``alpha`` and ``level`` for the paired tests and intervals."""
+    was built); ``alpha`` and ``level`` for the tests and intervals. Runs that share no trace (or
+    ``unpaired``) are compared as independent samples (:mod:`assay.report.unpaired`)."""
     cmp = Comparison(current=current, baseline=baseline, alpha=alpha, level=level)
     for key in sorted(set(current.keys) | set(baseline.keys)):
         delta = KeyDelta(key, baseline.keys.get(key), current.keys.get(key))
@@ -299,6 +315,16 @@ def compare_reports(
                 before_t.get(pk.key),
                 after_t.get(pk.key),
             )
+    if unpaired or cmp.matched == 0:
+        cmp.unpaired = compare_unpaired(current, baseline, alpha=alpha, level=level)
+        before_t, after_t = baseline.info.thresholds(), current.info.thresholds()
+        for uk in cmp.unpaired:
+            uk.changes = identity_changes(
+                collector.baseline.identities.get(uk.key, Counter()) if collector else Counter(),
+                collector.identities.get(uk.key, Counter()) if collector else Counter(),
+                before_t.get(uk.key),
+                after_t.get(uk.key),
+            )
     return cmp
 
 
@@ -311,15 +337,17 @@ def compare_runs(
     flips: int = 40,
     alpha: float = 0.05,
     level: float = 0.95,
+    unpaired: bool = False,
 ) -> Comparison:
     """Build both reports and compare them (``flips`` bounds the regressions listed; ``alpha``
-    and ``level`` for the paired tests and intervals). Memory: the baseline index holds one byte
+    and ``level`` for the tests and intervals; ``unpaired``: as independent samples even when
+    they share traces). Memory: the baseline index holds one byte
     and one float per trace and key, the pairs one float per paired trace and key."""
     index = VerdictIndex()
     base = build_run_report(baseline, worst=0, trajectories=False, visitors=(index,))
     collector = FlipCollector(index, flips)
     cur = build_run_report(current, worst=worst, trajectories=trajectories, visitors=(collector,))
-    return compare_reports(cur, base, collector, alpha=alpha, level=level)
+    return compare_reports(cur, base, collector, alpha=alpha, level=level, unpaired=unpaired)
 
 
 def _fill_baseline_comments(baseline: RunInfo, flips: list[Flip]) -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from assay.report import charts
 from assay.report.page import Page, esc
 from assay.report.terminal import judge_rows
+from assay.report.unpaired import MEAN_TEST, PASS_TEST
 from assay.stats.pvalues import format_p
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from assay.report.compare import Comparison, Flip
     from assay.report.slices import Slices
     from assay.report.trend import Trend
-    from assay.stats import PairedDelta
+    from assay.stats import PairedDelta, UnpairedDelta
 
 SHOWN_FLIPS = 10
 """Flipped verdicts shown before the "more" fold."""
@@ -214,7 +215,7 @@ def _flip_rows(flips: list[Flip]) -> list[list[str]]:
     ]
 
 
-def _ci(d: PairedDelta | None) -> str:
+def _ci(d: PairedDelta | UnpairedDelta | None) -> str:
     if d is None:
         return '<span class="muted">-</span>'
     if d.interval is None:
@@ -226,21 +227,53 @@ def _p(p: float | None) -> str:
     return format_p(p)
 
 
+def _verdict(k: Any) -> str:
+    if k.worse:
+        verdict = '<span class="neg">significantly worse</span>'
+    elif k.significant:
+        verdict = '<span class="pos">significantly better</span>'
+    else:
+        verdict = '<span class="muted">within noise</span>'
+    if k.changes:
+        verdict += f"<br><span class='neg'>not comparable: {esc('; '.join(k.changes))}</span>"
+    return verdict
+
+
+def unpaired(cmp: Comparison) -> str:
+    """Runs without shared traces: each key's delta as independent samples (two-proportion z-test
+    and Newcombe interval for the pass rate, Welch's t-test and interval for the mean)."""
+    rows = [
+        [
+            f"<b>{esc(k.key)}</b>",
+            f"{_int(k.n_before)} / {_int(k.n_after)}",
+            _ci(k.pass_rate_delta),
+            _p(k.p_value_holm),
+            _ci(k.mean_delta),
+            _p(k.mean_p_value_holm),
+            _verdict(k),
+        ]
+        for k in cmp.unpaired
+    ]
+    head = ["result key", "n before / after", "Δ pass [CI]", "z-test p (Holm)", "Δ mean [CI]", "Welch p (Holm)", ""]
+    note = (
+        f"<p class='note'>no trace is in both runs: compared as independent samples — pass rate: {esc(PASS_TEST)}; "
+        f"mean: {esc(MEAN_TEST)}; {cmp.level:.0%} intervals; significant at α = {cmp.alpha:g} after Holm's "
+        "correction over every test of the comparison (docs/statistics.md)</p>"
+    )
+    return f"<h3>More than noise?</h3>{note}{_table(head, rows, {1, 2, 3, 4, 5})}"
+
+
 def paired(cmp: Comparison) -> str:
     """Whether each delta is more than noise: paired intervals, McNemar and Wilcoxon p-values
-    (Holm-corrected), and the keys the two runs did not score the same way."""
+    (Holm-corrected), and the keys the two runs did not score the same way (runs without shared
+    traces: :func:`unpaired`)."""
+    if cmp.unpaired:
+        return unpaired(cmp)
     if not cmp.paired:
         return ""
     rows = []
     for k in cmp.paired:
-        if k.worse:
-            verdict = '<span class="neg">significantly worse</span>'
-        elif k.significant:
-            verdict = '<span class="pos">significantly better</span>'
-        else:
-            verdict = '<span class="muted">within noise</span>'
-        if k.changes:
-            verdict += f"<br><span class='neg'>not comparable: {esc('; '.join(k.changes))}</span>"
+        verdict = _verdict(k)
         rows.append(
             [
                 f"<b>{esc(k.key)}</b>",

@@ -389,7 +389,9 @@ def print_comparison(cmp: Comparison, flips: int = 15) -> None:
             f"{d.improved:,}",
         )
     console.print(table)
-    if cmp.paired:
+    if cmp.unpaired:
+        _print_unpaired_tests(cmp)
+    elif cmp.paired:
         worse = ", ".join(k.key for k in cmp.significant_regressions) or "none"
         changed = ", ".join(k.key for k in cmp.not_comparable)
         console.print(
@@ -414,6 +416,38 @@ def print_comparison(cmp: Comparison, flips: int = 15) -> None:
                 plain(f.comment_after[:160]),
             )
         console.print(flip_table)
+
+
+def _print_unpaired_tests(cmp: Comparison) -> None:
+    """Runs without shared traces: each key's tests as independent samples, and which they are."""
+    from assay.report.unpaired import MEAN_TEST, PASS_TEST
+
+    def ci(d: Any) -> str:
+        if d is None:
+            return "-"
+        if d.interval is None:
+            return f"{d.delta:+.3f}"
+        return f"{d.delta:+.3f} [{d.interval[0]:+.3f},{d.interval[1]:+.3f}]"
+
+    def p(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3g}"
+
+    table = Table(
+        title=f"no trace in both runs: independent samples (pass: {PASS_TEST}; mean: {MEAN_TEST}; Holm)",
+        title_justify="left",
+    )
+    for col in ("result key", "Δ pass [CI]", "p (Holm)", "Δ mean [CI]", "p (Holm)", "note"):
+        table.add_column(col, justify="left" if col in ("result key", "note") else "right", no_wrap=col != "note")
+    for k in cmp.unpaired:
+        note = "[red]WORSE[/red]" if k.worse else ("significant" if k.significant else "")
+        if k.changes:
+            note = (note + " " if note else "") + "[yellow]not comparable[/yellow]"
+        table.add_row(
+            plain(k.key), ci(k.pass_rate_delta), p(k.p_value_holm), ci(k.mean_delta), p(k.mean_p_value_holm), note
+        )
+    console.print(table)
+    worse = ", ".join(k.key for k in cmp.significant_regressions) or "none"
+    console.print(safe(f"significantly worse (unpaired, Holm, alpha {cmp.alpha:g}): {worse}"), markup=False)
 
 
 def print_trend(trend: Trend, metric: str = "pass_rate", last: int | None = None) -> None:

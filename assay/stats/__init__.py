@@ -14,11 +14,13 @@ from assay.stats.distributions import betainc, binom_cdf, normal_cdf, normal_ppf
 from assay.stats.intervals import bootstrap_mean_interval, percentile, t_interval, wilson_interval
 from assay.stats.moments import Moments, sample_weight
 from assay.stats.paired import PairedDelta, average_ranks, holm, mcnemar_exact, paired_delta, wilcoxon_signed_rank
+from assay.stats.unpaired import UnpairedDelta, newcombe_interval, two_proportion_difference, welch_difference
 
 __all__ = [
     "CalibrationPairs",
     "Moments",
     "PairedDelta",
+    "UnpairedDelta",
     "average_ranks",
     "betainc",
     "binom_cdf",
@@ -30,6 +32,7 @@ __all__ = [
     "human_label",
     "mcnemar_exact",
     "mean_absolute_error",
+    "newcombe_interval",
     "normal_cdf",
     "normal_ppf",
     "paired_delta",
@@ -41,6 +44,8 @@ __all__ = [
     "t_cdf",
     "t_interval",
     "t_ppf",
+    "two_proportion_difference",
+    "welch_difference",
     "wilcoxon_signed_rank",
     "wilson_interval",
 ]

@@ -214,6 +214,12 @@ class Moments:
         n = self.n
         return n / (n - 1) * max(ss, 0.0) / (self.w * self.w), float(n - 1)
 
+    def mean_variance(self) -> tuple[float, float] | None:
+        """The variance of :attr:`mean` and its degrees of freedom (those of :meth:`mean_interval`);
+        None below two results (or two clusters)."""
+        mu = self.mean
+        return None if mu is None else self._variance(mu, 2)
+
     def mean_interval(self, level: float = 0.95) -> Interval | None:
         """The interval of the mean (t; see the module docstring); None below two results (or
         two clusters)."""

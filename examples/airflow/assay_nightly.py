@@ -10,6 +10,10 @@ Copy this file into your Airflow ``dags/`` folder and point ``ASSAY_RUN_FILE`` a
                    one _SUMMARY.json, the gates applied once, _SUCCESS when every shard is whole;
                    a failed gate (exit 3) or too many dead letters (exit 4) fails it without retry
 
+The sink may be any the run file supports: a directory or ``s3://`` prefix (JSON lines or Parquet),
+or a Delta table (``sink: {type: delta, path: …}``: the shards stage their rows beside the table and
+the merge commits the day in one commit).
+
 Try it without a scheduler: ``airflow dags test assay_nightly 2026-11-22`` scores 2026-11-21.
 """
 

@@ -267,3 +267,68 @@ def test_an_export_shuffled_across_files_scored_by_two_workers_into_parquet_and_
         (mean,) = duckdb.sql(f"select avg(\"{key}\".score) from '{parts}'").fetchall()[0]
         assert mean == pytest.approx(sum(scores) / len(scores))
     assert 0 < sum(r["results"]["tool_use:get_weather"]["score"] for r in js) < 6  # the scores tell traces apart
+
+
+def test_delta_shards_then_merge_publish_the_day_in_one_commit(days: Path) -> None:
+    """Two `--shard i/2` runs stage their rows beside the table (no commit), `assay merge
+    --run-file` commits the day once; the same merge again commits nothing more."""
+    f = run_file(days, {"type": "delta", "path": "lake/scores"}, gates={"trajectory_unordered_match": {"min_mean": 0}})
+    assert run(f, "2026-11-22").returncode == 0  # another day, already in the table
+    table = days / "lake" / "scores"
+    before = DeltaTable(str(table)).version()
+    for i in range(2):
+        proc = run(f, "2026-11-21", "--shard", f"{i}/2")
+        assert proc.returncode == 0, proc.stderr
+        assert DeltaTable(str(table)).version() == before  # a shard alone never commits
+    summaries = table / "_summaries" / "ds=2026-11-21"
+    assert not (summaries / "_SUCCESS").exists()
+    merge = [sys.executable, "-m", "assay.cli", "merge", "--run-file", str(f), "--ds", "2026-11-21", "-q"]
+    proc = subprocess.run(merge, capture_output=True, text=True, timeout=300, cwd=days)
+    assert proc.returncode == 0, proc.stderr
+    dt = DeltaTable(str(table))
+    assert dt.version() == before + 1  # one commit for the day
+    assert day_counts(dt) == {"2026-11-21": (N, N), "2026-11-22": (N, N)}
+    summary = json.loads((summaries / "_SUMMARY.json").read_text())
+    assert summary["counts"]["scored"] == N and summary["status"] == "ok"
+    assert summary["delta"]["version"] == before + 1
+    assert (summaries / "_SUCCESS").exists()
+    assert not (table / "_staging" / "ds=2026-11-21").exists()
+    means = query(dt, "select avg(trajectory_unordered_match.score) from t where ds = '2026-11-21'")[0][0]
+    assert means == pytest.approx(summary["evaluators"]["trajectory_unordered_match"]["mean"])
+    proc = subprocess.run(merge, capture_output=True, text=True, timeout=300, cwd=days)
+    assert proc.returncode == 0, proc.stderr
+    assert DeltaTable(str(table)).version() == before + 1
+    assert day_counts(DeltaTable(str(table)))["2026-11-21"] == (N, N)
+
+
+def test_delta_shards_then_merge_on_s3_against_moto(tmp_path: Path, moto: S3Server) -> None:
+    """The shards and the merge share only the table's bucket (each shard its own state dir)."""
+    client = moto.client()
+    client.create_bucket(Bucket="shards")
+    write_parquet(tmp_path / "in" / "2026-11-21" / "traces.parquet", traces(day="21"))
+    cfg = {
+        "source": {"path": "in/{{ ds }}/traces.parquet"},
+        "evaluators": ["trajectory_match:mode=unordered"],
+        "sink": {"type": "delta", "path": "s3://shards/scores"},
+        "s3": {"endpoint_url": moto.endpoint_url},
+        "limits": {"batch_size": 25},
+    }
+    f = tmp_path / "s3.yaml"
+    f.write_text(json.dumps(cfg))
+    for i in range(2):
+        proc = run(f, "2026-11-21", "--shard", f"{i}/2", "--set", f"state_dir=.state-{i}")
+        assert proc.returncode == 0, proc.stderr
+    merge = [sys.executable, "-m", "assay.cli", "merge", "--run-file", str(f), "--ds", "2026-11-21", "-q"]
+    proc = subprocess.run(merge, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    opts = {
+        "AWS_ENDPOINT_URL": moto.endpoint_url,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+    }
+    dt = DeltaTable("s3://shards/scores", storage_options=opts)
+    assert dt.version() == 0 and day_counts(dt) == {"2026-11-21": (N, N)}
+    client.head_object(Bucket="shards", Key="scores/_summaries/ds=2026-11-21/_SUCCESS")
+    assert client.list_objects_v2(Bucket="shards", Prefix="scores/_staging/").get("KeyCount") == 0

@@ -227,3 +227,200 @@ def test_deferrable_batch_run_defers_while_batches_are_pending_then_collects(air
     logs = "\n".join(p.read_text(errors="replace") for p in (airflow.home / "logs").rglob("*.log"))
     logs += result.stdout + result.stderr
     assert "deferring until they finish" in logs
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveAirflow:
+    """A real Airflow deployment in one AIRFLOW_HOME: api-server, scheduler (LocalExecutor),
+    dag-processor and triggerer as separate processes, each with its own environment."""
+
+    def __init__(self, airflow: Path, home: Path, env: dict[str, str]) -> None:
+        self.cli = Airflow(airflow, home, env)
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, component: str, env: dict[str, str]) -> None:
+        log = open(self.cli.home / f"{component}.out", "wb")  # noqa: SIM115 - closed with the process
+        self.procs[component] = subprocess.Popen(
+            [str(self.cli.airflow), component], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        log.close()
+
+    def wait_for(self, what: str, check: Any, timeout: float = 300.0) -> Any:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    out = (self.cli.home / f"{name}.out").read_text(errors="replace")[-3000:]
+                    pytest.fail(f"airflow {name} exited {proc.returncode} while waiting for {what}:\n{out}")
+            value = check()
+            if value:
+                return value
+            time.sleep(1.0)
+        outs = {n: (self.cli.home / f"{n}.out").read_text(errors="replace")[-1500:] for n in self.procs}
+        pytest.fail(f"timed out waiting for {what}: {outs}")
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+SECRET_NAMES = ("BATCH_API_KEY", "OTHER_API_KEY", "ASSAY_OUT")
+
+
+def test_deferrable_trigger_polls_with_the_operators_env_under_a_real_scheduler_and_triggerer(
+    airflow_bin: Path, tmp_path: Path
+) -> None:
+    """The run file's ``${ASSAY_OUT}`` and the judge key exist only in the operator's ``env=`` (the
+    key from an Airflow Variable). The trigger polls in the triggerer with the task's non-secret
+    values (paths) and its own ``BATCH_API_KEY`` (the same name, as a deployment provides it); a
+    key the triggerer lacks (``OTHER_API_KEY``) makes the task check instead. No key is written
+    into a serialized trigger, the provider never answers 401, each line is submitted once."""
+    from assay.testing.batch_server import BatchServerThread
+
+    key = "sk-assay-airflow-secret"
+    root = tmp_path / "runs"
+    root.mkdir()
+    for name in ("polled", "checked"):  # the two runs ask different questions: their batch lines differ
+        (root / f"{name}.jsonl").write_text(
+            "".join(
+                json.dumps({"id": f"t{i}", "inputs": f"{name} {i}", "outputs": f"a {i}", "reference_outputs": f"a {i}"})
+                + "\n"
+                for i in range(20)
+            )
+        )
+    home = tmp_path / "airflow_home"
+    (home / "dags").mkdir(parents=True)
+    shutil.copy(HERE / "batch_env_dag.py", home / "dags")
+    port = _free_port()
+    fernet = pytest.importorskip("cryptography.fernet")
+    fernet_key = fernet.Fernet.generate_key().decode()
+    base = {k: v for k, v in os.environ.items() if k not in SECRET_NAMES}
+    base.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+            "AIRFLOW__CORE__FERNET_KEY": fernet_key,  # trigger kwargs are stored encrypted: the test reads them
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
+            "ASSAY_ENV_DIR": str(root),
+        }
+    )
+    live = LiveAirflow(airflow_bin, home, base)
+    with BatchServerThread(delay=(3.0, 4.0), seed=5, api_key=key) as server:
+        for name, key_env in (("polled", "BATCH_API_KEY"), ("checked", "OTHER_API_KEY")):
+            (root / f"{name}.yaml").write_text(
+                json.dumps(
+                    {
+                        "source": {"path": str(root / f"{name}.jsonl")},
+                        "state_dir": "${ASSAY_OUT}/state",
+                        "judges": {
+                            "gpt": {
+                                "provider": "openai",
+                                "base_url": f"{server.url}/v1",
+                                "model": "judge-1",
+                                "api_key_env": key_env,
+                                "mode": "batch",
+                                "batch": {"max_requests": 10, "poll_interval_s": 0.2},
+                            }
+                        },
+                        "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "gpt"}}],
+                        "sink": {"path": "${ASSAY_OUT}/out/"},
+                    }
+                )
+            )
+        live.cli.run("db", "migrate")
+        live.cli.run("variables", "set", "batch_key", key)
+        try:
+            live.start("api-server", base)
+            live.start("scheduler", base)
+            live.start("dag-processor", base)
+            live.start("triggerer", {**base, "BATCH_API_KEY": key})  # a deployment's key, not OTHER_API_KEY
+            live.wait_for(
+                "the DAG to be parsed", lambda: live.cli.query("SELECT 1 FROM dag WHERE dag_id = 'assay_batch_env'")
+            )
+            live.cli.run("dags", "unpause", "assay_batch_env")
+            live.cli.run("dags", "trigger", "assay_batch_env")
+            kwargs_seen: list[str] = []
+
+            def decrypt(stored: str) -> str:
+                return stored if stored.startswith("{") else fernet.Fernet(fernet_key).decrypt(stored.encode()).decode()
+
+            def done() -> bool:
+                kwargs_seen.extend(decrypt(k) for (k,) in live.cli.query("SELECT kwargs FROM trigger"))
+                states = {
+                    s for (s,) in live.cli.query("SELECT state FROM task_instance WHERE dag_id = 'assay_batch_env'")
+                }
+                return bool(states) and states <= {"success", "failed", "upstream_failed"}
+
+            live.wait_for("both tasks to finish", done, timeout=600)
+        finally:
+            live.stop()
+        stats = server.stats
+        assert stats.unauthorized == 0  # no poll with a wrong or missing key
+        assert len(stats.submissions) == 40 and set(stats.submissions.values()) == {1}
+        assert server.server.judge.stats.requests == 0
+    states = live.cli.states("assay_batch_env")
+    logs = "\n".join(p.read_text(errors="replace") for p in (home / "logs").rglob("*.log"))
+    logs += (home / "triggerer.out").read_text(errors="replace")
+    assert states == {("polled", -1): ("success", 1), ("checked", -1): ("success", 1)}, logs[-6000:]
+    for name in ("polled", "checked"):
+        out = root / name / "out"
+        assert (out / "_SUCCESS").exists()
+        rows = [json.loads(line) for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
+        assert sorted(r["trace_id"] for r in rows) == sorted(f"t{i}" for i in range(20))
+    assert "assay batches finished:" in logs  # the triggerer polled `polled`'s batches itself
+    assert "OTHER_API_KEY not in the triggerer's environment (never serialized)" in logs
+    assert kwargs_seen and not any(key in k for k in kwargs_seen)  # the key never in a serialized trigger
+    assert any(str(root / "polled") in k for k in kwargs_seen)  # the path did travel
+
+
+def test_nightly_dag_shards_then_merges_into_a_delta_table(airflow: Airflow, tmp_path: Path) -> None:
+    """The shipped DAG with a Delta sink: the mapped shards stage their rows, the merge commits
+    the day once (one row per trace, one commit)."""
+    from deltalake import DeltaTable
+
+    example = (REPO / "examples" / "airflow" / "nightly.yaml").read_text()
+    source = REPO / "examples" / "quickstart" / "traces.jsonl"
+    table = tmp_path / "lake" / "scores"
+    run_file = tmp_path / "nightly-delta.yaml"
+    run_file.write_text(
+        example.replace("path: ../quickstart/traces.jsonl", f"path: {source}").replace(
+            "path: ${ASSAY_RESULTS_DIR:-results}/dt={{ ds }}/", f"type: delta\n  path: {table}"
+        )
+    )
+    assert "type: delta" in run_file.read_text()
+    delta = Airflow(airflow.airflow, airflow.home, {**airflow.env, "ASSAY_RUN_FILE": str(run_file)})
+    delta.run("dags", "reserialize")
+    delta.run("dags", "test", "assay_nightly", "2026-11-25")
+    states = {k: v for k, v in delta.states("assay_nightly").items() if v[0] != "removed"}
+    assert set(states.values()) == {("success", 1)}, states
+    dt = DeltaTable(str(table))
+    assert dt.version() == 0  # one commit: the merge's
+    rows = dt.to_pyarrow_table().to_pylist()
+    assert {r["ds"] for r in rows} == {"2026-11-24"}
+    ids = [r["trace_id"] for r in rows]
+    assert len(ids) == len(set(ids)) == 41  # the quickstart's 43 lines: 41 traces, 2 dead letters
+    summary = json.loads((table / "_summaries" / "ds=2026-11-24" / "_SUMMARY.json").read_text())
+    assert summary["status"] == "ok" and summary["shards"]["present"] == [0, 1] and summary["delta"]["version"] == 0

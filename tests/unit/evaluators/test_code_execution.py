@@ -229,16 +229,16 @@ def test_unprivileged_user_gets_the_same_sandbox_through_a_user_namespace() -> N
         shutil.rmtree(base)
 
 
-def _run_as_nobody(base: Path) -> None:
+def _run_as_nobody(base: Path, python: str = "/usr/bin/python3") -> None:
     (base / "work").mkdir()
-    spec_args = _skeleton(str(base / "root"), bind_specs("/usr/bin/python3"))
+    spec_args = _skeleton(str(base / "root"), bind_specs(python))
     for d in (base, base / "work"):
         shutil.chown(d, 65534, 65534)
     probe = "import os\ncaps = open('/proc/self/status').read().split('CapEff:')[1].split()[0]\n"
     probe += "print(os.getuid(), os.getppid(), caps)\n"
     probe += "open('/sandbox/ok', 'w').write('1')\n"
     probe += "try:\n    open('/usr/x', 'w')\nexcept OSError as e:\n    print(e.strerror)\n"
-    command = _command(str(base), None, spec_args, "/usr/bin/python3", ["-I", "-c", probe])
+    command = _command(str(base), None, spec_args, python, ["-I", "-c", probe])
     setpriv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     done = subprocess.run([*setpriv, *command], capture_output=True, text=True, env=dict(BASE_ENV), timeout=60)
     if done.returncode != 0 and "unshare" in done.stderr and "Operation not permitted" in done.stderr:
@@ -246,6 +246,67 @@ def _run_as_nobody(base: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "0", "0000000000000000", "Read-only", "file", "system"]
     assert (base / "work" / "ok").read_text() == "1"
+
+
+def _venv_under_tmp(python: str) -> Iterator[Path]:
+    """A virtual environment of ``python`` under /tmp, as CI or Airflow's ``PythonVirtualenvOperator``
+    makes one (seeing that interpreter's packages; readable by nobody too)."""
+    base = Path(tempfile.mkdtemp(prefix="assay-venv-test-", dir="/tmp"))
+    base.chmod(0o755)
+    try:
+        command = [python, "-m", "venv", "--system-site-packages", "--without-pip", str(base / "venv")]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+        yield base / "venv"
+    finally:
+        shutil.rmtree(base)
+
+
+@pytest.fixture(scope="module")
+def venv_under_tmp() -> Iterator[Path]:
+    yield from _venv_under_tmp(sys.executable)
+
+
+CHECK_PREFIX = (
+    "import sys, os, yaml\n"
+    "print(sys.prefix)\n"
+    "try:\n    open(os.path.join(sys.prefix, 'x'), 'w')\nexcept OSError as e:\n    print(e.strerror)\n"
+)
+
+
+def test_an_interpreter_under_tmp_runs_with_its_prefixes_read_only(venv_under_tmp: Path) -> None:
+    """The sandbox's /tmp is the run's directory; a venv under the host's /tmp is bound into it."""
+    python = str(venv_under_tmp / "bin" / "python3")
+    r = CodeExecution(python=python).evaluate(outputs=CHECK_PREFIX, tests="assert sys.prefix != sys.base_prefix")
+    assert r.score == 1.0, r.comment
+    assert r.metadata["stdout"].splitlines() == [str(venv_under_tmp), "Read-only file system"]
+    assert not (venv_under_tmp / "x").exists()
+
+
+def test_assay_running_from_a_venv_under_tmp_runs_code(venv_under_tmp: Path, tmp_path: Path) -> None:
+    """assay itself started from a venv under /tmp (its own interpreter is the default ``python``)."""
+    records = tmp_path / "in.jsonl"
+    records.write_text(json.dumps({"inputs": "q", "outputs": CHECK_PREFIX}) + "\n")
+    out = tmp_path / "out.jsonl"
+    cli = "import sys; from assay.cli import main; sys.argv[0] = 'assay'; main()"
+    argv = ["score", str(records), "-e", "code_execution", "-o", str(out), "-q"]
+    done = subprocess.run(
+        [str(venv_under_tmp / "bin" / "python3"), "-c", cli, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())["results"]["execution_succeeded"]
+    assert result["score"] == 1.0, result["comment"]
+    assert result["metadata"]["stdout"].splitlines() == [str(venv_under_tmp), "Read-only file system"]
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/python3"), reason="needs the system's /usr/bin/python3")
+def test_unprivileged_user_runs_an_interpreter_under_tmp() -> None:
+    """The user-namespace path with a venv under /tmp (of the system's python: nobody can run it)."""
+    for venv in _venv_under_tmp("/usr/bin/python3"):
+        base = Path(tempfile.mkdtemp(prefix="assay-sandbox-test-"))
+        try:
+            _run_as_nobody(base, str(venv / "bin" / "python3"))
+        finally:
+            shutil.rmtree(base)
 
 
 def test_no_sandbox_no_run() -> None:

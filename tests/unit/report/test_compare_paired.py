@@ -232,16 +232,84 @@ def test_a_key_dropped_from_the_run_is_said(tmp_path: Path, capsys: pytest.Captu
     assert "result keys only in the baseline (not compared): relevance" in data["messages"]
 
 
-def test_fail_on_regression_refuses_runs_without_a_common_trace(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_runs_without_a_common_trace_are_compared_unpaired(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     b = write_run(tmp_path / "b", [("x1", 1.0, 0.5), ("x2", 1.0, 0.5)])
     a = write_run(tmp_path / "a", [("y1", 0.0, 0.5), ("y2", 0.0, 0.5)])
-    assert compare_command(b, a, json_out=True, fail_on="regression") == 2
+    assert compare_command(b, a, json_out=True, fail_on="regression") == 0  # 2 vs 2 traces: within noise
     data = json.loads(capsys.readouterr().out)
-    assert data["matched"] == 0 and "no trace is in both runs: nothing to pair" in data["messages"]
-    assert compare_command(b, a, json_out=True) == 0
-    capsys.readouterr()
+    assert data["matched"] == 0 and data["design"] == "unpaired"
+    assert any(m.startswith("no trace is in both runs: compared as independent samples") for m in data["messages"])
+    assert data["keys"]["correctness"]["pass_rate_delta"]["test"] == "two-proportion z-test"
+    c = write_run(tmp_path / "c", [("z1", 1.0, 0.5)])
+    d = tmp_path / "d"
+    write_run(d, [("w1", 1.0, 0.5)])
+    rows = [json.loads(x) for x in (d / "part-00000.jsonl").read_text().splitlines()]
+    for r in rows:
+        r["results"] = {"other": {"key": "other", "score": 1.0}}
+    (d / "part-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert compare_command(c, str(d), json_out=True, fail_on="regression") == 2  # no key in common: nothing tested
+    assert "no result key was tested in both runs" in json.loads(capsys.readouterr().out)["messages"]
+
+
+def nights(seed: int, n: int, pass_rate: float, relevance: float, prefix: str) -> list[tuple[str, float, float]]:
+    """A night of production traffic: its own trace ids."""
+    rng = random.Random(seed)
+    return [
+        (f"{prefix}{i}", float(rng.random() < pass_rate), round(min(1.0, max(0.0, rng.gauss(relevance, 0.2))), 4))
+        for i in range(n)
+    ]
+
+
+def test_two_nights_unpaired_match_scipy_and_a_planted_regression_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    before = nights(1, 500, 0.8, 0.7, "mon-")
+    after = nights(2, 450, 0.7, 0.62, "tue-")
+    b, a = write_run(tmp_path / "mon", before), write_run(tmp_path / "tue", after)
+    assert compare_command(b, a, json_out=True, fail_on="regression") == 3
+    data = json.loads(capsys.readouterr().out)
+    assert data["design"] == "unpaired" and data["matched"] == 0
+    assert data["tests"] == {
+        "pass_rate": "two-proportion z-test, Newcombe interval",
+        "mean": "Welch t-test",
+        "correction": "Holm",
+    }
+    assert set(data["regressions"]) == {"correctness", "relevance"}
+    x1, x2 = sum(c for _, c, _ in before), sum(c for _, c, _ in after)
+    chi2 = scipy_stats.chi2_contingency([[x1, 500 - x1], [x2, 450 - x2]], correction=False)
+    pass_delta = data["keys"]["correctness"]["pass_rate_delta"]
+    assert pass_delta["p_value"] == pytest.approx(chi2.pvalue, rel=1e-6)
+    assert pass_delta["delta"] == pytest.approx(x2 / 450 - x1 / 500, abs=1e-6)
+    assert pass_delta["ci"][1] < 0 and pass_delta["ci_method"] == "Newcombe"
+    welch = scipy_stats.ttest_ind([r for *_, r in after], [r for *_, r in before], equal_var=False)
+    mean_delta = data["keys"]["relevance"]["mean_delta"]
+    assert mean_delta["test"] == "Welch t-test" and mean_delta["p_value"] == pytest.approx(welch.pvalue, rel=1e-6)
+    ci = welch.confidence_interval()
+    assert mean_delta["ci"] == pytest.approx([ci.low, ci.high], abs=1e-5)
+    assert data["keys"]["correctness"]["mean_delta"] is None  # 0/1 scores: the pass rate, tested once
+    # the same traffic twice (other ids): within noise
+    same = write_run(tmp_path / "wed", nights(3, 480, 0.8, 0.7, "wed-"))
+    assert compare_command(b, same, json_out=True, fail_on="regression") == 0
+    assert json.loads(capsys.readouterr().out)["regressions"] == []
+
+
+def test_report_compare_of_two_nights_says_which_test(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from assay.report.command import report_command
+
+    b = write_run(tmp_path / "mon", nights(1, 500, 0.8, 0.7, "mon-"))
+    a = write_run(tmp_path / "tue", nights(2, 450, 0.7, 0.62, "tue-"))
+    report_command([a], compare=b)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "independent samples" in out and "two-proportion z-test" in out and "Welch t-test" in out
+    assert "significantly worse (unpaired, Holm, alpha 0.05): correctness, relevance" in out
+    pytest.importorskip("plotly")
+    from assay.report import render_html
+
+    cmp = compare_runs(a, b, trajectories=False)
+    section = render_html(cmp.current, comparison=cmp).split("More than noise?")[1].split("</table>")[0]
+    assert "compared as independent samples" in section and "Welch p (Holm)" in section
+    assert section.count("significantly worse") == 2
 
 
 def test_terminal_tables_are_inert_to_markup_and_control_characters(tmp_path: Path) -> None:

@@ -122,3 +122,41 @@ def test_the_long_layout_reads_as_one_row_per_trace_with_every_key(tmp_path: Pat
     assert all(set(r) == {"trajectory_strict_match", "trajectory_unordered_match"} for r in want.values())
     assert rows(str(tmp_path / "long")) == want
     assert rows(str(tmp_path / "delta")) == want
+
+
+def test_worst_traces_of_parquet_and_delta_outputs_show_their_trajectories(tmp_path: Path) -> None:
+    """Parquet and Delta rows keep the position as ``file:line`` text: the report reads the
+    source records back as it does for JSON lines (and a Parquet source's rows by row number)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from assay.report import build_run_report, render_html
+
+    scored(tmp_path, {"path": str(tmp_path / "json") + "/"})
+    scored(tmp_path, {"path": str(tmp_path / "pq") + "/", "format": "parquet"})
+    scored(tmp_path, {"type": "delta", "path": str(tmp_path / "lake")})
+    delta_day = expand_locations([str(tmp_path / "lake")])[0]
+    want = {t.trace_id: t.trajectory for t in build_run_report(str(tmp_path / "json"), worst=20).worst}
+    assert len(want) >= 6 and all(t is not None and t["messages"] for t in want.values())
+    for location in (str(tmp_path / "pq"), delta_day):
+        report = build_run_report(location, worst=20)
+        assert {t.trace_id: t.trajectory for t in report.worst} == want, location
+        assert "not readable from here" not in render_html(report)
+    # a Parquet source (rows over several row groups): the trajectory of row n is row n's
+    rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet", row_group_size=5)
+    cfg = build_config(
+        {
+            "source": {"path": str(tmp_path / "t.parquet")},
+            "evaluators": ["trajectory_match:mode=strict"],
+            "sink": {"path": str(tmp_path / "from-pq") + "/", "format": "parquet"},
+            "state_dir": str(tmp_path / ".b"),
+        }
+    )
+    assert anyio.run(lambda: execute(cfg)).exit_code == 0
+    report = build_run_report(str(tmp_path / "from-pq"), worst=20)
+    got = {t.trace_id: t.trajectory for t in report.worst}
+    assert set(got) == set(want)
+    for tid, traj in got.items():
+        assert traj is not None and traj["messages"] == want[tid]["messages"], tid
+        assert traj["where"] == f"{tmp_path / 't.parquet'}:{int(tid[1:]) + 1}"
