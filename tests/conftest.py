@@ -51,3 +51,18 @@ def write_jsonl(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def _assay_logger_restored() -> Any:
+    """A CLI run in this process (``CliRunner``) sets up the ``assay`` logger (its own handler, no
+    propagation, a level): restore it after each test so later tests' ``caplog`` sees records."""
+    import logging
+
+    from assay.observability.logs import ROOT_LOGGER
+
+    logger = logging.getLogger(ROOT_LOGGER)
+    saved = (list(logger.handlers), logger.propagate, logger.level)
+    yield
+    logger.handlers[:], logger.propagate = saved[0], saved[1]
+    logger.setLevel(saved[2])
