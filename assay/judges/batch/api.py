@@ -44,6 +44,7 @@ def get_backoff(config: JudgeConfig, attempt: int) -> float:
     :data:`GET_BACKOFF_S` and the judge's poll interval."""
     return float(min(GET_BACKOFF_S, config.batch.poll_interval_s) * 2**attempt)
 
+
 #: Read size of result downloads (they are streamed line by line, never held whole).
 _CHUNK = 1 << 16
 
