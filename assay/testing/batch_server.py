@@ -4,9 +4,10 @@ answer it in real time — whose chat endpoints it serves too, for real-time fal
 
 Lifecycle: a batch is ``validating`` / ``in_progress`` (Anthropic: ``in_progress``) for ``delay``
 seconds (fixed or a ``(low, high)`` range), then ``completed`` (``ended``), its output in any order
-(shuffled). Misbehaviour on demand, deterministic per (``seed``, ``custom_id``, submission number):
-``line_error_rate`` (a line fails with a 500 inside the batch), ``invalid_rate`` (a 400 with a
-provider message), ``expire_rate`` (a line expires: the OpenAI batch ends ``expired``), plus
+(shuffled); :meth:`BatchServer.end_open_batches` ends them at once. Misbehaviour on demand,
+deterministic per (``seed``, ``custom_id``, submission number): ``line_error_rate`` (a line fails
+with a 500 inside the batch), ``invalid_rate`` (a 400 with a provider message), ``expire_rate`` (a
+line expires: the OpenAI batch ends ``expired``), plus
 ``enqueued_token_limit`` (OpenAI: the batch fails with ``token_limit_exceeded``; Anthropic: 429 on
 create, when the unfinished batches' tokens would exceed it), ``poll_error_rate`` (a poll answered
 500), ``download_error_rate`` / ``fail_first_download`` (a result download answered 502) and
@@ -222,6 +223,17 @@ class BatchServer(LoopbackServer):
         prefix = "batch_" if provider == "openai" else "msgbatch_"
         batch = _Batch(prefix + uuid.uuid4().hex[:24], provider, lines, now, now + delay, tokens, **kw)
         return batch
+
+    def end_open_batches(self) -> int:
+        """End every unfinished batch now (it answers ``completed`` / ``ended`` at its next poll),
+        whatever its ``delay``: a test that starts with a long delay decides when batches end instead
+        of sleeping past a short one. The number of batches ended."""
+        ended = 0
+        for batch in list(self._batches.values()):
+            if batch.results is None and batch.done_at > 0.0:
+                batch.done_at = 0.0
+                ended += 1
+        return ended
 
     def _enqueued(self, provider: str) -> int:
         return sum(

@@ -394,13 +394,13 @@ def test_the_waiter_of_the_airflow_trigger_sees_when_every_batch_has_finished(tm
     from assay.config import load_run_file
     from assay.judges.batch.commands import open_batches_finished
 
-    with BatchServerThread(delay=1.5, seed=4) as server:
+    with BatchServerThread(delay=3600.0, seed=4) as server:  # the batches end when the test says so
         run = run_file(tmp_path, server.url, "anthropic")
         config = load_run_file(run)
         assert anyio.run(open_batches_finished, config) == {"finished": True, "open": 0, "done": 0}
         assert assay("run", str(run), "-q", cwd=tmp_path).returncode == 75
         assert anyio.run(open_batches_finished, config) == {"finished": False, "open": 4, "done": 0}
-        time.sleep(1.6)
+        assert server.server.end_open_batches() == 4
         assert anyio.run(open_batches_finished, config) == {"finished": True, "open": 4, "done": 4}
         assert sum(server.stats.submissions.values()) == N_TRACES  # asking submitted nothing
         assert assay("run", str(run), "-q", cwd=tmp_path).returncode == 0

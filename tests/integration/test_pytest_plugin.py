@@ -47,12 +47,16 @@ def test_not_an_eval_case():
 """
 
 
+UNUSED = ("-p", "no:phoenix", "-p", "no:langsmith_plugin", "-p", "no:benchmark")
+
+
 def run_pytest(tmp_path: Path, *args: str, helpfulness: float = 0.9) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_agent.py").write_text(TESTS.replace("HELPFULNESS", repr(helpfulness)))
     installed = any(ep.name == "assay" for ep in importlib.metadata.entry_points(group="pytest11"))
     plugin = [] if installed else ["-p", "assay.testing.pytest_plugin"]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "test_agent.py", *args],
+        # third-party plugins this check does not use stay off (Phoenix's imports its server: slow)
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *UNUSED, *plugin, "test_agent.py", *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,

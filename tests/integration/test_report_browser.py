@@ -27,6 +27,7 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="needs the chromium binary: apt-get install -y chromium"),
     pytest.mark.slow,
     pytest.mark.timeout(600),
+    pytest.mark.xdist_group("report_browser"),  # one worker: the three nights are written once
 ]
 
 

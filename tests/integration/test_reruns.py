@@ -137,17 +137,17 @@ def test_a_failed_run_over_a_whole_output_leaves_it_in_place(tmp_path: Path) -> 
     src.write_bytes(data)
     out = tmp_path / "out"
     score = [sys.executable, "-m", "assay.cli", "score", str(src), "-e", "exact_match", "-o", str(out) + "/", "-q"]
-    assert subprocess.run(score, capture_output=True, timeout=120).returncode == 0
+    assert subprocess.run(score, capture_output=True, timeout=120, cwd=tmp_path).returncode == 0
     good = sorted(r["trace_id"] for r in rows(out))
     assert len(good) == 5000 and (out / "_SUCCESS").exists()
     src.write_bytes(data[: len(data) // 2])
-    proc = subprocess.run(score, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(score, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 1 and "truncated" in proc.stderr
     assert sorted(r["trace_id"] for r in rows(out)) == good and (out / "_SUCCESS").exists()
     assert json.loads((out / "_SUMMARY.json").read_text())["status"] == "ok"
     assert json.loads((out / "_staging" / "_SUMMARY.json").read_text())["status"] == "failed"
     src.write_bytes(data)
-    assert subprocess.run(score, capture_output=True, timeout=120).returncode == 0
+    assert subprocess.run(score, capture_output=True, timeout=120, cwd=tmp_path).returncode == 0
     assert sorted(r["trace_id"] for r in rows(out)) == good and (out / "_SUCCESS").exists()
     assert not (out / "_staging").exists()
 
@@ -201,7 +201,7 @@ def test_two_file_sinks_in_one_folder_keep_their_own_summaries(tmp_path: Path, j
         proc = subprocess.run(
             [sys.executable, "-m", "assay.cli", "score", str(job.parent / "corpus.jsonl"), "-e", "exact_match",
              "-o", str(tmp_path / name), "-q"],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
         )  # fmt: skip
         assert proc.returncode in (0, 1), proc.stderr
     assert (tmp_path / "a.jsonl._SUMMARY.json").exists() and (tmp_path / "b.jsonl._SUMMARY.json").exists()
@@ -226,7 +226,7 @@ def test_truncated_gzip_is_a_clear_error_and_keeps_what_was_read(tmp_path: Path,
     proc = subprocess.run(
         [sys.executable, "-m", "assay.cli", "score", str(tmp_path / "trunc.jsonl.gz"), "-e", "exact_match",
          "-o", str(out) + "/", "-q", "--workers", workers],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and "ExceptionGroup" not in proc.stderr

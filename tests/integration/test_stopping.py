@@ -52,6 +52,20 @@ def stderr_of(f: Path) -> str:
     return (f.parent / "err.txt").read_text()
 
 
+def reading_stdin(pid: int) -> bool:
+    """Whether a thread of the process is blocked in read(0, ...): Linux's /proc/PID/task/*/syscall
+    holds the syscall number (0 is read on x86-64, 63 on arm64) and its first argument (the fd)."""
+    read_numbers = {"0", "63"}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            fields = (task / "syscall").read_text().split()
+        except OSError:
+            continue
+        if len(fields) > 1 and fields[0] in read_numbers and int(fields[1], 16) == 0:
+            return True
+    return False
+
+
 def wait_for(predicate: Any, what: str) -> None:
     deadline = time.monotonic() + 60
     while not predicate():
@@ -96,7 +110,7 @@ def test_a_stop_with_nothing_in_flight_does_not_wait_for_the_grace_period(tmp_pa
     f.write_text(json.dumps(cfg))
     proc = start(f, stdin=subprocess.PIPE)
     wait_for(lambda: (tmp_path / ".assay" / "locks").is_dir(), "the run to start")
-    time.sleep(1.0)  # let it reach the read of stdin
+    wait_for(lambda: reading_stdin(proc.pid), "the run to block in a read of stdin")
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=120)
     err = stderr_of(f)

@@ -35,6 +35,16 @@ if TYPE_CHECKING:
 #: A poll or listing that meets a 5xx or a dropped connection is tried again this many times.
 GET_RETRIES = 4
 GET_BACKOFF_S = 1.0
+"""The first wait before such a retry (doubling each time), or the judge's ``poll_interval_s`` when
+shorter: a run that polls every 0.2 s retries as briskly (see :func:`get_backoff`)."""
+
+
+def get_backoff(config: JudgeConfig, attempt: int) -> float:
+    """Seconds before retry ``attempt`` (0-based) of a GET: the backoff grows from the smaller of
+    :data:`GET_BACKOFF_S` and the judge's poll interval."""
+    return float(min(GET_BACKOFF_S, config.batch.poll_interval_s) * 2**attempt)
+
+
 #: Read size of result downloads (they are streamed line by line, never held whole).
 _CHUNK = 1 << 16
 
@@ -195,7 +205,7 @@ class BatchAPI:
             except ConnectorError:
                 if method != "GET" or attempt == GET_RETRIES:
                     raise
-                await asyncio.sleep(GET_BACKOFF_S * 2**attempt)
+                await asyncio.sleep(get_backoff(self.config, attempt))
         raise AssertionError("unreachable")
 
     async def _request_once(self, method: str, path: str, *, data: Any = None, json_body: Any = None) -> Any:

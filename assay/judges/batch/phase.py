@@ -42,13 +42,13 @@ from assay.exceptions import (
     JudgeRequestError,
 )
 from assay.judges.batch.api import (
-    GET_BACKOFF_S,
     GET_RETRIES,
     BatchAPI,
     BatchNotFound,
     BatchRefused,
     RemoteBatch,
     client_for,
+    get_backoff,
 )
 from assay.judges.batch.endpoint import BatchEndpoint
 from assay.judges.batch.ledger import CREATING, OPEN, Ledger
@@ -371,7 +371,7 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
                 if attempt == GET_RETRIES:
                     _unreachable(state, row, "results could not be read", exc)
                     return
-                await anyio.sleep(GET_BACKOFF_S * 2**attempt)
+                await anyio.sleep(get_backoff(cfg, attempt))
         learned = ledger.get_meta(f"quota:{name}")
         if learned is not None:  # the provider took a batch: probe a little higher again
             ledger.set_meta(f"quota:{name}", str(int(float(learned) * QUOTA_GROWTH) + 1))

@@ -14,6 +14,10 @@ from assay.compat.openevals.prompts import CORRECTNESS_PROMPT
 from assay.exceptions import ConfigError
 from assay.testing.judge_server import JudgeServerThread, default_verdict, prompt_text, requested_schema
 
+# One xdist worker runs the module in file order: test_a_failing_chat_model_gives_an_error_not_a_score
+# passes only after an earlier test of the module (it fails alone: `-n 0 -k failing`), to be fixed.
+pytestmark = pytest.mark.xdist_group("compat_langchain")
+
 langchain_core = pytest.importorskip("langchain_core")
 
 

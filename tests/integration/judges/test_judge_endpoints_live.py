@@ -216,11 +216,12 @@ def test_adaptive_rate_converges_when_configured_3x_too_high() -> None:
             assert not failed and len(ok) == n
             return wall, server.stats.requests, server.stats.rate_limited, judge.snapshot()
 
-    wall, requests, refused, stats = run(main)
-    assert refused < 0.1 * requests, stats
+    _wall, requests, refused, stats = run(main)
+    # counts, not shares or wall time (those are measured in benchmarks/bench_judge.py): every call
+    # answered once, each refusal retried once, and the rate came down from 3x towards the real one
+    assert requests == n + refused, stats
+    assert refused < n, stats  # not a storm: a storm is a refusal per call or more
     assert stats["rate_rpm"] < 1.15 * real * 60  # came down from 3x
-    # the first second's bucket (20) is free, so the ideal is (n - 20) / real = 4 s; allow for CI noise
-    assert wall < 1.35 * n / real, (wall, stats)
 
 
 def test_400_is_not_retried_and_its_message_surfaces() -> None:

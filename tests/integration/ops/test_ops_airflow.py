@@ -4,10 +4,10 @@ Airflow is not a dependency of the test environment (its ~150 packages and pins 
 every other test), and the tests never install it: ``.ci/run`` installs it once, before pytest,
 into a virtual environment of its own under ``$TMPDIR`` that sees this environment's packages
 (``--system-site-packages``), and passes it as ``$ASSAY_AIRFLOW_VENV``. Without it these tests
-skip, saying how to provide it — except in CI (``CI=true``), where they must run. Each test module gets its own
-``AIRFLOW_HOME`` with a SQLite metadata database (``airflow db migrate``), the DAG files in
-``dags/``, ``airflow dags reserialize``, then ``airflow dags test DAG DATE``; the task states and
-XCom values are read back from that database.
+skip, saying how to provide it — except in CI (``CI=true``), where they must run. The module's
+tests run on one xdist worker and share one ``AIRFLOW_HOME`` with a SQLite metadata database
+(``airflow db migrate``), the DAG files in ``dags/``, ``airflow dags reserialize``, then ``airflow
+dags test DAG DATE``; the task states and XCom values are read back from that database.
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 AIRFLOW_SPEC = "apache-airflow>=3.0,<4"  # what .ci/run installs
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+    pytest.mark.xdist_group("airflow"),  # one worker runs them all: one AIRFLOW_HOME, one `db migrate`
+]
 
 
 def airflow_missing(venv: str | None) -> str | None:

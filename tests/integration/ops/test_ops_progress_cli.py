@@ -158,4 +158,5 @@ def test_judged_run_shows_judges_in_flight_and_their_rate(tmp_path: Path) -> Non
     assert all(found), judged
     assert all(int(m.group(3).replace(",", "")) <= 1200 for m in found if m)
     rates = [int(m.group(2).replace(",", "")) for m in found if m and m.group(2) != "?"]
-    assert rates and all(0 < r <= 1500 for r in rates), judged  # about 1,200 req/min at most
+    # the first line may come before any answer (rate 0); the rate is never above the limit by much
+    assert rates and any(r > 0 for r in rates) and all(0 <= r <= 1500 for r in rates), judged
