@@ -48,7 +48,6 @@ from assay.judges.batch.api import (
     BatchNotFound,
     BatchRefused,
     RemoteBatch,
-    client_for,
 )
 from assay.judges.batch.endpoint import BatchEndpoint
 from assay.judges.batch.ledger import CREATING, OPEN, Ledger
@@ -210,11 +209,8 @@ async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | N
         config.judges, state_dir=Path(config.state_dir), use_cache=True, budget_usd=config.limits.budget_usd
     )
     async with pool, contextlib.AsyncExitStack() as stack:
-        for name, cfg in state.configs.items():
-            endpoint = pool.get(name)
-            state.clients[name] = await stack.enter_async_context(
-                client_for(name, cfg, endpoint._api_key, pool.secrets)
-            )
+        for name in state.configs:
+            state.clients[name] = await stack.enter_async_context(pool.get(name).batcher())
         legacy = _legacy_state(config, shard, state)
         if legacy is not None:
             stack.callback(legacy.ledger.close)
@@ -580,7 +576,7 @@ async def _submit(state: _State, state_dir: Path) -> None:
             continue
         client = state.clients[name]
         ledger.exhaust(name, cfg.batch.max_attempts)
-        max_requests, max_bytes = cfg.batch.limits(cfg.provider)
+        max_requests, max_bytes = client.limits()
         learned = ledger.get_meta(f"quota:{name}")
         quota = min(cfg.batch.max_enqueued_tokens or math.inf, float(learned) if learned else math.inf)
         while True:
