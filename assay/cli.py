@@ -596,7 +596,7 @@ def batches_list(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per batch.")] = False,
 ) -> None:
     """Show the run's batch ledger: every batch, its state and line counts."""
-    from assay.judges.batch.commands import list_batches
+    from assay.pipeline.batch_commands import list_batches
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
@@ -614,7 +614,7 @@ def batches_cancel(
 ) -> None:
     """Cancel the run's open batches at the provider (work already done stays billed; the next
     `assay run` collects what finished and resubmits the rest)."""
-    from assay.judges.batch.commands import cancel_batches
+    from assay.pipeline.batch_commands import cancel_batches
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
@@ -633,7 +633,7 @@ def batches_forget(
 ) -> None:
     """Mark a batch lost without asking the provider (deleted there, made in another workspace):
     its unanswered requests are submitted again by the next `assay run` (one more attempt each)."""
-    from assay.judges.batch.commands import forget_batch
+    from assay.pipeline.batch_commands import forget_batch
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)

@@ -239,7 +239,7 @@ class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
         import asyncio
 
         from assay.config import load_run_file
-        from assay.judges.batch.commands import open_batches_finished
+        from assay.pipeline.batch_commands import open_batches_finished
 
         config = load_run_file(self.run_file, ds=self.ds or None, sets=_sets(self.overrides))
         shard = None

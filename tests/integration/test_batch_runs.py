@@ -305,8 +305,9 @@ def test_a_batch_created_but_not_recorded_is_found_again(tmp_path: Path, corpus:
 
     from assay.config import load_run_file
     from assay.judges.batch.ledger import Ledger
-    from assay.judges.batch.phase import batch_judges, ledger_path
+    from assay.judges.batch.rounds import batch_judges
     from assay.judges.providers import batcher_for
+    from assay.pipeline.batch_run import ledger_path
 
     with BatchServerThread(delay=0.3, seed=9) as server:
         run = run_file(tmp_path, server.url, "openai", max_requests=1000)
@@ -392,7 +393,7 @@ def test_the_waiter_of_the_airflow_trigger_sees_when_every_batch_has_finished(tm
     import anyio
 
     from assay.config import load_run_file
-    from assay.judges.batch.commands import open_batches_finished
+    from assay.pipeline.batch_commands import open_batches_finished
 
     with BatchServerThread(delay=1.5, seed=4) as server:
         run = run_file(tmp_path, server.url, "anthropic")

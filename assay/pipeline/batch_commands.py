@@ -13,9 +13,10 @@ from assay.config import RunConfig
 from assay.exceptions import ConfigError
 from assay.judges.batch.api import BatchNotFound
 from assay.judges.batch.ledger import CREATING, LOST, OPEN, Ledger
-from assay.judges.batch.phase import batch_judges, ledger_path, lost_message
+from assay.judges.batch.rounds import batch_judges, lost_message
 from assay.judges.guard import Secrets
 from assay.judges.providers import batcher_for
+from assay.pipeline.batch_run import ledger_path
 
 
 def _ledger(config: RunConfig, shard: tuple[int, int] | None) -> Ledger:
