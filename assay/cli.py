@@ -608,7 +608,7 @@ def batches_list(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per batch.")] = False,
 ) -> None:
     """Show the run's batch ledger: every batch, its state and line counts."""
-    from assay.judges.batch.commands import list_batches
+    from assay.pipeline.batch_commands import list_batches
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
@@ -626,7 +626,7 @@ def batches_cancel(
 ) -> None:
     """Cancel the run's open batches at the provider (work already done stays billed; the next
     `assay run` collects what finished and resubmits the rest)."""
-    from assay.judges.batch.commands import cancel_batches
+    from assay.pipeline.batch_commands import cancel_batches
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
@@ -645,7 +645,7 @@ def batches_forget(
 ) -> None:
     """Mark a batch lost without asking the provider (deleted there, made in another workspace):
     its unanswered requests are submitted again by the next `assay run` (one more attempt each)."""
-    from assay.judges.batch.commands import forget_batch
+    from assay.pipeline.batch_commands import forget_batch
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
@@ -664,7 +664,7 @@ def batches_status(
     """Ask the provider whether the run's open batches finished (nothing collected, the ledger
     unchanged): one JSON object, {"finished": bool, "open": N, "done": N}. What the Airflow
     trigger polls; when finished, run the same `assay run` again to collect."""
-    from assay.judges.batch.commands import open_batches_finished
+    from assay.pipeline.batch_commands import open_batches_finished
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)

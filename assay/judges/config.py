@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from assay.exceptions import ConfigError
-from assay.judges.batch.config import BATCH_PROVIDERS, BatchConfig
+from assay.judges.batch.config import BatchConfig
 from assay.judges.provider_table import load_provider_class, provider_names
 
 
@@ -119,8 +119,9 @@ class JudgeConfig(BaseModel):
 
     @model_validator(mode="after")
     def _batch_provider(self) -> JudgeConfig:
-        if self.mode == "batch" and self.provider not in BATCH_PROVIDERS:
-            raise ValueError(f"mode: batch needs provider {', '.join(BATCH_PROVIDERS)}, not {self.provider}")
+        if self.mode == "batch" and not _can_batch(self.provider):
+            able = [name for name in provider_names() if _can_batch(name)]
+            raise ValueError(f"mode: batch needs provider {', '.join(able)}, not {self.provider}")
         return self
 
     @field_validator("provider")
@@ -163,6 +164,14 @@ class JudgeConfig(BaseModel):
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.input_price_per_mtok + output_tokens * self.output_price_per_mtok) / 1e6
+
+
+def _can_batch(provider: str) -> bool:
+    """Whether the provider class says it has a batch API (its ``batch_limits``)."""
+    try:
+        return load_provider_class(provider).batch_limits is not None
+    except ConfigError:
+        return False
 
 
 def parse_judge_config(name: str, raw: dict[str, Any] | JudgeConfig) -> JudgeConfig:

@@ -74,6 +74,8 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectSendStream
     from tenacity import RetryCallState
 
+    from assay.judges.batch.api import BatchAPI
+
 log = logging.getLogger(__name__)
 
 #: A request refused with 429 is tried again up to this many times ``max_retries + 1`` (a 429 is
@@ -224,6 +226,12 @@ class JudgeEndpoint(AsyncResource):
         self.secrets.add(self._api_key)
         self._headers = self.provider.headers(self._api_key)
         self._key_read = True
+
+    def batcher(self) -> BatchAPI:
+        """The client of this judge's batch API, made by its provider with its key and secrets
+        (ConfigError when the provider has none)."""
+        self._read_key()
+        return self.provider.batcher(self.name, self._api_key, self.secrets)
 
     def redact(self, text: str) -> str:
         """``text`` with every configured secret blanked out."""

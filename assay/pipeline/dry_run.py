@@ -143,7 +143,7 @@ def _batch_estimates(rows: dict[str, dict[str, Any]], pool: Any) -> None:
         cfg = pool.get(row["judge"]).config
         if cfg.mode != "batch":
             continue
-        max_requests, max_bytes = cfg.batch.limits(cfg.provider)
+        max_requests, max_bytes = cfg.batch.limits(pool.get(row["judge"]).provider.batch_limits or (0, 0))
         size = row.pop("bytes", 0) + LINE_OVERHEAD * row["calls"]
         row["mode"] = "batch"
         row["realtime_cost_usd"] = row["cost_usd"]

@@ -46,14 +46,14 @@ async def execute(
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
     config = config.model_copy(update={"run_id": config.run_id or stable_run_id(config)})
-    from assay.judges.batch.phase import batch_phase, has_batch_judges
+    from assay.pipeline.batch_run import batch_phase, has_batch_judges
 
     if has_batch_judges(config):
         phase = await batch_phase(
             config, origin=origin, shard=shard, use_cache=use_cache, wait=wait, handle_signals=handle_signals
         )
         if phase.report is not None:
-            return phase.report  # type: ignore[no-any-return]
+            return phase.report
         assert phase.config is not None
         config = phase.config
     plan = RunPlan(config, shard)
@@ -93,7 +93,7 @@ async def conclude(
     read_now = sum(int(r.extra.get("read_now", 0)) for r in results)
     summary = build_summary(config, stats, wall_s, str(config.run_id), started_at, judges, read_now=read_now)
     summary.update(extra)
-    from assay.judges.batch.phase import add_batch_totals, has_batch_judges
+    from assay.judges.batch.rounds import add_batch_totals, has_batch_judges
 
     if has_batch_judges(config):
         add_batch_totals(summary, config)

@@ -319,14 +319,14 @@ def execute_sharded(
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
     config = config.model_copy(update={"run_id": config.run_id or stable_run_id(config)})
-    from assay.judges.batch.phase import batch_phase, has_batch_judges
+    from assay.pipeline.batch_run import batch_phase, has_batch_judges
 
     if has_batch_judges(config):
         phase = anyio.run(
             lambda: batch_phase(config, origin=origin, use_cache=use_cache, wait=wait, handle_signals=True)
         )
         if phase.report is not None:
-            return phase.report  # type: ignore[no-any-return]
+            return phase.report
         assert phase.config is not None
         config = phase.config
     plan = RunPlan(config, None)

@@ -15,7 +15,7 @@ import pytest
 from deltalake import DeltaTable
 
 from assay.config import load_run_file
-from assay.judges.batch.commands import open_batches_finished
+from assay.pipeline.batch_commands import open_batches_finished
 from assay.testing.batch_server import BatchServerThread
 from tests.integration.test_batch_runs import assay, rows, run_file, summary
 
@@ -238,7 +238,7 @@ def test_each_day_of_a_delta_table_keeps_its_own_batches_and_cost(tmp_path: Path
 
 
 def test_the_tables_ledger_of_an_earlier_assay_is_collected_not_paid_again(tmp_path: Path) -> None:
-    from assay.judges.batch.phase import ledger_path, legacy_ledger_path
+    from assay.pipeline.batch_run import ledger_path, legacy_ledger_path
 
     d1 = "2026-11-21"
     write_corpus(tmp_path / "in" / d1 / "corpus.jsonl", 40, "a")

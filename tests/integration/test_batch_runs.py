@@ -304,9 +304,10 @@ def test_a_batch_created_but_not_recorded_is_found_again(tmp_path: Path, corpus:
     import anyio
 
     from assay.config import load_run_file
-    from assay.judges.batch.api import client_for
     from assay.judges.batch.ledger import Ledger
-    from assay.judges.batch.phase import batch_judges, ledger_path
+    from assay.judges.batch.rounds import batch_judges
+    from assay.judges.providers import batcher_for
+    from assay.pipeline.batch_run import ledger_path
 
     with BatchServerThread(delay=0.3, seed=9) as server:
         run = run_file(tmp_path, server.url, "openai", max_requests=1000)
@@ -321,7 +322,7 @@ def test_a_batch_created_but_not_recorded_is_found_again(tmp_path: Path, corpus:
         cfg = batch_judges(config)["gpt"]
 
         async def still_there() -> bool:
-            async with client_for("gpt", cfg, None) as client:
+            async with batcher_for("gpt", cfg, None) as client:
                 return await client.find(row["id"], row["created"], row["lines"], set()) is not None
 
         assert anyio.run(still_there)
@@ -392,7 +393,7 @@ def test_the_waiter_of_the_airflow_trigger_sees_when_every_batch_has_finished(tm
     import anyio
 
     from assay.config import load_run_file
-    from assay.judges.batch.commands import open_batches_finished
+    from assay.pipeline.batch_commands import open_batches_finished
 
     with BatchServerThread(delay=3600.0, seed=4) as server:  # the batches end when the test says so
         run = run_file(tmp_path, server.url, "anthropic")

@@ -71,14 +71,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     # connectors -> pipeline/checkpoint (issue 27 item 2: the output layout module)
     ("assay.connectors.delta", "assay.pipeline.checkpoint"): "connectors/delta.py, function level",
     ("assay.connectors.s3_parquet", "assay.pipeline.checkpoint"): "connectors/s3_parquet.py, function level",
-    # batch mode's orchestration inside judges/ (issue 27 item 1: it moves to pipeline/)
-    ("assay.judges.batch.phase", "assay.pipeline.assembly"): "judges/batch/phase.py, function level",
-    ("assay.judges.batch.phase", "assay.pipeline.checkpoint"): "judges/batch/phase.py, function level",
-    ("assay.judges.batch.phase", "assay.pipeline.targets"): "judges/batch/phase.py, function level",
-    ("assay.judges.batch.phase", "assay.pipeline.verdict"): "judges/batch/phase.py, function level",
-    ("assay.judges.batch.phase", "assay.pipeline.writer"): "judges/batch/phase.py, function level",
-    ("assay.judges.batch.phase", "assay.stages.evaluate"): "judges/batch/phase.py, function level",
-    ("assay.judges.batch.phase", "assay.stages.normalize"): "judges/batch/phase.py, function level",
     # merge opens a results store (s3://...) through the report's stores
     ("assay.pipeline.merge", "assay.report.store"): "pipeline/merge.py, function level",
     # the evaluator registry and sampling know the evaluator base class

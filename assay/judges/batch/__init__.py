@@ -9,8 +9,12 @@ call is a cache hit, so rows, dead letters, gates and ``_SUCCESS`` stay the engi
   attempts and outcomes), written before anything is sent;
 * :mod:`~assay.judges.batch.api`: the generic batch client and the OpenAI / Anthropic subclasses;
 * :mod:`~assay.judges.batch.endpoint`: the judge that collects misses or answers from the cache;
-* :mod:`~assay.judges.batch.phase`: what one ``assay run`` invocation does before scoring (recover,
-  poll, collect, pack and submit, exit 75 or wait).
+* :mod:`~assay.judges.batch.rounds`: the provider-facing half of one invocation (recover, poll and
+  ingest, the judges' collect mode, pack and submit), with no ``pipeline`` import;
+  :mod:`assay.pipeline.batch_run` orders them before a run scores (exit 75 or wait).
+
+Batch support is the provider class's (``batch_limits``, ``batcher``), so a provider from the
+``assay.judge_providers`` entry-point group can batch too.
 """
 
 from assay.judges.batch.config import BatchConfig

@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import orjson
 
@@ -96,18 +96,41 @@ class LineResult:
     error: str | None = None
 
 
+class Wire(Protocol):
+    """What a batcher needs of its judge's provider object
+    (:class:`~assay.judges.providers.base.JudgeProvider`; the provider makes its batcher, so this
+    module imports no provider)."""
+
+    config: JudgeConfig
+
+    @property
+    def batch_limits(self) -> tuple[int, int] | None: ...
+
+    def base_url(self) -> str: ...
+
+    def headers(self, api_key: str | None) -> dict[str, str]: ...
+
+
 class BatchAPI:
-    """The HTTP side shared by every provider: headers, errors, auth failures, streaming reads."""
+    """The HTTP side shared by every provider: headers, errors, auth failures, streaming reads.
+    A provider with a batch API makes its subclass in ``JudgeProvider.batcher``."""
 
     provider: ClassVar[str] = ""
 
-    def __init__(self, name: str, config: JudgeConfig, api_key: str | None, secrets: Secrets | None = None) -> None:
-        from assay.judges.providers import get_provider_class
-
+    def __init__(
+        self,
+        name: str,
+        wire: Wire,
+        api_key: str | None,
+        secrets: Secrets | None = None,
+        *,
+        api_version: str | None = None,
+    ) -> None:
         self.name = name
-        self.config = config
-        self.wire = get_provider_class(config.provider)(config)
-        """The judge's provider class: auth headers, the wire format of every line."""
+        self.config = config = wire.config
+        self.wire = wire
+        """The judge's provider object: auth headers, the wire format of every line."""
+        self._api_version = api_version
         self.api_key = api_key
         self.secrets = secrets if secrets is not None else Secrets()
         self.secrets.add(api_key)
@@ -117,6 +140,11 @@ class BatchAPI:
 
     def default_root(self) -> str:
         return self.wire.base_url()
+
+    def limits(self) -> tuple[int, int]:
+        """(requests, bytes) per batch: the judge's ``batch:`` settings, else the provider's own."""
+        assert self.wire.batch_limits is not None  # (a provider that makes a batcher has them)
+        return self.config.batch.limits(self.wire.batch_limits)
 
     async def __aenter__(self) -> BatchAPI:
         import aiohttp
@@ -192,7 +220,7 @@ class BatchAPI:
 
     def api_version(self) -> str | None:
         """A query parameter every call carries (Azure's ``api-version``)."""
-        return None
+        return self._api_version
 
     async def request(self, method: str, path: str, *, data: Any = None, json_body: Any = None) -> Any:
         """One JSON call; 401/403 → JudgeAuthError, 429 → BatchRefused, other errors → JudgeError
@@ -284,7 +312,7 @@ class OpenAIBatches(BatchAPI):
         return self.config.batch.line_url or self.default_line_url
 
     def api_version(self) -> str | None:
-        return self.config.api_version
+        return self._api_version or self.config.api_version
 
     def line(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
         return {"custom_id": custom_id, "method": "POST", "url": self.line_url, "body": body}
@@ -388,11 +416,6 @@ class AzureOpenAIBatches(OpenAIBatches):
     def default_root(self) -> str:
         base = self.wire.base_url()
         return base.split("/openai/deployments/")[0] + "/openai"
-
-    def api_version(self) -> str | None:
-        from assay.judges.providers.azure_openai import DEFAULT_AZURE_API_VERSION
-
-        return self.config.api_version or DEFAULT_AZURE_API_VERSION
 
 
 class AnthropicBatches(BatchAPI):
@@ -514,17 +537,6 @@ def _created(value: Any) -> float:
         except ValueError:
             return 0.0
     return 0.0
-
-
-CLIENTS: dict[str, type[BatchAPI]] = {
-    "openai": OpenAIBatches,
-    "azure_openai": AzureOpenAIBatches,
-    "anthropic": AnthropicBatches,
-}
-
-
-def client_for(name: str, config: JudgeConfig, api_key: str | None, secrets: Secrets | None = None) -> BatchAPI:
-    return CLIENTS[config.provider](name, config, api_key, secrets)
 
 
 async def sleep_until(deadline: float) -> None:

@@ -1,9 +1,12 @@
 """The ``batch:`` settings of a judge with ``mode: batch`` (pydantic only: importing it is cheap).
 
->>> BatchConfig().limits("openai")
+>>> BatchConfig().limits((50_000, 200_000_000))
 (50000, 200000000)
->>> BatchConfig(max_requests=10).limits("anthropic")
+>>> BatchConfig(max_requests=10).limits((100_000, 256_000_000))
 (10, 256000000)
+
+Which providers can batch, and their own limits, are the provider classes' business
+(:attr:`~assay.judges.providers.base.JudgeProvider.batch_limits`, ``batcher``).
 """
 
 from __future__ import annotations
@@ -11,15 +14,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-#: Providers with a batch API assay speaks.
-BATCH_PROVIDERS = ("openai", "azure_openai", "anthropic")
-#: The providers' own limits per batch: (requests, bytes of the request file / body).
-PROVIDER_LIMITS: dict[str, tuple[int, int]] = {
-    "openai": (50_000, 200_000_000),
-    "azure_openai": (100_000, 200_000_000),
-    "anthropic": (100_000, 256_000_000),
-}
 
 
 class BatchConfig(BaseModel):
@@ -59,7 +53,8 @@ class BatchConfig(BaseModel):
     ledger: str | None = None
     """Set by the run (the path of its ledger); not a setting."""
 
-    def limits(self, provider: str) -> tuple[int, int]:
-        """(requests, bytes) per batch: the configured values or the provider's."""
-        requests, size = PROVIDER_LIMITS.get(provider, PROVIDER_LIMITS["openai"])
+    def limits(self, provider_limits: tuple[int, int]) -> tuple[int, int]:
+        """(requests, bytes) per batch: the configured values or the provider's own
+        (``provider_limits``, its class's ``batch_limits``)."""
+        requests, size = provider_limits
         return self.max_requests or requests, self.max_bytes or size

@@ -32,7 +32,9 @@ from assay.judges.provider_table import (
 )
 
 if TYPE_CHECKING:
+    from assay.judges.batch.api import BatchAPI
     from assay.judges.config import JudgeConfig
+    from assay.judges.guard import Secrets
     from assay.judges.providers.base import JudgeProvider
 
 
@@ -47,9 +49,15 @@ def provider_for(cfg: JudgeConfig) -> JudgeProvider:
     return get_provider_class(cfg.provider)(cfg)
 
 
+def batcher_for(name: str, cfg: JudgeConfig, api_key: str | None, secrets: Secrets | None = None) -> BatchAPI:
+    """The batch client of judge ``name`` (its provider makes it; ConfigError when it has none)."""
+    return provider_for(cfg).batcher(name, api_key, secrets)
+
+
 __all__ = [
     "BUILTIN_PROVIDERS",
     "ENTRY_POINT_GROUP",
+    "batcher_for",
     "clear_cache",
     "get_provider_class",
     "provider_for",

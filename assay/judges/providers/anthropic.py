@@ -9,7 +9,7 @@ like every 5xx.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
@@ -18,6 +18,10 @@ from assay.judges.base import JudgeRequest
 from assay.judges.providers.base import JudgeProvider
 from assay.judges.retry import anthropic_resets
 from assay.judges.wire import DATA_URL, WireReply, image_url, json_object, text_only, tool_name
+
+if TYPE_CHECKING:
+    from assay.judges.batch.api import BatchAPI
+    from assay.judges.guard import Secrets
 
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
 #: Anthropic requires max_tokens; used when the config and the request leave it unset.
@@ -33,6 +37,12 @@ class AnthropicProvider(JudgeProvider):
     path = "/messages"
     announced_rpm_headers: ClassVar[tuple[str, ...]] = ("anthropic-ratelimit-requests-limit",)
     reset_headers = (anthropic_resets,)
+    batch_limits: ClassVar[tuple[int, int] | None] = (100_000, 256_000_000)
+
+    def batcher(self, name: str, api_key: str | None, secrets: Secrets | None = None) -> BatchAPI:
+        from assay.judges.batch.api import AnthropicBatches
+
+        return AnthropicBatches(name, self, api_key, secrets)
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = super().headers(api_key)

@@ -17,12 +17,16 @@ form ``provider: openai`` takes) is used as it is. An Entra ID token instead of 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import quote
 
 from assay.exceptions import ConfigError
 from assay.judges.config import JudgeConfig
 from assay.judges.providers.openai import OpenAIProvider
+
+if TYPE_CHECKING:
+    from assay.judges.batch.api import BatchAPI
+    from assay.judges.guard import Secrets
 
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
 
@@ -33,6 +37,14 @@ class AzureOpenAIProvider(OpenAIProvider):
     base_url_env = "AZURE_OPENAI_ENDPOINT"
     key_envs: ClassVar[tuple[str, ...]] = ("AZURE_OPENAI_API_KEY",)
     key_header = "api-key"
+    batch_limits: ClassVar[tuple[int, int] | None] = (100_000, 200_000_000)
+
+    def batcher(self, name: str, api_key: str | None, secrets: Secrets | None = None) -> BatchAPI:
+        from assay.judges.batch.api import AzureOpenAIBatches
+
+        return AzureOpenAIBatches(
+            name, self, api_key, secrets, api_version=self.config.api_version or DEFAULT_AZURE_API_VERSION
+        )
 
     @classmethod
     def base_url_for(cls, config: JudgeConfig) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
@@ -39,6 +39,10 @@ from assay.judges.retry import (
     retry_delay,
 )
 from assay.judges.wire import WireReply, error_message
+
+if TYPE_CHECKING:
+    from assay.judges.batch.api import BatchAPI
+    from assay.judges.guard import Secrets
 
 
 class JudgeProvider:
@@ -60,6 +64,10 @@ class JudgeProvider:
     """Headers in which the provider announces its request limit per minute."""
     reset_headers: ClassVar[tuple[ResetHint, ...]] = DEFAULT_RESETS
     """Readers of the provider's rate-limit reset headers (after ``retry-after-ms`` / ``Retry-After``)."""
+    batch_limits: ClassVar[tuple[int, int] | None] = None
+    """The provider's own limits per batch (requests, bytes of the request file / body); None: the
+    provider has no batch API (``mode: batch`` is refused). A provider that sets it implements
+    :meth:`batcher`."""
 
     def __init__(self, config: JudgeConfig) -> None:
         self.config = config
@@ -198,3 +206,10 @@ class JudgeProvider:
     def is_out_of_quota(self, status: int, body: bytes) -> bool:
         """The account has no credit left (no wait makes it pass): the run stops."""
         return False
+
+    # --- batch mode -------------------------------------------------------------------------------
+
+    def batcher(self, name: str, api_key: str | None, secrets: Secrets | None = None) -> BatchAPI:
+        """The client of the provider's batch API for judge ``name`` (a
+        :class:`~assay.judges.batch.api.BatchAPI` subclass; use it with ``async with``)."""
+        raise ConfigError(f"judge {name!r}: provider {self.name} has no batch API (mode: batch)")

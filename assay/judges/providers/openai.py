@@ -10,12 +10,16 @@ credit, not a rate limit: the run stops.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from assay.judges.base import JudgeRequest
 from assay.judges.providers.base import JudgeProvider
 from assay.judges.retry import openai_resets
 from assay.judges.wire import WireReply, json_object, tool_name
+
+if TYPE_CHECKING:
+    from assay.judges.batch.api import BatchAPI
+    from assay.judges.guard import Secrets
 
 
 class OpenAIProvider(JudgeProvider):
@@ -26,6 +30,12 @@ class OpenAIProvider(JudgeProvider):
     path = "/chat/completions"
     announced_rpm_headers: ClassVar[tuple[str, ...]] = ("x-ratelimit-limit-requests",)
     reset_headers = (openai_resets,)
+    batch_limits: ClassVar[tuple[int, int] | None] = (50_000, 200_000_000)
+
+    def batcher(self, name: str, api_key: str | None, secrets: Secrets | None = None) -> BatchAPI:
+        from assay.judges.batch.api import OpenAIBatches
+
+        return OpenAIBatches(name, self, api_key, secrets)
 
     def url(self) -> str:
         url = self.base_url() + self.path

@@ -10,6 +10,7 @@ import pytest
 from assay.judges.batch.api import AnthropicBatches, OpenAIBatches
 from assay.judges.batch.ledger import Ledger
 from assay.judges.config import JudgeConfig
+from assay.judges.providers import provider_for
 from assay.judges.state_file import CorruptStateFile
 
 
@@ -62,7 +63,7 @@ def test_a_done_line_whose_answer_left_the_cache_is_queued_again(tmp_path: Path)
 
 
 def test_result_lines_are_classified_as_the_providers_mean_them() -> None:
-    openai = OpenAIBatches("j", JudgeConfig(model="m", mode="batch"), None)
+    openai = OpenAIBatches("j", provider_for(JudgeConfig(model="m", mode="batch")), None)
     ok = openai._line({"custom_id": "a", "response": {"status_code": 200, "body": {"choices": []}}, "error": None})
     assert (ok.outcome, ok.body) == ("done", {"choices": []})
     bad = openai._line(
@@ -71,7 +72,7 @@ def test_result_lines_are_classified_as_the_providers_mean_them() -> None:
     assert bad.outcome == "invalid" and "no" in str(bad.error)
     assert openai._line({"custom_id": "c", "response": {"status_code": 500, "body": {}}}).outcome == "retry"
     assert openai._line({"custom_id": "d", "response": None, "error": {"code": "batch_expired"}}).outcome == "retry"
-    anthropic = AnthropicBatches("j", JudgeConfig(provider="anthropic", model="m", mode="batch"), None)
+    anthropic = AnthropicBatches("j", provider_for(JudgeConfig(provider="anthropic", model="m", mode="batch")), None)
     assert anthropic._line({"custom_id": "a", "result": {"type": "succeeded", "message": {}}}).outcome == "done"
     invalid = {
         "type": "errored",

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
+from pydantic import ValidationError
 
 from assay.exceptions import ConfigError, JudgeRequestError
 from assay.judges import JudgeEndpoint, JudgeResponse, JudgeUsage
@@ -252,3 +253,32 @@ def test_the_engine_reads_the_judges_capacity() -> None:
     assert EvaluateStage([ev]).wanted_batches_in_flight(8) == 51  # ceil(2 * 200 / 8) + 1
     ev = build_evaluator("llm_judge", {"prompt": "correctness", "judge": Sized(4)})
     assert EvaluateStage([ev]).wanted_batches_in_flight(8) == 2
+
+
+def test_batch_support_is_the_provider_classs() -> None:
+    """``mode: batch`` follows the provider class (its ``batch_limits`` and ``batcher``), not a
+    table of names: a registered provider can batch, a built-in one without a batch API cannot."""
+    from assay.judges.batch.api import OpenAIBatches
+    from assay.judges.providers import batcher_for
+
+    class Gateway(OpenAIProvider):
+        name = "gateway"
+        batch_limits = (7, 1_000)
+
+    registry.register_provider("gateway", Gateway)
+    try:
+        cfg = JudgeConfig(provider="gateway", model="m", mode="batch")
+        client = batcher_for("g", cfg, "sk-x")
+        assert isinstance(client, OpenAIBatches) and client.limits() == (7, 1_000)
+        assert JudgeConfig(provider="gateway", model="m", mode="batch", batch={"max_requests": 3}).batch.limits(
+            Gateway.batch_limits
+        ) == (3, 1_000)
+        with pytest.raises(
+            ValidationError, match="mode: batch needs provider anthropic, azure_openai, gateway, openai"
+        ):
+            JudgeConfig(provider="ollama", model="m", mode="batch")
+    finally:
+        registry._extra.clear()
+        registry.clear_cache()
+    with pytest.raises(ConfigError, match="provider ollama has no batch API"):
+        provider(provider="ollama", model="m").batcher("j", None)

@@ -11,10 +11,12 @@ import orjson
 
 from assay.config import RunConfig
 from assay.exceptions import ConfigError
-from assay.judges.batch.api import BatchNotFound, client_for
+from assay.judges.batch.api import BatchNotFound
 from assay.judges.batch.ledger import CREATING, LOST, OPEN, Ledger
-from assay.judges.batch.phase import batch_judges, ledger_path, lost_message
+from assay.judges.batch.rounds import batch_judges, lost_message
 from assay.judges.guard import Secrets
+from assay.judges.providers import batcher_for
+from assay.pipeline.batch_run import ledger_path
 
 
 def _ledger(config: RunConfig, shard: tuple[int, int] | None) -> Ledger:
@@ -61,7 +63,7 @@ async def cancel_batches(config: RunConfig, shard: tuple[int, int] | None) -> in
             env = cfg.resolved_key_env()
             key = os.environ.get(env) if env else None
             try:
-                async with client_for(b["judge"], cfg, key, Secrets()) as client:
+                async with batcher_for(b["judge"], cfg, key, Secrets()) as client:
                     remote = await client.cancel(b["provider_id"])
             except BatchNotFound:  # nothing left to cancel: its lines go again at the next run
                 put_back = ledger.lose(b["id"], cfg.batch.max_attempts, "no longer exists at the provider")
@@ -132,7 +134,7 @@ async def open_batches_finished(config: RunConfig, shard: tuple[int, int] | None
         env = cfg.resolved_key_env()
         key = os.environ.get(env) if env else None
         try:
-            async with client_for(b["judge"], cfg, key, Secrets()) as client:
+            async with batcher_for(b["judge"], cfg, key, Secrets()) as client:
                 remote = await client.get(b["provider_id"])
         except BatchNotFound:  # gone at the provider: the next run marks it lost and submits again
             done += 1

@@ -1,41 +1,38 @@
-"""What ``assay run`` does for its batch judges before it scores (one invocation).
+"""The provider-facing half of batch mode: one round over a run's ledger (no ``pipeline`` import).
 
-1. **recover**: a batch recorded as ``creating`` (the process died between recording and
+The run's orchestration (:mod:`assay.pipeline.batch_run`) calls these in turn:
+
+1. :func:`recover`: a batch recorded as ``creating`` (the process died between recording and
    creating it, or its create got a 5xx or no answer) is looked for at the provider (metadata /
    listing) and adopted, or its lines go back to the queue;
-2. **poll** the open batches; a finished one is collected: answers into the judge cache, every line's
-   outcome into the ledger (failed and expired lines are retried up to ``max_attempts``); a poll or
-   a download that fails every retry leaves its batch open for the next round;
-3. **collect** (when nothing is open or waiting, or the last pass did not finish): one pass over the
-   input with the batch judges in collect mode — normalize and evaluate, every cache miss recorded
-   in the ledger as a line to submit, no rows written, nothing published;
-4. **submit** what waits, packed by ``max_requests``, ``max_bytes`` and ``max_enqueued_tokens``; the
-   ledger records each batch before it is created;
-5. everything answered (a collect pass found no miss): the normal run scores with cache hits.
-   Otherwise exit 75 (``--wait``: poll every ``poll_interval_s`` with a progress line and go on).
+2. :func:`poll` the open batches; a finished one is ingested: answers into the judge cache, every
+   line's outcome into the ledger (failed and expired lines are retried up to ``max_attempts``); a
+   poll or a download that fails every retry leaves its batch open for the next round;
+3. the collect pass (the orchestration's): the batch judges in collect mode
+   (:func:`begin_collect`, :func:`end_collect`) record every cache miss in the ledger as a line to
+   submit; :func:`refetch` downloads again the answers that left the cache;
+4. :func:`submit` what waits, packed by ``max_requests``, ``max_bytes`` and
+   ``max_enqueued_tokens``; the ledger records each batch before it is created.
 
-Ctrl-C / SIGTERM while waiting: exit 130, the ledger saved, no batch cancelled.
+Each judge's client is its provider's batcher (``JudgeEndpoint.batcher``): a provider with a
+batch API says so on its class.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
 
 from assay.config import RunConfig
 from assay.exceptions import (
-    EXIT_INTERRUPTED,
-    EXIT_PENDING,
-    ConfigError,
     ConnectorError,
     JudgeAuthError,
     JudgeError,
@@ -47,16 +44,16 @@ from assay.judges.batch.api import (
     BatchNotFound,
     BatchRefused,
     RemoteBatch,
-    client_for,
     get_backoff,
 )
 from assay.judges.batch.endpoint import BatchEndpoint
 from assay.judges.batch.ledger import CREATING, OPEN, Ledger
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import JudgeEndpoint
-from assay.paths import safe_join
 
-PENDING_MESSAGE = "pending: batches submitted, run the same command again to collect"
+if TYPE_CHECKING:
+    from assay.judges.pool import JudgePool
+
 #: Open batches polled (and collected) at once.
 POLL_CONCURRENCY = 8
 #: A learned enqueued-token quota grows by this factor with every batch the provider takes.
@@ -80,32 +77,6 @@ def batch_judges(config: RunConfig) -> dict[str, JudgeConfig]:
     return out
 
 
-def ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) -> Path:
-    """``<state_dir>/batches/<run key>.sqlite``: one ledger per output (and per ``--shard``); a
-    sink that keeps one checkpoint per day (a Delta table's ``ds``) keeps one ledger per day too,
-    so a day's invocation polls, resubmits and counts the cost of its own batches only."""
-    from assay.connectors import registry
-    from assay.pipeline.checkpoint import CheckpointStore
-    from assay.pipeline.targets import sink_url
-
-    scope = registry.checkpoint_scope(config.sink)
-    scope += f"#shard-{shard[0]}-of-{shard[1]}" if shard else ""
-    return Path(config.state_dir) / "batches" / f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite"
-
-
-def legacy_ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) -> Path | None:
-    """The one ledger an assay before per-day ledgers kept for a whole Delta table (None: the
-    sink keeps no per-day scope). Its batches are collected (never resubmitted) until none is open."""
-    from assay.connectors import registry
-    from assay.pipeline.checkpoint import CheckpointStore
-    from assay.pipeline.targets import sink_url
-
-    if not registry.checkpoint_scope(config.sink):
-        return None
-    scope = f"#shard-{shard[0]}-of-{shard[1]}" if shard else ""
-    return safe_join(Path(config.state_dir), "batches", f"{CheckpointStore.key_for(sink_url(config), scope)}.sqlite")
-
-
 def with_ledger(config: RunConfig, path: Path) -> RunConfig:
     """The config whose batch judges know the ledger (so every process of the run finds it)."""
     judges = {}
@@ -117,15 +88,9 @@ def with_ledger(config: RunConfig, path: Path) -> RunConfig:
 
 
 @dataclass
-class PhaseResult:
-    """``config`` (ready to score, ledger attached) or ``report`` (pending, interrupted, failed)."""
+class BatchState:
+    """One ledger's round: its judges, their batch clients, the messages for the report."""
 
-    config: RunConfig | None = None
-    report: Any = None
-
-
-@dataclass
-class _State:
     ledger: Ledger
     configs: dict[str, JudgeConfig]
     clients: dict[str, BatchAPI] = field(default_factory=dict)
@@ -136,129 +101,39 @@ class _State:
     first_done: int | None = None
 
 
-async def batch_phase(
-    config: RunConfig,
-    *,
-    origin: str = "run file",
-    shard: tuple[int, int] | None = None,
-    use_cache: bool = True,
-    wait: bool = False,
-    handle_signals: bool = False,
-) -> PhaseResult:
-    """Recover, poll, collect, submit (see the module doc); a pending report or the config to score."""
-    configs = batch_judges(config)
-    if not configs:
-        return PhaseResult(config=config)
-    if not use_cache:
-        raise ConfigError(
-            f"--no-cache cannot be used with batch judges ({', '.join(sorted(configs))}): "
-            "batch answers reach the run through the judge cache"
-        )
-    path = ledger_path(config, shard)
-    config = with_ledger(config, path)
-    ledger = Ledger(path)
-    state = _State(ledger, batch_judges(config))
-    interrupted = False
-    try:
-        try:
-            ready = await _guarded(config, origin, shard, state, wait, handle_signals)
-        except BaseExceptionGroup as group:
-            from assay.pipeline.writer import unwrap
-
-            raise unwrap(group) from None
-        interrupted = ready is None
-    finally:
-        ledger.close()
-    from assay.pipeline.verdict import RunReport
-
-    if interrupted:
-        summary = {"status": "interrupted", "exit_code": EXIT_INTERRUPTED, "batches": _batch_rows(path)}
-        return PhaseResult(report=RunReport(EXIT_INTERRUPTED, summary, "interrupted", state.messages))
-    if ready:
-        return PhaseResult(config=config)
-    return PhaseResult(report=pending_report(config, shard, path, state.messages))
+async def open_clients(state: BatchState, pool: JudgePool, stack: contextlib.AsyncExitStack) -> None:
+    """Each batch judge's client (its provider's batcher), open until ``stack`` closes."""
+    for name in state.configs:
+        state.clients[name] = await stack.enter_async_context(pool.get(name).batcher())
 
 
-async def _guarded(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: _State, wait: bool, handle_signals: bool
-) -> bool | None:
-    """:func:`_invocation` under a SIGINT/SIGTERM watcher (None: interrupted)."""
-    interrupted = False
-    ready = False
-    async with anyio.create_task_group() as tg:
-        if handle_signals:
-
-            async def watch() -> None:
-                nonlocal interrupted
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        interrupted = True
-                        _say("interrupted: the ledger is saved; no batch was cancelled")
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(watch)
-        ready = await _invocation(config, origin, shard, state, wait)
-        tg.cancel_scope.cancel()
-    return None if interrupted else ready
+def wait_interval(state: BatchState) -> float:
+    """Seconds between rounds (``--wait``): the shortest ``poll_interval_s`` of the batch judges."""
+    return min(c.batch.poll_interval_s for c in state.configs.values())
 
 
-async def _invocation(config: RunConfig, origin: str, shard: tuple[int, int] | None, state: _State, wait: bool) -> bool:
-    """True when every answer is in (score now), False when batches are pending."""
-    from assay.judges.pool import JudgePool
-
-    pool = JudgePool.from_config(
-        config.judges, state_dir=Path(config.state_dir), use_cache=True, budget_usd=config.limits.budget_usd
-    )
-    async with pool, contextlib.AsyncExitStack() as stack:
-        for name, cfg in state.configs.items():
-            endpoint = pool.get(name)
-            state.clients[name] = await stack.enter_async_context(
-                client_for(name, cfg, endpoint._api_key, pool.secrets)
-            )
-        legacy = _legacy_state(config, shard, state)
-        if legacy is not None:
-            stack.callback(legacy.ledger.close)
-        while True:
-            if legacy is not None and not await _drain_legacy(legacy, state, pool):
-                if not wait:
-                    return False
-                await anyio.sleep(min(c.batch.poll_interval_s for c in state.configs.values()))
-                continue
-            legacy = None
-            await _recover(state)  # (in a loop: a create that got no clear answer is resolved next)
-            state.refused.clear()
-            await _poll(state, pool)
-            ledger = state.ledger
-            open_batches = ledger.batches(states=[CREATING, OPEN])
-            waiting = sum(ledger.waiting(n, c.batch.max_attempts) for n, c in state.configs.items())
-            if (not open_batches and not waiting) or ledger.get_meta("collect") == "running":
-                misses = await _collect(config, origin, shard, pool, state)
-                if misses and await _refetch(state, pool):  # answers that left the cache: downloaded again
-                    misses = await _collect(config, origin, shard, pool, state)
-                if misses == 0 and not ledger.batches(states=[CREATING, OPEN]):
-                    return True
-            await _submit(state, Path(config.state_dir))
-            if not wait:
-                return False
-            _progress(state)
-            await anyio.sleep(min(c.batch.poll_interval_s for c in state.configs.values()))
+def open_or_waiting(state: BatchState) -> bool:
+    """Whether a batch is open (or being created) or a line waits to be submitted."""
+    ledger = state.ledger
+    if ledger.batches(states=[CREATING, OPEN]):
+        return True
+    return sum(ledger.waiting(n, c.batch.max_attempts) for n, c in state.configs.items()) > 0
 
 
-def _legacy_state(config: RunConfig, shard: tuple[int, int] | None, state: _State) -> _State | None:
-    path = legacy_ledger_path(config, shard)
+def legacy_state(path: Path | None, state: BatchState) -> BatchState | None:
+    """The round over an earlier assay's whole-table ledger at ``path`` (None: none to drain)."""
     if path is None or path == state.ledger.path or not path.exists():
         return None
-    return _State(Ledger(path), state.configs, clients=state.clients, messages=state.messages)
+    return BatchState(Ledger(path), state.configs, clients=state.clients, messages=state.messages)
 
 
-async def _drain_legacy(legacy: _State, state: _State, pool: Any) -> bool:
+async def drain_legacy(legacy: BatchState, state: BatchState, pool: JudgePool) -> bool:
     """The whole table's ledger of an earlier assay: its batches are recovered, polled and
     collected into the cache (their lines are never submitted from it). True once none is open
     (the file is then renamed ``*.drained``); until then this day waits, so that nothing they
     will answer is paid twice."""
-    await _recover(legacy)
-    await _poll(legacy, pool)
+    await recover(legacy)
+    await poll(legacy, pool)
     ledger = legacy.ledger
     still = ledger.batches(states=[CREATING, OPEN])
     if still:
@@ -268,19 +143,19 @@ async def _drain_legacy(legacy: _State, state: _State, pool: Any) -> bool:
         )
         if msg not in state.messages:
             state.messages.append(msg)
-            _say(msg)
+            say(msg)
         return False
     ledger.close()
     with contextlib.suppress(OSError):
         ledger.path.rename(ledger.path.with_name(ledger.path.name + ".drained"))
-    _say(f"the table's earlier ledger {ledger.path} has no open batch left: renamed *.drained")
+    say(f"the table's earlier ledger {ledger.path} has no open batch left: renamed *.drained")
     return True
 
 
 # --- recover and poll ------------------------------------------------------------------------------
 
 
-async def _recover(state: _State) -> None:
+async def recover(state: BatchState) -> None:
     """Batches recorded as ``creating``: adopt the one the provider has, or put the lines back."""
     ledger = state.ledger
     for row in ledger.batches(states=[CREATING]):
@@ -294,19 +169,19 @@ async def _recover(state: _State) -> None:
         except ConnectorError as exc:  # the listing is down: the batch may exist, its lines wait
             msg = f"could not look for batch {row['id']} ({row['judge']}) at the provider ({exc})"
             state.messages.append(msg + "; it is looked for again next round")
-            _say(state.messages[-1])
+            say(state.messages[-1])
             continue
         except JudgeError as exc:  # an endpoint that cannot list its batches: the lines go again
-            _say(f"could not look for batch {row['id']} at the provider ({exc}); its lines are queued again")
+            say(f"could not look for batch {row['id']} at the provider ({exc}); its lines are queued again")
             remote = None
         if remote is not None:
             ledger.created(row["id"], remote.id, remote.state)
-            _say(f"found batch {remote.id} ({row['judge']}) created by a process that stopped before recording it")
+            say(f"found batch {remote.id} ({row['judge']}) created by a process that stopped before recording it")
         else:
             ledger.unsend(row["id"], "never created (the process stopped first)")
 
 
-async def _poll(state: _State, pool: Any) -> None:
+async def poll(state: BatchState, pool: JudgePool) -> None:
     """Every open batch polled (and collected when finished), POLL_CONCURRENCY at a time."""
     limiter = anyio.CapacityLimiter(POLL_CONCURRENCY)
 
@@ -319,7 +194,7 @@ async def _poll(state: _State, pool: Any) -> None:
             tg.start_soon(one, row)
 
 
-async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
+async def _poll_one(state: BatchState, pool: JudgePool, row: dict[str, Any]) -> None:
     ledger = state.ledger
     name = row["judge"]
     client = state.clients.get(name)
@@ -346,19 +221,19 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
                 _lost(state, row, exc)
                 return
             ledger.update_batch(row["id"], remote.state, orjson.dumps(remote.counts).decode())
-            _say(f"batch {remote.id} ({name}) still unfinished after {cfg.batch.max_wait_h:g} h: cancelled")
+            say(f"batch {remote.id} ({name}) still unfinished after {cfg.batch.max_wait_h:g} h: cancelled")
         return
     if remote.refused:
         ledger.unsend(row["id"], "token_limit_exceeded: the enqueued-token quota is full")
         others = ledger.open_tokens(name, before=float(row["created"]))  # enqueued when it was refused
         _refusal(ledger, name, int(row["tokens"]) + others)
         state.refused.add(name)
-        _say(f"batch {remote.id} ({name}) refused for the enqueued-token quota; its lines wait for a later batch")
+        say(f"batch {remote.id} ({name}) refused for the enqueued-token quota; its lines wait for a later batch")
     elif remote.error is not None:
         ledger.invalidate(row["id"], remote.error)
         msg = f"batch {remote.id} ({name}) failed validation: {remote.error}"
         state.messages.append(msg)
-        _say(msg)
+        say(msg)
     else:
         for attempt in range(GET_RETRIES + 1):  # collecting twice changes nothing: a broken download is redone
             try:
@@ -379,7 +254,7 @@ async def _poll_one(state: _State, pool: Any, row: dict[str, Any]) -> None:
         await anyio.Path(row["input_file"]).unlink(missing_ok=True)
 
 
-def _lost(state: _State, row: dict[str, Any], exc: Exception) -> None:
+def _lost(state: BatchState, row: dict[str, Any], exc: Exception) -> None:
     """The provider no longer knows the batch: lost in the ledger, its unanswered lines submitted
     again (the lost submission counts as one of their attempts)."""
     max_attempts = state.configs[row["judge"]].batch.max_attempts
@@ -388,7 +263,7 @@ def _lost(state: _State, row: dict[str, Any], exc: Exception) -> None:
     )
     msg = lost_message(row["provider_id"] or row["id"], row["judge"], put_back, max_attempts)
     state.messages.append(msg)
-    _say(f"{msg} ({exc})")
+    say(f"{msg} ({exc})")
 
 
 def lost_message(batch: str, judge: str, put_back: int, max_attempts: int) -> str:
@@ -399,7 +274,7 @@ def lost_message(batch: str, judge: str, put_back: int, max_attempts: int) -> st
     )
 
 
-async def _refetch(state: _State, pool: Any) -> bool:
+async def refetch(state: BatchState, pool: JudgePool) -> bool:
     """Answers the ledger knows as finished but the cache lost (deleted, expired, a damaged cache
     moved aside): the results of their batches are downloaded again (providers keep them for
     days), so nothing is paid twice. True when something changed (answers back in the cache, or
@@ -425,12 +300,12 @@ async def _refetch(state: _State, pool: Any) -> bool:
                     "longer keeps them; those requests are submitted (and paid) again"
                 )
                 state.messages.append(msg)
-                _say(msg)
+                say(msg)
             except ConnectorError as exc:
                 _unreachable(state, row, "results could not be downloaded again", exc)
                 continue
             else:
-                _say(f"batch {remote.id} ({name}): {got:,} answers downloaded again into the judge cache")
+                say(f"batch {remote.id} ({name}): {got:,} answers downloaded again into the judge cache")
             endpoint.no_refetch.add(batch)
             changed = True
     return changed
@@ -460,16 +335,16 @@ async def _reload(endpoint: BatchEndpoint, client: BatchAPI, remote: RemoteBatch
     return got
 
 
-def _unreachable(state: _State, row: dict[str, Any], what: str, exc: Exception) -> None:
+def _unreachable(state: BatchState, row: dict[str, Any], what: str, exc: Exception) -> None:
     """A poll or a result download that failed every retry (5xx, dropped connections): the batch
     stays open and is polled again next round (the run is pending, not failed)."""
     msg = f"batch {row['provider_id']} ({row['judge']}): {what} ({exc}); it is polled again next round"
     state.messages.append(msg)
-    _say(msg)
+    say(msg)
 
 
 async def _ingest(
-    state: _State, endpoint: JudgeEndpoint, client: BatchAPI, remote: RemoteBatch, batch: str, cfg: JudgeConfig
+    state: BatchState, endpoint: JudgeEndpoint, client: BatchAPI, remote: RemoteBatch, batch: str, cfg: JudgeConfig
 ) -> None:
     """Answers into the cache, then every line's outcome into the ledger (idempotent after a crash)."""
     assert endpoint.cache is not None
@@ -513,7 +388,7 @@ async def _ingest(
     await ledger.call(ledger.collected, batch, cfg.batch.max_attempts)
 
 
-# --- collect ---------------------------------------------------------------------------------------
+# --- the collect pass's judges ---------------------------------------------------------------------
 
 
 class _Skipped(JudgeError):
@@ -525,63 +400,57 @@ class _SkipEndpoint(JudgeEndpoint):
         raise _Skipped("not called in the collect pass")
 
 
-async def _collect(config: RunConfig, origin: str, shard: tuple[int, int] | None, pool: Any, state: _State) -> int:
-    """One pass over the input: every batch judge's cache misses into the ledger. The misses found."""
-    from assay.connectors.registry import SourceContext, build_source
-    from assay.evaluators.base import offers
-    from assay.judges.pool import use_pool
-    from assay.pipeline.assembly import build_evaluators
-    from assay.stages.evaluate import EvaluateStage
-    from assay.stages.normalize import RecordParser
-    from assay.traces.model import Trace
-
-    ledger = state.ledger
-    ledger.set_meta("collect", "running")
-    _say("batch: reading the input for requests without an answer")
+def begin_collect(state: BatchState, pool: JudgePool) -> list[BatchEndpoint]:
+    """The pool's judges for a collect pass: the batch judges record their cache misses in the
+    ledger (the real-time fallback calls of the pass are in the ledger already: BatchEndpoint counts
+    each one as its answer comes in); a real-time judge is not called."""
+    state.ledger.set_meta("collect", "running")
+    say("batch: reading the input for requests without an answer")
     endpoints: list[BatchEndpoint] = []
     for name, endpoint in list(pool.endpoints.items()):
         if isinstance(endpoint, BatchEndpoint):
             endpoint.mode = "collect"
-            endpoint.ledger = ledger
+            endpoint.ledger = state.ledger
             endpoint.collected = endpoint.new_lines = 0
             endpoints.append(endpoint)
         else:
             pool.endpoints[name] = _SkipEndpoint(name, endpoint.config)
-    evaluators = [ev for ev in build_evaluators(config, origin) if ev.is_async and offers(ev, "resolve_judge")]
-    stage = EvaluateStage(evaluators)
-    parse = RecordParser(config.normalize)
-    source = build_source(
-        config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
-    )
-    # (the real-time fallback calls of this pass are in the ledger already: BatchEndpoint counts
-    # each one as its answer comes in)
-    with use_pool(pool):
-        async with source as src:
-            async for batch in src.batches():
-                traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
-                if traces and evaluators:
-                    await stage.process(traces)
-        for endpoint in endpoints:
-            await endpoint.flush()
+    return endpoints
+
+
+async def end_collect(state: BatchState, endpoints: list[BatchEndpoint]) -> int:
+    """The collect pass read the whole input: its lines flushed into the ledger. The misses found."""
+    for endpoint in endpoints:
+        await endpoint.flush()
     misses = sum(e.collected for e in endpoints)
     new = sum(e.new_lines for e in endpoints)
-    ledger.set_meta("collect", "done")
+    state.ledger.set_meta("collect", "done")
     if misses:
-        _say(f"batch: {misses:,} requests without an answer ({new:,} new)")
+        say(f"batch: {misses:,} requests without an answer ({new:,} new)")
     return misses
+
+
+def collect_due(state: BatchState) -> bool:
+    """Whether this round reads the input: nothing open or waiting, or the last pass did not finish."""
+    return not open_or_waiting(state) or state.ledger.get_meta("collect") == "running"
+
+
+def all_answered(state: BatchState, misses: int) -> bool:
+    """A collect pass found no miss and no batch is open: the run scores now."""
+    return misses == 0 and not state.ledger.batches(states=[CREATING, OPEN])
 
 
 # --- submit ----------------------------------------------------------------------------------------
 
 
-async def _submit(state: _State, state_dir: Path) -> None:
+async def submit(state: BatchState, state_dir: Path) -> None:
     ledger = state.ledger
     for name, cfg in state.configs.items():
         if name in state.refused:
             continue
         client = state.clients[name]
         ledger.exhaust(name, cfg.batch.max_attempts)
-        max_requests, max_bytes = cfg.batch.limits(cfg.provider)
+        max_requests, max_bytes = client.limits()
         learned = ledger.get_meta(f"quota:{name}")
         quota = min(cfg.batch.max_enqueued_tokens or math.inf, float(learned) if learned else math.inf)
         while True:
@@ -620,20 +489,20 @@ async def _submit(state: _State, state_dir: Path) -> None:
                 ledger.unsend(batch, str(exc))
                 _refusal(ledger, name, tokens + ledger.open_tokens(name))
                 path.unlink(missing_ok=True)
-                _say(f"batch for {name} refused ({exc}); its lines wait for a later submission")
+                say(f"batch for {name} refused ({exc}); its lines wait for a later submission")
                 break
             except ConnectorError as exc:  # a 5xx or a dropped connection: created or not, unknown
                 msg = f"batch for {name}: no clear answer to its create ({exc}); it is looked for at the provider next"
                 state.messages.append(msg)
-                _say(msg)
+                say(msg)
                 break
             except JudgeError as exc:  # a 4xx on create: the provider's message, not retried blindly
                 ledger.invalidate(batch, str(exc))
                 state.messages.append(str(exc))
-                _say(str(exc))
+                say(str(exc))
                 break
             ledger.created(batch, remote.id, remote.state)
-            _say(f"submitted batch {remote.id} ({name}): {len(ids):,} requests")
+            say(f"submitted batch {remote.id} ({name}): {len(ids):,} requests")
             if more and tokens + 1 > room:
                 break
 
@@ -652,11 +521,11 @@ def _refusal(ledger: Ledger, name: str, enqueued: int) -> None:
 # --- reporting -------------------------------------------------------------------------------------
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     print(f"assay: {message}", file=sys.stderr, flush=True)
 
 
-def _progress(state: _State) -> None:
+def progress(state: BatchState) -> None:
     """One line: open batches per provider state, lines finished (the providers' own counts of the
     open batches included), and an ETA from the rate they finished at since the first line."""
     counts = state.ledger.counts()
@@ -677,7 +546,7 @@ def _progress(state: _State) -> None:
     if gained > 0 and total > done:
         eta = f", ETA {(total - done) * (now - state.started) / gained:.0f} s"
     states = ", ".join(f"{k} {v}" for k, v in sorted(by_state.items())) or "none open"
-    _say(f"batches: {states}; lines done {done:,}/{total:,}{eta}")
+    say(f"batches: {states}; lines done {done:,}/{total:,}{eta}")
 
 
 def finished_lines(counts: dict[str, int]) -> int:
@@ -687,7 +556,7 @@ def finished_lines(counts: dict[str, int]) -> int:
     return int(counts.get("completed", 0)) + int(counts.get("failed", 0))
 
 
-def _batch_rows(path: Path) -> list[dict[str, Any]]:
+def batch_rows(path: Path) -> list[dict[str, Any]]:
     ledger = Ledger(path)
     try:
         return [
@@ -703,60 +572,6 @@ def _batch_rows(path: Path) -> list[dict[str, Any]]:
         ]
     finally:
         ledger.close()
-
-
-def pending_report(config: RunConfig, shard: tuple[int, int] | None, path: Path, messages: list[str]) -> Any:
-    """Exit 75: the batch ids and counts; a ``pending`` summary where no whole output's summary is."""
-    from assay.pipeline.verdict import RunReport
-
-    rows = _batch_rows(path)
-    ledger = Ledger(path)
-    try:
-        counts = ledger.counts()
-    finally:
-        ledger.close()
-    summary: dict[str, Any] = {
-        "run_id": config.run_id,
-        "status": "pending",
-        "exit_code": EXIT_PENDING,
-        "batches": rows,
-        "lines": counts,
-        "ledger": str(path),
-    }
-    add_batch_totals(summary, config)
-    if shard is not None:
-        summary["shard"] = {"index": shard[0], "count": shard[1]}
-    out = [PENDING_MESSAGE, *messages]
-    for r in rows:
-        state = r["provider_state"] or r["state"]
-        out.append(f"batch {r['id'] or r['ledger_id']} ({r['judge']}): {state}, {r['lines']:,} requests")
-    waiting = counts.get("queued", 0) + counts.get("retry", 0)
-    if waiting:
-        out.append(f"{waiting:,} requests wait for room in the enqueued-token quota or a retry")
-    summary["summary_path"] = write_pending_summary(config, shard, summary)
-    return RunReport(EXIT_PENDING, summary, "pending", out)
-
-
-def write_pending_summary(config: RunConfig, shard: tuple[int, int] | None, summary: dict[str, Any]) -> str | None:
-    """Write the pending summary unless the summary there describes a whole output."""
-    from assay.connectors.file_sink import write_json_atomic
-    from assay.pipeline.targets import local_summary_path
-
-    target = local_summary_path(config)
-    if shard is not None:
-        target = target.with_name(f"_SUMMARY.shard-{shard[0]}-of-{shard[1]}.json")
-    if target.exists():
-        try:
-            prior = orjson.loads(target.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            prior = {}
-        if isinstance(prior, dict) and prior.get("status") not in (None, "pending"):
-            return None
-    try:
-        write_json_atomic(target, summary)
-    except OSError:
-        return None
-    return str(target)
 
 
 def add_batch_totals(summary: dict[str, Any], config: RunConfig) -> None:
@@ -795,10 +610,27 @@ def add_batch_totals(summary: dict[str, Any], config: RunConfig) -> None:
 
 
 __all__ = [
-    "PhaseResult",
+    "BatchState",
     "add_batch_totals",
+    "all_answered",
     "batch_judges",
-    "batch_phase",
-    "ledger_path",
+    "batch_rows",
+    "begin_collect",
+    "collect_due",
+    "drain_legacy",
+    "end_collect",
+    "finished_lines",
+    "has_batch_judges",
+    "legacy_state",
+    "lost_message",
+    "open_clients",
+    "open_or_waiting",
+    "poll",
+    "progress",
+    "recover",
+    "refetch",
+    "say",
+    "submit",
+    "wait_interval",
     "with_ledger",
 ]
