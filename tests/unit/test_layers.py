@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("sources and sinks", ["assay.connectors"]),
     (
         "traces, statistics, run-file models",
-        ["assay.traces", "assay.stats", "assay.config", "assay.registry", "assay.sampling"],
+        ["assay.traces", "assay.stats", "assay.config", "assay.potato_config", "assay.registry", "assay.sampling"],
     ),
     (
         "the data that flows, one exception root, small helpers",
@@ -59,8 +59,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("assay.config", "assay.connectors.base"): "config.py, module level",
     ("assay.config", "assay.connectors.path_config"): "config.py, module level",
     ("assay.config", "assay.connectors.registry"): "config.py, module level",
-    # the potato compatibility hook inside the judge params validator (issue 27 item 4: a pre-pass)
-    ("assay.config", "assay.evaluators.potato"): "config.py, in a validator (function level)",
     ("assay.config", "assay.judges.config"): "config.py, judges: validation (function level)",
     # connectors that assemble exports / sessions with the stages' code
     ("assay.connectors.builtin", "assay.stages.exports"): "connectors/builtin.py, function level",
@@ -100,19 +98,7 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset(
         {
             "assay.config",
-            "assay.evaluators.agent_judge",
             "assay.evaluators.base",
-            "assay.evaluators.code",
-            "assay.evaluators.embedding",
-            "assay.evaluators.heuristic",
-            "assay.evaluators.judge_base",
-            "assay.evaluators.judge_trajectory",
-            "assay.evaluators.llm_judge",
-            "assay.evaluators.potato",
-            "assay.evaluators.rag",
-            "assay.evaluators.rubric_dag",
-            "assay.evaluators.tool_use",
-            "assay.evaluators.trajectory",
             "assay.observability.logs",
             "assay.pipeline.progress",
             "assay.pipeline.runner",
@@ -121,7 +107,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
             "assay.stages.evaluate",
         }
     ): (
-        "config.py -> evaluators/potato (the potato hook, in a validator) and judge_base -> potato; "
         "config.py <-> sampling.py; evaluators/base -> sampling -> evaluators/base (TYPE_CHECKING), "
         "registry -> evaluators/base (TYPE_CHECKING); sampling -> observability/logs -> pipeline/progress "
         "-> pipeline/runner -> stages/evaluate -> sampling"
