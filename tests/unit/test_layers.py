@@ -111,9 +111,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
         "registry -> evaluators/base (TYPE_CHECKING); sampling -> observability/logs -> pipeline/progress "
         "-> pipeline/runner -> stages/evaluate -> sampling"
     ),
-    frozenset({"assay.connectors.kafka", "assay.connectors.kafka_sink", "assay.connectors.kafka_source"}): (
-        "kafka_source.py / kafka_sink.py import kafka.py's config; kafka.py builds them (function level)"
-    ),
 }
 
 
