@@ -48,7 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     (
         "the data that flows, one exception root, small helpers",
-        ["assay.records", "assay.exceptions", "assay.resources", "assay.loading", "assay.processes"],
+        ["assay.records", "assay.exceptions", "assay.events", "assay.resources", "assay.loading", "assay.processes"],
     ),
 ]
 
@@ -79,39 +79,13 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("assay.judges.batch.phase", "assay.stages.normalize"): "judges/batch/phase.py, function level",
     # merge opens a results store (s3://...) through the report's stores
     ("assay.pipeline.merge", "assay.report.store"): "pipeline/merge.py, function level",
-    # the evaluator registry and sampling know the evaluator base class
+    # the evaluator registry knows the evaluator base class
     ("assay.registry", "assay.evaluators.base"): "registry.py, module level",
-    ("assay.sampling", "assay.evaluators.base"): "sampling.py, TYPE_CHECKING",
-    # sampling's counting pass (stratified samples) reads the source through connectors and the
-    # normalize stage
-    ("assay.sampling", "assay.connectors.local"): "sampling.py, function level",
-    ("assay.sampling", "assay.connectors.registry"): "sampling.py, function level",
-    ("assay.sampling", "assay.stages.normalize"): "sampling.py, function level",
-    # structured log lines from below the engine (log_event lives beside the run's progress view)
-    ("assay.sampling", "assay.observability.logs"): "sampling.py, function level",
-    ("assay.stages.exports", "assay.observability"): "stages/exports.py, module level",
 }
 
 #: Import cycles as they are today, one entry per strongly connected set of modules -> the imports
 #: that close it. May only shrink (see the module docstring).
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "assay.config",
-            "assay.evaluators.base",
-            "assay.observability.logs",
-            "assay.pipeline.progress",
-            "assay.pipeline.runner",
-            "assay.registry",
-            "assay.sampling",
-            "assay.stages.evaluate",
-        }
-    ): (
-        "config.py <-> sampling.py; evaluators/base -> sampling -> evaluators/base (TYPE_CHECKING), "
-        "registry -> evaluators/base (TYPE_CHECKING); sampling -> observability/logs -> pipeline/progress "
-        "-> pipeline/runner -> stages/evaluate -> sampling"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 @dataclass(frozen=True)
