@@ -100,14 +100,16 @@ class LocalFS:
         (self.root / name).unlink(missing_ok=True)
 
 
-def open_results(location: str | os.PathLike[str], s3: Any = None) -> ResultsFS:
-    """The :class:`ResultsFS` of a results location: a local directory (or its ``_SUMMARY.json``),
-    or an ``s3://`` prefix (``s3``: the run file's ``s3:`` settings; default the AWS chain)."""
+def open_results(location: str | os.PathLike[str]) -> ResultsFS:
+    """The :class:`ResultsFS` of a local results directory (or its ``_SUMMARY.json``). An
+    ``s3://`` prefix is opened by the report's stores (:func:`assay.report.store.open_results_fs`,
+    as ``assay merge`` does) and handed to :func:`merge` as a :class:`ResultsFS`."""
     text = os.fspath(location)
-    if "://" in text:  # a store's scheme: the report's stores know them
-        from assay.report.store import open_results_fs
-
-        return open_results_fs(text.removesuffix(SUMMARY), s3)  # type: ignore[no-any-return]
+    if "://" in text:
+        raise ConfigError(
+            f"{text}: merge() takes a local directory here; open a store's prefix with "
+            "assay.report.store.open_results_fs and pass that"
+        )
     p = Path(text)
     return LocalFS(p.parent if p.name == SUMMARY else p)
 
@@ -152,20 +154,11 @@ def merge(
     policy: Policy | None = None,
     shards: int | None = None,
     write: bool = True,
-    s3: Any = None,
 ) -> MergeReport:
-    """Merge the shard summaries at ``location`` (see the module docstring); ``policy`` from the
-    run file, else the one recorded in the shard summaries; ``s3``: the S3 settings of an
-    ``s3://`` location."""
-    if isinstance(location, str | os.PathLike):
-        fs = open_results(location, s3)
-        try:
-            return merge(fs, policy=policy, shards=shards, write=write)
-        finally:
-            close = getattr(fs, "close", None)
-            if close is not None:
-                close()
-    fs = location
+    """Merge the shard summaries at ``location`` (see the module docstring): a local directory,
+    or the :class:`ResultsFS` of a store's prefix (the caller opens and closes it); ``policy`` from
+    the run file, else the one recorded in the shard summaries."""
+    fs = open_results(location) if isinstance(location, str | os.PathLike) else location
     n, parts = find_shards(fs, shards)
     missing = [i for i in range(n) if i not in parts]
     statuses = {i: str(p.get("status")) for i, p in parts.items()}

@@ -77,8 +77,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("assay.judges.batch.phase", "assay.pipeline.writer"): "judges/batch/phase.py, function level",
     ("assay.judges.batch.phase", "assay.stages.evaluate"): "judges/batch/phase.py, function level",
     ("assay.judges.batch.phase", "assay.stages.normalize"): "judges/batch/phase.py, function level",
-    # merge opens a results store (s3://...) through the report's stores
-    ("assay.pipeline.merge", "assay.report.store"): "pipeline/merge.py, function level",
     # the evaluator registry knows the evaluator base class
     ("assay.registry", "assay.evaluators.base"): "registry.py, module level",
 }

@@ -190,3 +190,10 @@ def test_cli_sharded_run_merges_to_the_unsharded_numbers(quickstart: Path, run_c
     strict = run_cli("merge", "--run-file", str(quickstart), "--set", "gates.tool_call_accuracy.min_mean=0.9", "-q")
     assert strict.returncode == 3 and "gate tool_call_accuracy" in strict.stderr
     assert run_cli("merge", "-q").returncode == 2
+
+
+def test_a_stores_prefix_is_opened_by_the_caller_not_by_the_engine() -> None:
+    """The engine's merge reads a local directory or a ResultsFS; an ``s3://`` prefix is opened by
+    the report's stores (``assay merge`` does), so pipeline/ imports nothing of report/."""
+    with pytest.raises(ConfigError, match=r"s3://b/p/: merge\(\) takes a local directory.*open_results_fs"):
+        merge("s3://b/p/")
