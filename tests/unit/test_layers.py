@@ -66,9 +66,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("assay.connectors.file_source", "assay.stages.sessions"): "connectors/file_source.py, function level",
     ("assay.connectors.s3", "assay.stages.exports"): "connectors/s3.py, function level",
     ("assay.connectors.s3", "assay.stages.sessions"): "connectors/s3.py, function level",
-    # connectors -> pipeline/checkpoint (issue 27 item 2: the output layout module)
-    ("assay.connectors.delta", "assay.pipeline.checkpoint"): "connectors/delta.py, function level",
-    ("assay.connectors.s3_parquet", "assay.pipeline.checkpoint"): "connectors/s3_parquet.py, function level",
     # batch mode's orchestration inside judges/ (issue 27 item 1: it moves to pipeline/)
     ("assay.judges.batch.phase", "assay.pipeline.assembly"): "judges/batch/phase.py, function level",
     ("assay.judges.batch.phase", "assay.pipeline.checkpoint"): "judges/batch/phase.py, function level",
