@@ -40,11 +40,11 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ("the engine", ["assay.pipeline"]),
     ("stages", ["assay.stages"]),
-    ("what is computed and who is called", ["assay.evaluators", "assay.registry", "assay.judges", "assay.push"]),
+    ("what is computed and who is called", ["assay.evaluators", "assay.judges", "assay.push"]),
     ("sources and sinks", ["assay.connectors"]),
     (
         "traces, statistics, run-file models",
-        ["assay.traces", "assay.stats", "assay.config", "assay.potato_config", "assay.sampling"],
+        ["assay.traces", "assay.stats", "assay.config", "assay.potato_config", "assay.registry", "assay.sampling"],
     ),
     (
         "the data that flows, one exception root, small helpers",
@@ -74,6 +74,8 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("assay.judges.batch.phase", "assay.pipeline.writer"): "judges/batch/phase.py, function level",
     ("assay.judges.batch.phase", "assay.stages.evaluate"): "judges/batch/phase.py, function level",
     ("assay.judges.batch.phase", "assay.stages.normalize"): "judges/batch/phase.py, function level",
+    # the evaluator registry knows the evaluator base class
+    ("assay.registry", "assay.evaluators.base"): "registry.py, module level",
 }
 
 #: Import cycles as they are today, one entry per strongly connected set of modules -> the imports
