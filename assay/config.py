@@ -43,6 +43,7 @@ from assay.connectors.path_config import check_ds
 from assay.connectors.registry import parse_section
 from assay.exceptions import ConfigError
 from assay.paths import check_day, day_problem
+from assay.potato_config import ai_support_judge
 from assay.sampling import SampleSpec
 from assay.traces.normalize import NormalizeOptions
 
@@ -187,23 +188,6 @@ class RunConfig(_Model):
         """Each section is validated by the model of the connector its ``type`` names (default:
         from the path's scheme, else ``file``)."""
         return v if v is None else parse_section(v, str(info.field_name))
-
-    @model_validator(mode="before")
-    @classmethod
-    def _potato_ai_support(cls, data: Any) -> Any:
-        """A potato task config's ``ai_support`` section (pasted with its ``evaluators:``) declares
-        the judge ``ai_support``: the one judge every judge evaluator that names none uses."""
-        if not isinstance(data, dict) or "ai_support" not in data:
-            return data
-        from assay.evaluators.potato import judge_config  # lazy: the evaluator catalog
-
-        data = dict(data)
-        section = data.pop("ai_support")
-        judges = dict(data.get("judges") or {})
-        if "ai_support" in judges:
-            raise ValueError("ai_support: a judge named 'ai_support' is declared under judges: too")
-        judges["ai_support"] = judge_config({"ai_support": section})
-        return {**data, "judges": judges}
 
     @model_validator(mode="before")
     @classmethod
@@ -525,6 +509,7 @@ def build_config(
     if base_dir is not None:
         _resolve_relative(data, base_dir)
     try:
+        data = ai_support_judge(data)  # potato's ai_support: the judge of that name
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
         # `from None`: pydantic's own text echoes the input, which may hold an expanded secret

@@ -217,7 +217,7 @@ class DeltaSink(StagedSink[LocalSink]):
     """Stages rows, then replaces one day of a Delta table in one commit (see the module docs)."""
 
     def __init__(self, config: DeltaSinkConfig, *, shard: int = 0, resume_state: Any = None, s3: Any = None) -> None:
-        from assay.pipeline.checkpoint import CheckpointStore
+        from assay.connectors.state_keys import SinkKey as CheckpointStore  # key_for: as the checkpoints
 
         if not config.ds:
             raise ConfigError("sink (type: delta): the day to replace is unknown; pass --ds YYYY-MM-DD or set sink.ds")

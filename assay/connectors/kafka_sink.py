@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from assay.connectors.base import Sink
-from assay.connectors.kafka import KafkaSinkConfig, client_kwargs, require_aiokafka, unreachable
+from assay.connectors.kafka_config import KafkaSinkConfig, client_kwargs, require_aiokafka, unreachable
 from assay.exceptions import ConnectorError
 from assay.records import Failure
 

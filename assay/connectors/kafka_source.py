@@ -39,7 +39,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from assay.connectors.base import Source, Watermarks
-from assay.connectors.kafka import (
+from assay.connectors.kafka_config import (
     ClusterUnreachable,
     KafkaSourceConfig,
     client_kwargs,

@@ -47,9 +47,9 @@ _PART = re.compile(r"part-(\d{5})-\d{5}\.parquet")
 def staging_path(url: str, state_dir: str | Path) -> str:
     """Where the rows bound for ``url`` are staged: ``<state_dir>/lake/<sink key>/`` (a prefix), or
     the ``.parquet`` file of that name in it (one object)."""
-    from assay.pipeline.checkpoint import CheckpointStore
+    from assay.connectors.state_keys import SinkKey
 
-    local = safe_join(Path(state_dir), "lake", CheckpointStore.key_for(url))
+    local = safe_join(Path(state_dir), "lake", SinkKey.key_for(url))
     return str(safe_join(local, url.rpartition("/")[2])) if url.endswith(".parquet") else f"{local}/"
 
 

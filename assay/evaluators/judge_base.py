@@ -25,6 +25,7 @@ from pydantic import Field, field_validator, model_validator
 
 from assay.evaluators.base import AsyncEvaluator, EvaluatorParams
 from assay.evaluators.jury import Vote, aggregate_votes, combine_swapped, judge_label, merge_usage, swapped
+from assay.evaluators.potato_endpoint import potato_judge_fields
 from assay.exceptions import ConfigError, EvaluatorError, VerdictParseError
 from assay.judges.base import Judge, JudgeRequest, JudgeResponse, JudgeUsage
 from assay.records import Result
@@ -70,8 +71,6 @@ class JudgeParams(EvaluatorParams):
         ``endpoint`` (a potato-style endpoint object) are accepted by every judge evaluator, so
         ``build_evaluator("rubric_dag", {"config": config, ...})`` works as in potato."""
         if isinstance(data, dict) and ("config" in data or "endpoint" in data):
-            from assay.evaluators.potato import potato_judge_fields  # lazy: potato builds on this module
-
             return potato_judge_fields(data)
         return data
 

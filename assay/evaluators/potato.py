@@ -22,153 +22,27 @@ differences potato users rely on:
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-import anyio.to_thread
-from pydantic import AliasChoices, Field, create_model, model_validator
+from pydantic import AliasChoices, Field, model_validator
 
 from assay.evaluators.agent_judge import AgentAsJudge, AgentAsJudgeParams
 from assay.evaluators.embedding import DEFAULT_MODEL, EmbeddingSimilarity, EmbeddingSimilarityParams
 from assay.evaluators.heuristic import JsonSchemaMatch, JsonValid
 from assay.evaluators.judge_trajectory import TrajectoryJudge, TrajectoryJudgeParams
+from assay.evaluators.potato_endpoint import EndpointJudge, judge_spec, potato_judge_fields
 from assay.evaluators.rag import AnswerRelevance, ContextRelevance, Groundedness
 from assay.evaluators.rubric_dag import RubricDag
 from assay.evaluators.rubric_presets import RUBRIC_PRESETS
 from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse
 from assay.evaluators.trajectory import TrajectoryMatch, TrajectoryMatchParams
 from assay.exceptions import ConfigError
-from assay.judges.base import JudgeRequest, JudgeResponse, JudgeUsage
+from assay.potato_config import is_potato_config, judge_config
 
 ToolUseEvaluator = ToolUse
 ToolCallAccuracyEvaluator = ToolCallAccuracy
 JSONValid = JsonValid
 JSONSchemaMatch = JsonSchemaMatch
-
-#: potato endpoint_type -> (assay provider, default base URL or None, default key variable, default model)
-_ENDPOINT_TYPES: dict[str, tuple[str, str | None, str | None, str]] = {
-    "openai": ("openai", None, "OPENAI_API_KEY", "gpt-4o-mini"),
-    "anthropic": ("anthropic", None, "ANTHROPIC_API_KEY", "claude-haiku-4-5-20251001"),
-    "ollama": ("ollama", None, None, "llama3.2"),
-    "vllm": ("openai", "http://localhost:8000/v1", None, "default"),
-    "openrouter": ("openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "openai/gpt-4o-mini"),
-    "open_router": ("openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "openai/gpt-4o-mini"),
-    "gemini": (
-        "openai",
-        "https://generativelanguage.googleapis.com/v1beta/openai",
-        "GEMINI_API_KEY",
-        "gemini-2.0-flash",
-    ),
-    "huggingface": ("openai", "https://router.huggingface.co/v1", "HF_TOKEN", "meta-llama/Llama-3.1-8B-Instruct"),
-}
-
-
-def is_potato_config(obj: Any) -> bool:
-    """Whether ``obj`` is a potato task config (holds ``ai_support`` or ``judge_alignment``)."""
-    return isinstance(obj, Mapping) and ("ai_support" in obj or "judge_alignment" in obj)
-
-
-def judge_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """An assay inline judge config from potato's ``ai_support`` section.
-
-    A literal ``api_key`` is put in a process environment variable named after its hash (assay
-    reads keys from the environment only, so they never appear in configs or logs).
-    """
-    section = config.get("judge_alignment", {}).get("ai_support") if "judge_alignment" in config else None
-    ai = section or config.get("ai_support")
-    if not isinstance(ai, Mapping):
-        raise ConfigError("potato config: no ai_support section (config['ai_support'] or judge_alignment.ai_support)")
-    if not ai.get("enabled", False):
-        raise ConfigError("potato config: ai_support.enabled is not true, so there is no judge endpoint")
-    kind = str(ai.get("endpoint_type", "openai")).removesuffix("_vision")
-    if kind not in _ENDPOINT_TYPES:
-        raise ConfigError(
-            f"potato config: endpoint_type {kind!r} is not supported; use one of {sorted(_ENDPOINT_TYPES)}"
-        )
-    provider, base_url, key_env, model = _ENDPOINT_TYPES[kind]
-    ai_config: Mapping[str, Any] = ai.get("ai_config") or {}
-    out: dict[str, Any] = {"provider": provider, "model": str(ai_config.get("model") or model)}
-    url = ai_config.get("base_url") or ai_config.get("api_base") or base_url
-    if url:
-        out["base_url"] = str(url)
-    api_key = ai_config.get("api_key")
-    if api_key and api_key != "EMPTY":
-        env = "ASSAY_INLINE_KEY_" + hashlib.sha256(str(api_key).encode()).hexdigest()[:12].upper()
-        os.environ[env] = str(api_key)
-        out["api_key_env"] = env
-    elif key_env and provider == "openai" and key_env != "OPENAI_API_KEY" and os.environ.get(key_env):
-        out["api_key_env"] = key_env
-    for name in ("max_tokens", "temperature", "timeout"):
-        if ai_config.get(name) is not None:
-            out[name] = ai_config[name]
-    return out
-
-
-class EndpointJudge:
-    """A potato-style endpoint (``.query(prompt, PydanticModel)``) behind assay's Judge protocol.
-
-    The request's messages are joined into one prompt (potato sends one user message); the verdict
-    schema becomes a pydantic model with the schema's top-level properties.
-    """
-
-    name = "potato-endpoint"
-
-    def __init__(self, endpoint: Any) -> None:
-        self.endpoint = endpoint
-
-    @staticmethod
-    def _model(request: JudgeRequest) -> Any:
-        props = (request.schema or {}).get("properties") or {}
-        fields: dict[str, Any] = {str(k): (Any, None) for k in props}
-        return create_model(request.schema_name or "Verdict", **fields)
-
-    async def complete(self, request: JudgeRequest) -> JudgeResponse:
-        parts = []
-        for m in request.messages:
-            content = m.get("content")
-            if isinstance(content, list):
-                content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-            parts.append(str(content or ""))
-        prompt = "\n\n".join(p for p in parts if p)
-        reply = await anyio.to_thread.run_sync(self.endpoint.query, prompt, self._model(request))
-        if hasattr(reply, "model_dump"):
-            reply = reply.model_dump()
-        if isinstance(reply, dict):
-            return JudgeResponse(json.dumps(reply), reply, JudgeUsage(calls=1))
-        text = str(reply)
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        return JudgeResponse(text, data if isinstance(data, dict) else None, JudgeUsage(calls=1))
-
-    def estimate(self, request: JudgeRequest) -> JudgeUsage:
-        return JudgeUsage(calls=1)
-
-
-def judge_spec(config: Any = None, endpoint: Any = None) -> Any:
-    """The ``judge`` parameter for a potato ``config``/``endpoint`` pair (None when neither)."""
-    if endpoint is not None:
-        return EndpointJudge(endpoint)
-    if config is None:
-        return None
-    if is_potato_config(config):
-        return judge_config(config)
-    return config  # already an assay judge spec (a name, an inline dict, a Judge)
-
-
-def potato_judge_fields(data: Any) -> Any:
-    """Before-validator: turn potato's ``config``/``endpoint`` into ``judge``."""
-    if isinstance(data, dict) and ("config" in data or "endpoint" in data):
-        data = dict(data)
-        config, endpoint = data.pop("config", None), data.pop("endpoint", None)
-        if data.get("judge") is None:
-            data["judge"] = judge_spec(config, endpoint)
-    return data
-
 
 # --------------------------------------------------------------------------- deterministic
 

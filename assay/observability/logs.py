@@ -26,6 +26,8 @@ from typing import Any, Literal, TextIO
 import orjson
 import yaml
 
+from assay.events import RESERVED
+from assay.events import log_event as log_event
 from assay.exceptions import ConfigError
 from assay.pipeline.progress import Gauges, Progress
 from assay.pipeline.summary import RunStats
@@ -34,13 +36,11 @@ LogFormat = Literal["text", "json"]
 
 #: The logger every assay module logs under; :func:`setup_logging` gives it its handler.
 ROOT_LOGGER = "assay"
-EVENT_LOGGER = "assay.events"
 REDACTED = "[REDACTED]"
 #: Shorter values are not treated as secrets (redacting "1" or "true" would garble every line).
 MIN_SECRET_LEN = 6
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
-_RESERVED = frozenset(vars(logging.makeLogRecord({})))
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -93,7 +93,7 @@ class _Formatter(logging.Formatter):
         self.secrets = secrets
 
     def format(self, record: logging.LogRecord) -> str:
-        fields = {k: v for k, v in vars(record).items() if k not in _RESERVED and not k.startswith("_")}
+        fields = {k: v for k, v in vars(record).items() if k not in RESERVED and not k.startswith("_")}
         event = fields.pop("event", None) or record.name
         message = record.getMessage()
         if record.exc_info:
@@ -146,15 +146,6 @@ def setup_logging(
     logger.propagate = False
     _handler = handler
     return logger
-
-
-def log_event(event: str, level: int = logging.INFO, message: str = "", **fields: Any) -> None:
-    """Log one structured event (``run_started``, ``lock_wait``, ``run_finished``, …) with its fields."""
-    clash = _RESERVED.intersection(fields)
-    if clash:  # LogRecord attributes cannot be overwritten through ``extra``
-        for name in clash:
-            fields[f"{name}_"] = fields.pop(name)
-    logging.getLogger(EVENT_LOGGER).log(level, message or event, extra={"event": event, **fields})
 
 
 class ObservedProgress(Progress):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import orjson
 
 from assay.connectors.file_sink import os_error_message, write_json_atomic
+from assay.connectors.state_keys import SinkKey
 from assay.exceptions import ConnectorError
 from assay.paths import safe_join
 
@@ -52,10 +52,7 @@ class CheckpointStore:
         self.key = key
         self.dir = safe_join(Path(state_dir), "checkpoints", key)
 
-    @staticmethod
-    def key_for(sink_url: str, scope: str = "") -> str:
-        target = sink_url if "://" in sink_url else os.path.abspath(sink_url)
-        return hashlib.sha256((target + scope).encode()).hexdigest()[:16]
+    key_for = staticmethod(SinkKey.key_for)
 
     def writer_path(self, writer: int) -> Path:
         return safe_join(self.dir, f"writer-{writer}.json")

@@ -18,8 +18,9 @@ from assay.config import RunConfig
 from assay.connectors.registry import SourceContext, build_source
 from assay.evaluators.base import offers
 from assay.pipeline.assembly import build_evaluators
-from assay.sampling import prepare_sampling, samplers_of
+from assay.sampling import samplers_of
 from assay.stages.normalize import parse_envelope
+from assay.stages.sampling import prepare_sampling
 from assay.traces.model import Trace
 
 

@@ -128,7 +128,8 @@ class LocalFS:
 
 def open_results(location: str | os.PathLike[str], s3: Any = None) -> ResultsFS:
     """The :class:`ResultsFS` of a results location: a local directory (or its ``_SUMMARY.json``),
-    or an ``s3://`` prefix (``s3``: the run file's ``s3:`` settings; default the AWS chain)."""
+    or an ``s3://`` prefix (``s3``: the run file's ``s3:`` settings; default the AWS chain), opened
+    by the report's stores (:func:`assay.report.store.open_results_fs`; the caller closes it)."""
     text = os.fspath(location)
     if "://" in text:  # a store's scheme: the report's stores know them
         from assay.report.store import open_results_fs
@@ -178,22 +179,14 @@ def merge(
     policy: Policy | None = None,
     shards: int | None = None,
     write: bool = True,
-    s3: Any = None,
     rows: Any = None,
 ) -> MergeReport:
-    """Merge the shard summaries at ``location`` (see the module docstring); ``policy`` from the
-    run file, else the one recorded in the shard summaries; ``s3``: the S3 settings of an
-    ``s3://`` location; ``rows``: the sink's publisher of the shards' rows when they are not the
-    output already (:func:`merge_target`: a Delta table's day is committed here, when whole)."""
-    if isinstance(location, str | os.PathLike):
-        fs = open_results(location, s3)
-        try:
-            return merge(fs, policy=policy, shards=shards, write=write, rows=rows)
-        finally:
-            close = getattr(fs, "close", None)
-            if close is not None:
-                close()
-    fs = location
+    """Merge the shard summaries at ``location`` (see the module docstring): a local directory,
+    or the :class:`ResultsFS` of a store's prefix (the caller opens and closes it); ``policy`` from
+    the run file, else the one recorded in the shard summaries; ``rows``: the sink's publisher of
+    the shards' rows when they are not the output already (:func:`merge_target`: a Delta table's
+    day is committed here, when whole)."""
+    fs = open_results(location) if isinstance(location, str | os.PathLike) else location
     n, parts = find_shards(fs, shards)
     missing = [i for i in range(n) if i not in parts]
     statuses = {i: str(p.get("status")) for i, p in parts.items()}

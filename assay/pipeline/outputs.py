@@ -248,7 +248,7 @@ def _sampling(config: RunConfig, stats: RunStats) -> dict[str, Any]:
     """``sampling``: per sampled key its spec and the traces it scored (absent without sampling)."""
     if not any(spec.sample for spec in config.evaluators):
         return {}
-    from assay.sampling import sampling_summary
+    from assay.stages.sampling import sampling_summary
 
     return {"sampling": sampling_summary(config, {k: v.count for k, v in stats.keys.items()})}
 

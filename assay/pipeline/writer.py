@@ -26,8 +26,9 @@ from assay.pipeline.runner import Pipeline, RunOptions
 from assay.pipeline.stopping import watch_flag, watch_signals
 from assay.pipeline.summary import RunStats, merge_judge_stats
 from assay.pipeline.targets import dead_letter_of, scales_by_group
-from assay.sampling import prepare_sampling, samplers_of
+from assay.sampling import samplers_of
 from assay.stages.evaluate import EvaluateStage
+from assay.stages.sampling import prepare_sampling
 from assay.stats.labels import load_labels
 
 

@@ -112,7 +112,7 @@ class EvaluateStage:
 
     async def _count_late(self) -> None:
         """The counting pass of strata minimums, once, when no one ran it before the source opened."""
-        from assay.sampling import prepare_late
+        from assay.stages.sampling import prepare_late
 
         if self._counting is None:
             self._counting = anyio.Lock()

@@ -38,7 +38,7 @@ import zlib
 import orjson
 
 from assay.connectors.base import Source
-from assay.observability import log_event
+from assay.events import log_event
 from assay.records import Envelope, Position
 from assay.stages.sessions import GroupingSource
 from assay.traces.exports import (

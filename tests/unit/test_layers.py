@@ -44,11 +44,19 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("sources and sinks", ["assay.connectors"]),
     (
         "traces, statistics, run-file models",
-        ["assay.traces", "assay.stats", "assay.config", "assay.registry", "assay.sampling"],
+        ["assay.traces", "assay.stats", "assay.config", "assay.potato_config", "assay.registry", "assay.sampling"],
     ),
     (
         "the data that flows, one exception root, small helpers",
-        ["assay.records", "assay.exceptions", "assay.resources", "assay.loading", "assay.processes", "assay.paths"],
+        [
+            "assay.records",
+            "assay.exceptions",
+            "assay.events",
+            "assay.resources",
+            "assay.loading",
+            "assay.processes",
+            "assay.paths",
+        ],
     ),
 ]
 
@@ -59,8 +67,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("assay.config", "assay.connectors.base"): "config.py, module level",
     ("assay.config", "assay.connectors.path_config"): "config.py, module level",
     ("assay.config", "assay.connectors.registry"): "config.py, module level",
-    # the potato compatibility hook inside the judge params validator (issue 27 item 4: a pre-pass)
-    ("assay.config", "assay.evaluators.potato"): "config.py, in a validator (function level)",
     ("assay.config", "assay.judges.config"): "config.py, judges: validation (function level)",
     # connectors that assemble exports / sessions with the stages' code
     ("assay.connectors.builtin", "assay.stages.exports"): "connectors/builtin.py, function level",
@@ -68,60 +74,16 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("assay.connectors.file_source", "assay.stages.sessions"): "connectors/file_source.py, function level",
     ("assay.connectors.s3", "assay.stages.exports"): "connectors/s3.py, function level",
     ("assay.connectors.s3", "assay.stages.sessions"): "connectors/s3.py, function level",
-    # connectors -> pipeline/checkpoint (issue 27 item 2: the output layout module)
-    ("assay.connectors.delta", "assay.pipeline.checkpoint"): "connectors/delta.py, function level",
-    ("assay.connectors.s3_parquet", "assay.pipeline.checkpoint"): "connectors/s3_parquet.py, function level",
-    # merge opens a results store (s3://...) through the report's stores
+    # a shard starting over forgets stale shard summaries where they are, an s3:// prefix too: the
+    # report's stores open it (the one S3 results reader; moving it below pipeline/ is issue 27 item 2)
     ("assay.pipeline.merge", "assay.report.store"): "pipeline/merge.py, function level",
-    # the evaluator registry and sampling know the evaluator base class
+    # the evaluator registry knows the evaluator base class
     ("assay.registry", "assay.evaluators.base"): "registry.py, module level",
-    ("assay.sampling", "assay.evaluators.base"): "sampling.py, TYPE_CHECKING",
-    # sampling's counting pass (stratified samples) reads the source through connectors and the
-    # normalize stage
-    ("assay.sampling", "assay.connectors.local"): "sampling.py, function level",
-    ("assay.sampling", "assay.connectors.registry"): "sampling.py, function level",
-    ("assay.sampling", "assay.stages.normalize"): "sampling.py, function level",
-    # structured log lines from below the engine (log_event lives beside the run's progress view)
-    ("assay.sampling", "assay.observability.logs"): "sampling.py, function level",
-    ("assay.stages.exports", "assay.observability"): "stages/exports.py, module level",
 }
 
 #: Import cycles as they are today, one entry per strongly connected set of modules -> the imports
 #: that close it. May only shrink (see the module docstring).
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "assay.config",
-            "assay.evaluators.agent_judge",
-            "assay.evaluators.base",
-            "assay.evaluators.code",
-            "assay.evaluators.embedding",
-            "assay.evaluators.heuristic",
-            "assay.evaluators.judge_base",
-            "assay.evaluators.judge_trajectory",
-            "assay.evaluators.llm_judge",
-            "assay.evaluators.potato",
-            "assay.evaluators.rag",
-            "assay.evaluators.rubric_dag",
-            "assay.evaluators.tool_use",
-            "assay.evaluators.trajectory",
-            "assay.observability.logs",
-            "assay.pipeline.progress",
-            "assay.pipeline.runner",
-            "assay.registry",
-            "assay.sampling",
-            "assay.stages.evaluate",
-        }
-    ): (
-        "config.py -> evaluators/potato (the potato hook, in a validator) and judge_base -> potato; "
-        "config.py <-> sampling.py; evaluators/base -> sampling -> evaluators/base (TYPE_CHECKING), "
-        "registry -> evaluators/base (TYPE_CHECKING); sampling -> observability/logs -> pipeline/progress "
-        "-> pipeline/runner -> stages/evaluate -> sampling"
-    ),
-    frozenset({"assay.connectors.kafka", "assay.connectors.kafka_sink", "assay.connectors.kafka_source"}): (
-        "kafka_source.py / kafka_sink.py import kafka.py's config; kafka.py builds them (function level)"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ from assay.evaluators.base import AsyncEvaluator, Evaluator, EvaluatorParams
 from assay.exceptions import ConfigError
 from assay.pipeline import Pipeline, RunOptions
 from assay.records import Result
-from assay.sampling import Sampler, SampleSpec, prepare_sampling, samplers_of
+from assay.sampling import Sampler, SampleSpec, samplers_of
 from assay.stages import EvaluateStage
+from assay.stages.sampling import prepare_sampling
 from assay.testing import ListSink, ListSource
 from assay.traces.model import Trace
 from tests.conftest import agent_messages
