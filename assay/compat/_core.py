@@ -9,6 +9,7 @@ from typing import Any
 
 from assay.compat.langchain import RAW_ARGS, LangChainJudge, PromptFunctionJudge, is_chat_model, is_prompt_function
 from assay.evaluators.base import BaseEvaluator
+from assay.evaluators.judge_base import JudgeEvaluator
 from assay.evaluators.llm_judge import LLMJudge
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.prompts import PROMPTS, get_prompt
@@ -110,11 +111,15 @@ class EvaluatorResult(dict[str, Any]):
             raise AttributeError(name) from None
 
 
-def openevals_result(result: Result, *, raw_object: bool = False) -> Any:
+def openevals_result(result: Result, *, raw_object: bool = False, comment: bool = True) -> Any:
     """An assay Result as openevals returns it: ``{"key", "score", "comment", "metadata"}`` with
     the judge's own answer as the score (a bool for pass/fail verdicts, the chosen number for
     choices); with ``raw_object`` (``output_schema``) the parsed verdict object itself. A result
-    that could not be scored raises, as openevals does."""
+    that could not be scored raises, as openevals does.
+
+    As in openevals, ``metadata`` is ``None`` and ``comment`` is the judge's reasoning (``None``
+    without one, and always ``None`` with ``comment=False``: the deterministic evaluators); assay's
+    richer comments and metadata stay on the assay Results (``.evaluator``, run outputs)."""
     if result.error is not None:
         raise EvaluatorError(f"{result.key}: {result.error}")
     if raw_object and isinstance(result.value, dict):
@@ -124,7 +129,7 @@ def openevals_result(result: Result, *, raw_object: bool = False) -> Any:
         score = value if score in (0.0, 1.0) else score
     elif isinstance(value, int | float):  # the chosen number (choices), the number (continuous)
         score = value
-    return EvaluatorResult(key=result.key, score=score, comment=result.comment, metadata=result.metadata or None)
+    return EvaluatorResult(key=result.key, score=score, comment=result.comment if comment else None, metadata=None)
 
 
 class CompatEvaluator:
@@ -141,8 +146,11 @@ class CompatEvaluator:
         many: bool = False,
         raw_args: bool = False,
         errors_fail: bool = False,
+        comment: bool | None = None,
     ) -> None:
         self.evaluator = evaluator
+        # openevals' comment is a judge's reasoning (or a code checker's errors); None elsewhere
+        self._comment = isinstance(evaluator, JudgeEvaluator) or errors_fail if comment is None else comment
         self.key = evaluator.key
         self._raw = raw_object
         self._many = many
@@ -166,8 +174,8 @@ class CompatEvaluator:
         if self._errors_fail:  # openevals' code checkers: a tool that failed to run is a failing score
             results = [Result(r.key, 0.0, False, r.error, r.metadata) if r.error is not None else r for r in results]
         if self._many:  # openevals' multi-key evaluators return a list of results
-            return [openevals_result(r) for r in results]
-        return openevals_result(results[0], raw_object=self._raw)
+            return [openevals_result(r, comment=self._comment) for r in results]
+        return openevals_result(results[0], raw_object=self._raw, comment=self._comment)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.evaluator.name!r}, key={self.key!r})"
@@ -194,12 +202,13 @@ def wrap(
     many: bool = False,
     raw_args: bool = False,
     errors_fail: bool = False,
+    comment: bool | None = None,
 ) -> CompatEvaluator:
     """The openevals-shaped function around ``evaluator`` (``many``: a list of results;
     ``raw_args``: the call's raw arguments reach a prompt function; ``errors_fail``: a result
     that could not be scored is a failing score with the error as its comment, not an exception)."""
     cls = AsyncCompatEvaluator if is_async else CompatEvaluator
-    return cls(evaluator, raw_object=raw_object, many=many, raw_args=raw_args, errors_fail=errors_fail)
+    return cls(evaluator, raw_object=raw_object, many=many, raw_args=raw_args, errors_fail=errors_fail, comment=comment)
 
 
 def as_async(evaluator: CompatEvaluator) -> CompatEvaluator:
@@ -211,6 +220,7 @@ def as_async(evaluator: CompatEvaluator) -> CompatEvaluator:
         many=evaluator._many,
         raw_args=evaluator._raw_args,
         errors_fail=evaluator._errors_fail,
+        comment=evaluator._comment,
     )
 
 

@@ -13,12 +13,12 @@ from assay.records import Result
 def openevals_number(result: Result, params: dict[str, Any]) -> EvaluatorResult:
     """A json_match result with openevals' score types: ``1``/``0`` (ints) for exact-compared
     keys and ``all`` aggregates, a float after averaging, a bool for a rubric key."""
-    shaped: EvaluatorResult = openevals_result(result)
+    metadata = result.metadata or {}
+    base = result.key.partition(":")[2]
+    shaped: EvaluatorResult = openevals_result(result, comment=base in params["rubric"])  # a rubric's reasoning
     if result.score is None:
         return shaped
-    metadata = result.metadata or {}
     is_list = "item_scores" in metadata
-    base = result.key.partition(":")[2]
 
     averaged = params["aggregator"] == "average" or (is_list and params["list_aggregator"] == "average")
     if params["aggregator"] is None and base in params["rubric"]:
