@@ -6,13 +6,15 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.compat._core import CompatEvaluator, llm_judge_evaluator
+from assay.compat.openevals.code.base import extraction_strategy
+from assay.compat.openevals.prompts import CODE_CORRECTNESS_PROMPT, CODE_CORRECTNESS_PROMPT_WITH_REFERENCE_OUTPUTS
 from assay.evaluators.code_judge import CodeJudge
 
 
 def _build(is_async: bool, p: dict[str, Any]) -> CompatEvaluator:
     return llm_judge_evaluator(
         CodeJudge,
-        code_extraction=p.pop("code_extraction_strategy"),
+        code_extraction=extraction_strategy(p.pop("code_extraction_strategy"), p.get("code_extractor")),
         is_async=is_async,
         **p,
     )
@@ -55,4 +57,9 @@ def create_async_code_llm_as_judge(
     return _build(True, dict(locals()))
 
 
-__all__ = ["create_async_code_llm_as_judge", "create_code_llm_as_judge"]
+__all__ = [
+    "CODE_CORRECTNESS_PROMPT",
+    "CODE_CORRECTNESS_PROMPT_WITH_REFERENCE_OUTPUTS",
+    "create_async_code_llm_as_judge",
+    "create_code_llm_as_judge",
+]

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.compat._core import CompatEvaluator, as_async, wrap
+from assay.compat.openevals.code.base import extraction_strategy
 from assay.evaluators.code import MypyCheck
 
 
@@ -16,7 +17,11 @@ def create_mypy_evaluator(
     code_extractor: Callable[[Any], str] | None = None,
 ) -> CompatEvaluator:
     """Type-check the output with mypy (key ``mypy_succeeded``); the code is never run."""
-    ev = MypyCheck(cli_args=mypy_cli_args, code_extraction=code_extraction_strategy, code_extractor=code_extractor)
+    ev = MypyCheck(
+        cli_args=mypy_cli_args,
+        code_extraction=extraction_strategy(code_extraction_strategy, code_extractor),
+        code_extractor=code_extractor,
+    )
     return wrap(ev, errors_fail=True)  # openevals: a check that cannot run fails, it does not raise
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.compat._core import CompatEvaluator, as_async, wrap
+from assay.compat.openevals.code.base import extraction_strategy
 from assay.evaluators.code import PyrightCheck
 
 
@@ -17,7 +18,9 @@ def create_pyright_evaluator(
 ) -> CompatEvaluator:
     """Type-check the output with pyright (key ``pyright_succeeded``); the code is never run."""
     ev = PyrightCheck(
-        cli_args=pyright_cli_args, code_extraction=code_extraction_strategy, code_extractor=code_extractor
+        cli_args=pyright_cli_args,
+        code_extraction=extraction_strategy(code_extraction_strategy, code_extractor),
+        code_extractor=code_extractor,
     )
     return wrap(ev, errors_fail=True)  # openevals: a check that cannot run fails, it does not raise
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.compat._core import CompatEvaluator, as_async, wrap
+from assay.compat.openevals.code.base import extraction_strategy
 from assay.compat.openevals.code.e2b import ignore_sandbox
 from assay.evaluators.code_exec import CodeExecution
 
@@ -29,7 +30,7 @@ def create_e2b_execution_evaluator(
     del sandbox_project_directory
     ev = CodeExecution(
         environment_variables=environment_variables or {},
-        code_extraction=code_extraction_strategy,
+        code_extraction=extraction_strategy(code_extraction_strategy, code_extractor),
         code_extractor=code_extractor,
     )
     return wrap(ev)
