@@ -3,17 +3,52 @@ wrappers, the ``judge``/``model`` arguments and prebuilt prompts recognised by t
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import string
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from assay.compat.langchain import RAW_ARGS, LangChainJudge, PromptFunctionJudge, is_chat_model, is_prompt_function
+from assay.compat.langchain import (
+    RAW_ARGS,
+    LangChainJudge,
+    PromptFunctionJudge,
+    is_chat_model,
+    is_prompt_function,
+    sync_call,
+)
 from assay.evaluators.base import BaseEvaluator
 from assay.evaluators.judge_base import JudgeEvaluator
 from assay.evaluators.llm_judge import LLMJudge
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.prompts import PROMPTS, get_prompt
 from assay.records import Result
+
+
+class CompatConfigError(ConfigError, ValueError):
+    """A bad argument through the compat path: a ``ValueError``, as openevals and agentevals
+    raise, and assay's ``ConfigError``."""
+
+
+@contextlib.contextmanager
+def compat_errors() -> Iterator[None]:
+    """Raise assay's ConfigErrors as :class:`CompatConfigError` (also a ``ValueError``)."""
+    try:
+        yield
+    except CompatConfigError:
+        raise
+    except ConfigError as exc:
+        raise CompatConfigError(str(exc)) from exc
+
+
+def template_variables(template: str) -> tuple[str, ...]:
+    """The ``{name}`` variables of an f-string style template, in order, once each."""
+    names: dict[str, None] = {}
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field:
+            names[field.split(".")[0].split("[")[0]] = None
+    return tuple(names)
+
 
 #: Prompt names that are helpers of other evaluators, not prompts users pick.
 _INTERNAL = "_"
@@ -63,12 +98,40 @@ def llm_judge_evaluator(
     model: str | None,
     continuous: bool,
     is_async: bool,
-    raw_object: bool = False,
+    raw_object: bool | type = False,
+    strict_variables: bool = False,
     **params: Any,
 ) -> CompatEvaluator:
     """An openevals-style LLM judge factory's result: ``cls`` (an assay LLM-judge evaluator)
     built from openevals' arguments (``prompt``, ``judge``/``model``, ``continuous``; the rest,
-    e.g. ``feedback_key``, ``system``, ``choices``, are assay params of the same name), wrapped."""
+    e.g. ``feedback_key``, ``system``, ``choices``, are assay params of the same name), wrapped.
+    ``strict_variables``: a call must give every variable of a string prompt (openevals' rule)."""
+    with compat_errors():
+        return _llm_judge_evaluator(
+            cls,
+            prompt=prompt,
+            judge=judge,
+            model=model,
+            continuous=continuous,
+            is_async=is_async,
+            raw_object=raw_object,
+            strict_variables=strict_variables,
+            **params,
+        )
+
+
+def _llm_judge_evaluator(
+    cls: Callable[..., BaseEvaluator[Any]],
+    *,
+    prompt: Any,
+    judge: Any,
+    model: str | None,
+    continuous: bool,
+    is_async: bool,
+    raw_object: bool | type,
+    strict_variables: bool,
+    **params: Any,
+) -> CompatEvaluator:
     judge_spec = judge_params(judge, model)
     if is_prompt_function(prompt):  # a LangChain prompt template or a callable returning messages
         if not (isinstance(cls, type) and issubclass(cls, LLMJudge)):
@@ -78,7 +141,10 @@ def llm_judge_evaluator(
         )
         return wrap(evaluator, is_async=is_async, raw_object=raw_object, raw_args=True)
     evaluator = cls(prompt=prompt_param(prompt), continuous=continuous or None, **params, **judge_spec)
-    return wrap(evaluator, is_async=is_async, raw_object=raw_object)
+    wrapped = wrap(evaluator, is_async=is_async, raw_object=raw_object)
+    if strict_variables:
+        wrapped.required_variables = template_variables(prompt)
+    return wrapped
 
 
 def _is_openai_client(obj: Any) -> bool:
@@ -111,10 +177,11 @@ class EvaluatorResult(dict[str, Any]):
             raise AttributeError(name) from None
 
 
-def openevals_result(result: Result, *, raw_object: bool = False, comment: bool = True) -> Any:
+def openevals_result(result: Result, *, raw_object: bool | type = False, comment: bool = True) -> Any:
     """An assay Result as openevals returns it: ``{"key", "score", "comment", "metadata"}`` with
     the judge's own answer as the score (a bool for pass/fail verdicts, the chosen number for
-    choices); with ``raw_object`` (``output_schema``) the parsed verdict object itself. A result
+    choices); with ``raw_object`` (``output_schema``) the parsed verdict object itself (an instance
+    when ``raw_object`` is the pydantic class, as openevals returns it). A result
     that could not be scored raises, as openevals does.
 
     As in openevals, ``metadata`` is ``None`` and ``comment`` is the judge's reasoning (``None``
@@ -123,6 +190,8 @@ def openevals_result(result: Result, *, raw_object: bool = False, comment: bool 
     if result.error is not None:
         raise EvaluatorError(f"{result.key}: {result.error}")
     if raw_object and isinstance(result.value, dict):
+        if isinstance(raw_object, type) and hasattr(raw_object, "model_validate"):  # a pydantic class
+            return raw_object.model_validate(result.value)
         return result.value
     value, score = result.value, result.score
     if isinstance(value, bool):  # a pass/fail verdict: the judge's answer (True = toxic for TOXICITY)
@@ -142,7 +211,7 @@ class CompatEvaluator:
         self,
         evaluator: BaseEvaluator[Any],
         *,
-        raw_object: bool = False,
+        raw_object: bool | type = False,
         many: bool = False,
         raw_args: bool = False,
         errors_fail: bool = False,
@@ -156,6 +225,16 @@ class CompatEvaluator:
         self._many = many
         self._raw_args = raw_args
         self._errors_fail = errors_fail
+        #: Template variables a call must give (openevals' string prompts: all of them).
+        self.required_variables: tuple[str, ...] = ()
+
+    def _check_variables(self, inputs: Any, outputs: Any, reference_outputs: Any, kwargs: dict[str, Any]) -> None:
+        """openevals formats a template with the values given: a variable left out (``None``) is
+        a ``KeyError`` (e.g. ``CORRECTNESS_PROMPT`` without ``reference_outputs``)."""
+        given = {"inputs": inputs, "outputs": outputs, "reference_outputs": reference_outputs, **kwargs}
+        for name in self.required_variables:
+            if given.get(name) is None:
+                raise KeyError(name)
 
     def _with_raw_args(self, inputs: Any, outputs: Any, reference_outputs: Any, kwargs: dict[str, Any]) -> None:
         """A prompt function receives the call's own arguments (openevals passes them raw)."""
@@ -164,10 +243,12 @@ class CompatEvaluator:
             kwargs[RAW_ARGS] = raw
 
     def __call__(self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any) -> Any:
+        self._check_variables(inputs, outputs, reference_outputs, kwargs)
         self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
-        results = self.evaluator.evaluate_all(
-            inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
-        )
+        with sync_call(), compat_errors():
+            results = self.evaluator.evaluate_all(
+                inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
+            )
         return self._shape(results)
 
     def _shape(self, results: list[Result]) -> Any:
@@ -187,10 +268,12 @@ class AsyncCompatEvaluator(CompatEvaluator):
     async def __call__(
         self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any
     ) -> Any:
+        self._check_variables(inputs, outputs, reference_outputs, kwargs)
         self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
-        results = await self.evaluator.aevaluate_all(
-            inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
-        )
+        with compat_errors():
+            results = await self.evaluator.aevaluate_all(
+                inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
+            )
         return self._shape(results)
 
 
@@ -198,7 +281,7 @@ def wrap(
     evaluator: BaseEvaluator[Any],
     *,
     is_async: bool = False,
-    raw_object: bool = False,
+    raw_object: bool | type = False,
     many: bool = False,
     raw_args: bool = False,
     errors_fail: bool = False,
@@ -213,7 +296,7 @@ def wrap(
 
 def as_async(evaluator: CompatEvaluator) -> CompatEvaluator:
     """The async twin of a sync evaluator function (same assay evaluator behind it)."""
-    return wrap(
+    twin = wrap(
         evaluator.evaluator,
         is_async=True,
         raw_object=evaluator._raw,
@@ -222,16 +305,21 @@ def as_async(evaluator: CompatEvaluator) -> CompatEvaluator:
         errors_fail=evaluator._errors_fail,
         comment=evaluator._comment,
     )
+    twin.required_variables = evaluator.required_variables
+    return twin
 
 
 __all__ = [
     "AsyncCompatEvaluator",
+    "CompatConfigError",
     "CompatEvaluator",
     "EvaluatorResult",
     "as_async",
+    "compat_errors",
     "judge_params",
     "llm_judge_evaluator",
     "openevals_result",
     "prompt_param",
+    "template_variables",
     "wrap",
 ]

@@ -1,9 +1,12 @@
 """LangChain objects in the library face: a chat model as ``judge`` and a prompt template (or any
 callable returning messages) as ``prompt``, as openevals accepts them.
 
-A LangChain chat model is called through its own async API (``with_structured_output(schema)
-.ainvoke(messages)``), as openevals calls it: assay's rate limits, retries, cache and cost
-accounting do not apply to it (they belong to assay's own endpoints, which run files use).
+A LangChain chat model is called through its own API (``with_structured_output(schema)``), as
+openevals calls it: ``ainvoke`` from an awaited evaluator, ``invoke`` (in a worker thread) from a
+sync one, whose call runs on an event loop of its own: a model's cached async HTTP client
+(``ChatOpenAI``'s) is bound to the loop of its first call, so reusing it from the next call's
+loop failed with "Event loop is closed". assay's rate limits, retries, cache and cost accounting
+do not apply to it (they belong to assay's own endpoints, which run files use).
 
 >>> is_chat_model(object())
 False
@@ -13,9 +16,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
+import anyio
 import orjson
 
 from assay.evaluators.llm_judge import CompiledPrompt, LLMJudge
@@ -25,6 +31,25 @@ from assay.traces.model import Trace
 
 #: The reserved call keyword carrying a call's raw arguments to a prompt function.
 RAW_ARGS = "_assay_prompt_args"
+
+
+_SYNC_CALL: ContextVar[bool] = ContextVar("assay_compat_sync_call", default=False)
+
+
+@contextmanager
+def sync_call() -> Iterator[None]:
+    """Mark the current (sync) evaluator call: LangChain models are called with ``invoke``."""
+    token = _SYNC_CALL.set(True)
+    try:
+        yield
+    finally:
+        _SYNC_CALL.reset(token)
+
+
+async def _invoke(runnable: Any, messages: Any) -> Any:
+    if _SYNC_CALL.get():  # a sync call's loop is closed after the call: stay off the model's async client
+        return await anyio.to_thread.run_sync(runnable.invoke, messages)
+    return await runnable.ainvoke(messages)
 
 
 def is_chat_model(obj: Any) -> bool:
@@ -56,7 +81,7 @@ class LangChainJudge:
             if request.schema is not None:
                 schema = {"title": request.schema_name, **request.schema}
                 runnable = self.model.with_structured_output(schema, include_raw=True)
-                reply = await runnable.ainvoke(request.messages)
+                reply = await _invoke(runnable, request.messages)
                 data, raw = reply.get("parsed"), reply.get("raw")
                 if reply.get("parsing_error") is not None or not isinstance(data, dict):
                     text = str(getattr(raw, "content", "") or "")
@@ -64,7 +89,7 @@ class LangChainJudge:
                 return JudgeResponse(
                     orjson.dumps(data).decode(), data, _usage(raw), self.name, latency_s=time.monotonic() - started
                 )
-            message = await self.model.ainvoke(request.messages)
+            message = await _invoke(self.model, request.messages)
         except Exception as exc:  # the model's own errors, as data for the evaluator's error policy
             raise JudgeError(f"LangChain judge {self.name}: {type(exc).__name__}: {exc}") from exc
         text = message.content if isinstance(message.content, str) else orjson.dumps(message.content).decode()
@@ -151,4 +176,5 @@ __all__ = [
     "is_chat_model",
     "is_prompt_function",
     "prompt_messages",
+    "sync_call",
 ]

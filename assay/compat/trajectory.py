@@ -8,9 +8,11 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, llm_judge_evaluator, wrap
+from assay.compat._core import CompatEvaluator, compat_errors, llm_judge_evaluator, wrap
+from assay.evaluators.args_match import _MISSING, _resolve
 from assay.evaluators.judge_trajectory import REFERENCE_FREE, WITH_REFERENCE, TrajectoryJudge
 from assay.evaluators.trajectory import TrajectoryMatch
 from assay.judges.prompts import get_prompt
@@ -20,17 +22,40 @@ TRAJECTORY_ACCURACY_PROMPT = get_prompt(REFERENCE_FREE).template
 TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE = get_prompt(WITH_REFERENCE).template
 
 
+def missing_path_fails(paths: list[str]) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
+    """openevals' field-list override: every dotted path must be present on both sides and equal
+    (a path missing on both sides fails; agentevals 0.0.9 and assay's own evaluator match it)."""
+    split = [p.split(".") for p in paths]
+
+    def match(out: dict[str, Any], ref: dict[str, Any]) -> bool:
+        for steps in split:
+            a, b = _resolve(out, steps), _resolve(ref, steps)
+            if a is _MISSING or b is _MISSING or a != b:
+                return False
+        return True
+
+    return match
+
+
 def _match(
     trajectory_match_mode: str,
     tool_args_match_mode: str,
     tool_args_match_overrides: dict[str, Any] | None,
     is_async: bool,
+    *,
+    openevals_paths: bool = True,
 ) -> CompatEvaluator:
-    evaluator = TrajectoryMatch(
-        mode=trajectory_match_mode,
-        tool_args_match_mode=tool_args_match_mode,
-        tool_args_match_overrides=tool_args_match_overrides or {},
-    )
+    overrides = dict(tool_args_match_overrides or {})
+    if openevals_paths:
+        for tool, spec in overrides.items():
+            if isinstance(spec, list) and spec and all(isinstance(p, str) for p in spec):
+                overrides[tool] = missing_path_fails(spec)
+    with compat_errors():
+        evaluator = TrajectoryMatch(
+            mode=trajectory_match_mode,
+            tool_args_match_mode=tool_args_match_mode,
+            tool_args_match_overrides=overrides,
+        )
     return wrap(evaluator, is_async=is_async)
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, EvaluatorResult, judge_params, openevals_result
+from assay.compat._core import (
+    AsyncCompatEvaluator,
+    CompatEvaluator,
+    EvaluatorResult,
+    compat_errors,
+    judge_params,
+    openevals_result,
+)
 from assay.evaluators.json_match import JsonMatch
 from assay.evaluators.judge_base import shorthand_judge
 from assay.records import Result
@@ -48,6 +55,11 @@ class AsyncJsonMatchCompat(_JsonMatchShape, AsyncCompatEvaluator):
 
 
 def _build(is_async: bool, params: dict[str, Any]) -> CompatEvaluator:
+    with compat_errors():  # a bad argument is a ValueError, as in openevals
+        return _build_json(is_async, params)
+
+
+def _build_json(is_async: bool, params: dict[str, Any]) -> CompatEvaluator:
     judge, model = params.pop("judge"), params.pop("model")
     if judge is not None or model is not None:
         spec = judge_params(judge, model)

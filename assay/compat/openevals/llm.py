@@ -21,9 +21,21 @@ from assay.compat._core import CompatEvaluator, llm_judge_evaluator
 from assay.evaluators.llm_judge import LLMJudge
 
 
+def _raw_object(output_schema: Any) -> bool | type:
+    """What ``output_schema`` makes a call return: an instance of a pydantic class, else the dict."""
+    if isinstance(output_schema, type) and hasattr(output_schema, "model_validate"):
+        return output_schema
+    return output_schema is not None
+
+
 def _build(*, output_schema: Any, is_async: bool, **params: Any) -> CompatEvaluator:
     return llm_judge_evaluator(
-        LLMJudge, output_schema=output_schema, raw_object=output_schema is not None, is_async=is_async, **params
+        LLMJudge,
+        output_schema=output_schema,
+        raw_object=_raw_object(output_schema),
+        is_async=is_async,
+        strict_variables=True,  # openevals formats the template: a variable not given is a KeyError
+        **params,
     )
 
 
