@@ -15,7 +15,6 @@ from assay.compat.langchain import (
     PromptFunctionJudge,
     is_chat_model,
     is_prompt_function,
-    sync_call,
 )
 from assay.evaluators.base import BaseEvaluator
 from assay.evaluators.judge_base import JudgeEvaluator
@@ -245,7 +244,7 @@ class CompatEvaluator:
     def __call__(self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any) -> Any:
         self._check_variables(inputs, outputs, reference_outputs, kwargs)
         self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
-        with sync_call(), compat_errors():
+        with compat_errors():
             results = self.evaluator.evaluate_all(
                 inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
             )

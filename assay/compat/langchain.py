@@ -2,11 +2,12 @@
 callable returning messages) as ``prompt``, as openevals accepts them.
 
 A LangChain chat model is called through its own API (``with_structured_output(schema)``), as
-openevals calls it: ``ainvoke`` from an awaited evaluator, ``invoke`` (in a worker thread) from a
-sync one, whose call runs on an event loop of its own: a model's cached async HTTP client
-(``ChatOpenAI``'s) is bound to the loop of its first call, so reusing it from the next call's
-loop failed with "Event loop is closed". assay's rate limits, retries, cache and cost accounting
-do not apply to it (they belong to assay's own endpoints, which run files use).
+openevals calls it, with its sync ``invoke`` in a worker thread, from sync and awaited evaluators
+alike: a model's async HTTP client is cached per endpoint (``ChatOpenAI``'s, shared by every
+instance) and bound to the event loop of its first call, so awaiting ``ainvoke`` from the next
+call's loop (each sync call runs on a loop of its own; ``asyncio.run`` twice) failed with "Event
+loop is closed". assay's rate limits, retries, cache and cost accounting do not apply to it
+(they belong to assay's own endpoints, which run files use).
 
 >>> is_chat_model(object())
 False
@@ -16,9 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import anyio
@@ -33,23 +32,9 @@ from assay.traces.model import Trace
 RAW_ARGS = "_assay_prompt_args"
 
 
-_SYNC_CALL: ContextVar[bool] = ContextVar("assay_compat_sync_call", default=False)
-
-
-@contextmanager
-def sync_call() -> Iterator[None]:
-    """Mark the current (sync) evaluator call: LangChain models are called with ``invoke``."""
-    token = _SYNC_CALL.set(True)
-    try:
-        yield
-    finally:
-        _SYNC_CALL.reset(token)
-
-
 async def _invoke(runnable: Any, messages: Any) -> Any:
-    if _SYNC_CALL.get():  # a sync call's loop is closed after the call: stay off the model's async client
-        return await anyio.to_thread.run_sync(runnable.invoke, messages)
-    return await runnable.ainvoke(messages)
+    """``runnable.invoke(messages)`` in a worker thread: never the model's loop-bound async client."""
+    return await anyio.to_thread.run_sync(runnable.invoke, messages)
 
 
 def is_chat_model(obj: Any) -> bool:
@@ -176,5 +161,4 @@ __all__ = [
     "is_chat_model",
     "is_prompt_function",
     "prompt_messages",
-    "sync_call",
 ]
