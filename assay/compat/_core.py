@@ -7,7 +7,7 @@ import contextlib
 import functools
 import string
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from assay.compat.langchain import (
     RAW_ARGS,
@@ -22,6 +22,9 @@ from assay.evaluators.llm_judge import LLMJudge
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.prompts import PROMPTS, get_prompt
 from assay.records import Result
+
+#: What an evaluator function returns (openevals' result dict, a list of them, a parsed object).
+R = TypeVar("R")
 
 
 class CompatConfigError(ConfigError, ValueError):
@@ -100,7 +103,7 @@ def llm_judge_evaluator(
     raw_object: bool | type = False,
     strict_variables: bool = False,
     **params: Any,
-) -> CompatEvaluator:
+) -> Any:
     """An openevals-style LLM judge factory's result: ``cls`` (an assay LLM-judge evaluator)
     built from openevals' arguments (``prompt``, ``judge``/``model``, ``continuous``; the rest,
     e.g. ``feedback_key``, ``system``, ``choices``, are assay params of the same name), wrapped.
@@ -130,7 +133,7 @@ def _llm_judge_evaluator(
     raw_object: bool | type,
     strict_variables: bool,
     **params: Any,
-) -> CompatEvaluator:
+) -> Any:
     judge_spec = judge_params(judge, model)
     if is_prompt_function(prompt):  # a LangChain prompt template or a callable returning messages
         if not (isinstance(cls, type) and issubclass(cls, LLMJudge)):
@@ -200,7 +203,7 @@ def openevals_result(result: Result, *, raw_object: bool | type = False, comment
     return EvaluatorResult(key=result.key, score=score, comment=result.comment if comment else None, metadata=None)
 
 
-class CompatEvaluator:
+class CompatEvaluator(Generic[R]):
     """A sync evaluator function in openevals' shape: ``evaluator(inputs=, outputs=,
     reference_outputs=, **kwargs)`` returns a dict (a list for multi-key evaluators).
     ``.evaluator`` is the assay evaluator behind it (usable in a run; its ``evaluate()`` returns
@@ -241,14 +244,14 @@ class CompatEvaluator:
             raw = {"inputs": inputs, "outputs": outputs, "reference_outputs": reference_outputs, **kwargs}
             kwargs[RAW_ARGS] = raw
 
-    def __call__(self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any) -> Any:
+    def __call__(self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any) -> R:
         self._check_variables(inputs, outputs, reference_outputs, kwargs)
         self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
         with compat_errors():
             results = self.evaluator.evaluate_all(
                 inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
             )
-        return self._shape(results)
+        return cast(R, self._shape(results))
 
     def _shape(self, results: list[Result]) -> Any:
         if self._errors_fail:  # openevals' code checkers: a tool that failed to run is a failing score
@@ -261,19 +264,19 @@ class CompatEvaluator:
         return f"{type(self).__name__}({self.evaluator.name!r}, key={self.key!r})"
 
 
-class AsyncCompatEvaluator(CompatEvaluator):
+class AsyncCompatEvaluator(CompatEvaluator[R]):
     """The async twin: ``await evaluator(outputs=...)`` (the ``create_async_…`` factories)."""
 
-    async def __call__(
+    async def __call__(  # type: ignore[override]  # the awaited twin of the sync call
         self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any
-    ) -> Any:
+    ) -> R:
         self._check_variables(inputs, outputs, reference_outputs, kwargs)
         self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
         with compat_errors():
             results = await self.evaluator.aevaluate_all(
                 inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
             )
-        return self._shape(results)
+        return cast(R, self._shape(results))
 
 
 def wrap(
@@ -285,7 +288,7 @@ def wrap(
     raw_args: bool = False,
     errors_fail: bool = False,
     comment: bool | None = None,
-) -> CompatEvaluator:
+) -> Any:
     """The openevals-shaped function around ``evaluator`` (``many``: a list of results;
     ``raw_args``: the call's raw arguments reach a prompt function; ``errors_fail``: a result
     that could not be scored is a failing score with the error as its comment, not an exception)."""
@@ -293,9 +296,9 @@ def wrap(
     return cls(evaluator, raw_object=raw_object, many=many, raw_args=raw_args, errors_fail=errors_fail, comment=comment)
 
 
-def as_async(evaluator: CompatEvaluator) -> CompatEvaluator:
+def as_async(evaluator: CompatEvaluator[R]) -> AsyncCompatEvaluator[R]:
     """The async twin of a sync evaluator function (same assay evaluator behind it)."""
-    twin = wrap(
+    twin: AsyncCompatEvaluator[R] = wrap(
         evaluator.evaluator,
         is_async=True,
         raw_object=evaluator._raw,

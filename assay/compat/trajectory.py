@@ -9,9 +9,11 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from assay.compat._core import CompatEvaluator, compat_errors, llm_judge_evaluator, wrap
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, compat_errors, llm_judge_evaluator, wrap
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
+from assay.compat.openevals.types import ToolArgsMatchMode, TrajectoryMatchMode
 from assay.evaluators.args_match import _MISSING, _resolve
 from assay.evaluators.judge_trajectory import REFERENCE_FREE, WITH_REFERENCE, TrajectoryJudge
 from assay.evaluators.trajectory import TrajectoryMatch
@@ -44,7 +46,7 @@ def _match(
     is_async: bool,
     *,
     openevals_paths: bool = True,
-) -> CompatEvaluator:
+) -> Any:
     overrides = dict(tool_args_match_overrides or {})
     if openevals_paths:
         for tool, spec in overrides.items():
@@ -61,26 +63,32 @@ def _match(
 
 def create_trajectory_match_evaluator(
     *,
-    trajectory_match_mode: str = "strict",
-    tool_args_match_mode: str = "exact",
+    trajectory_match_mode: TrajectoryMatchMode = "strict",
+    tool_args_match_mode: ToolArgsMatchMode = "exact",
     tool_args_match_overrides: dict[str, Any] | None = None,
-) -> CompatEvaluator:
+) -> CompatEvaluator[TypedResult]:
     """Deterministic trajectory match (``strict``, ``unordered``, ``subset``, ``superset``);
     key ``trajectory_<mode>_match``, a bool score. See docs/semantics.md."""
-    return _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, False)
+    return cast(
+        "CompatEvaluator[TypedResult]",
+        _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, False),
+    )
 
 
 def create_async_trajectory_match_evaluator(
     *,
-    trajectory_match_mode: str = "strict",
-    tool_args_match_mode: str = "exact",
+    trajectory_match_mode: TrajectoryMatchMode = "strict",
+    tool_args_match_mode: ToolArgsMatchMode = "exact",
     tool_args_match_overrides: dict[str, Any] | None = None,
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[TypedResult]:
     """:func:`create_trajectory_match_evaluator`, awaited."""
-    return _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, True)
+    return cast(
+        "AsyncCompatEvaluator[TypedResult]",
+        _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, True),
+    )
 
 
-def _judge(**params: Any) -> CompatEvaluator:
+def _judge(**params: Any) -> Any:
     return llm_judge_evaluator(TrajectoryJudge, **params)
 
 
@@ -95,10 +103,10 @@ def create_trajectory_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     feedback_key: str = "trajectory_accuracy",
-) -> CompatEvaluator:
+) -> CompatEvaluator[TypedResult]:
     """An LLM judge of the whole trajectory (``outputs`` = the messages; ``reference_outputs``
     with ``TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE``); key ``trajectory_accuracy``."""
-    return _judge(**locals(), is_async=False)
+    return cast("CompatEvaluator[TypedResult]", _judge(**locals(), is_async=False))
 
 
 def create_async_trajectory_llm_as_judge(
@@ -112,9 +120,9 @@ def create_async_trajectory_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     feedback_key: str = "trajectory_accuracy",
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[TypedResult]:
     """:func:`create_trajectory_llm_as_judge`, awaited."""
-    return _judge(**locals(), is_async=True)
+    return cast("AsyncCompatEvaluator[TypedResult]", _judge(**locals(), is_async=True))
 
 
 __all__ = [

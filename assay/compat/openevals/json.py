@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from assay.compat._core import (
     AsyncCompatEvaluator,
@@ -12,6 +12,7 @@ from assay.compat._core import (
     judge_params,
     openevals_result,
 )
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
 from assay.evaluators.json_match import JsonMatch
 from assay.evaluators.judge_base import shorthand_judge
 from assay.records import Result
@@ -46,20 +47,20 @@ class _JsonMatchShape:
         return [openevals_number(r, self.params) for r in results]
 
 
-class JsonMatchCompat(_JsonMatchShape, CompatEvaluator):
+class JsonMatchCompat(_JsonMatchShape, CompatEvaluator[list[TypedResult]]):
     """openevals' json match evaluator function: a list of results."""
 
 
-class AsyncJsonMatchCompat(_JsonMatchShape, AsyncCompatEvaluator):
+class AsyncJsonMatchCompat(_JsonMatchShape, AsyncCompatEvaluator[list[TypedResult]]):
     """Its async twin."""
 
 
-def _build(is_async: bool, params: dict[str, Any]) -> CompatEvaluator:
+def _build(is_async: bool, params: dict[str, Any]) -> Any:
     with compat_errors():  # a bad argument is a ValueError, as in openevals
         return _build_json(is_async, params)
 
 
-def _build_json(is_async: bool, params: dict[str, Any]) -> CompatEvaluator:
+def _build_json(is_async: bool, params: dict[str, Any]) -> Any:
     judge, model = params.pop("judge"), params.pop("model")
     if judge is not None or model is not None:
         spec = judge_params(judge, model)
@@ -84,11 +85,11 @@ def create_json_match_evaluator(
     model: str | None = None,
     use_reasoning: bool = True,
     list_match_mode: str = "same_elements",
-) -> CompatEvaluator:
+) -> CompatEvaluator[list[TypedResult]]:
     """Per-key comparison of JSON objects (or lists of them); returns a list of result dicts, one
     per key (``json_match:<key>``) or one aggregate (``json_match:<aggregator>``). ``rubric`` keys
     are graded by the judge. See docs/evaluators.md, json_match."""
-    return _build(False, dict(locals()))
+    return cast("CompatEvaluator[list[TypedResult]]", _build(False, dict(locals())))
 
 
 def create_async_json_match_evaluator(
@@ -101,9 +102,9 @@ def create_async_json_match_evaluator(
     model: str | None = None,
     use_reasoning: bool = True,
     list_match_mode: str = "same_elements",
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[list[TypedResult]]:
     """:func:`create_json_match_evaluator`, awaited."""
-    return _build(True, dict(locals()))
+    return cast("AsyncCompatEvaluator[list[TypedResult]]", _build(True, dict(locals())))
 
 
 __all__ = ["create_async_json_match_evaluator", "create_json_match_evaluator"]

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast, overload
 
-from assay.compat._core import CompatEvaluator, llm_judge_evaluator
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, llm_judge_evaluator
 from assay.compat.langchain import _stringify, is_chat_model, prompt_messages
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
 from assay.compat.openevals.utils import _attachment_to_content_block
 from assay.evaluators.judge_render import append_to_last_user, few_shot_text
 from assay.evaluators.llm_judge import LLMJudge
@@ -158,7 +159,7 @@ def _raw_object(output_schema: Any) -> bool | type:
     return output_schema is not None
 
 
-def _build(*, output_schema: Any, is_async: bool, **params: Any) -> CompatEvaluator:
+def _build(*, output_schema: Any, is_async: bool, **params: Any) -> Any:
     return llm_judge_evaluator(
         LLMJudge,
         output_schema=output_schema,
@@ -167,6 +168,38 @@ def _build(*, output_schema: Any, is_async: bool, **params: Any) -> CompatEvalua
         strict_variables=True,  # openevals formats the template: a variable not given is a KeyError
         **params,
     )
+
+
+@overload
+def create_llm_as_judge(
+    *,
+    prompt: Any,
+    feedback_key: str = "score",
+    judge: Any = None,
+    model: str | None = None,
+    system: str | None = None,
+    continuous: bool = False,
+    choices: list[float] | None = None,
+    use_reasoning: bool = True,
+    few_shot_examples: list[dict[str, Any]] | None = None,
+    output_schema: None = None,
+) -> CompatEvaluator[TypedResult]: ...
+
+
+@overload
+def create_llm_as_judge(
+    *,
+    prompt: Any,
+    feedback_key: str = "score",
+    judge: Any = None,
+    model: str | None = None,
+    system: str | None = None,
+    continuous: bool = False,
+    choices: list[float] | None = None,
+    use_reasoning: bool = True,
+    few_shot_examples: list[dict[str, Any]] | None = None,
+    output_schema: Any,
+) -> CompatEvaluator[Any]: ...
 
 
 def create_llm_as_judge(
@@ -181,12 +214,44 @@ def create_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     output_schema: Any = None,
-) -> CompatEvaluator:
+) -> CompatEvaluator[Any]:
     """An LLM-as-judge evaluator function with openevals' arguments and results: a bool score
     (``continuous``: a number in [0, 1]; ``choices``: the chosen number), the reasoning as
     ``comment``; with ``output_schema`` (a JSON schema, TypedDict or pydantic model) the parsed
     object itself. Extra keyword arguments of a call fill extra template variables."""
-    return _build(**locals(), is_async=False)
+    return cast("CompatEvaluator[Any]", _build(**locals(), is_async=False))
+
+
+@overload
+def create_async_llm_as_judge(
+    *,
+    prompt: Any,
+    feedback_key: str = "score",
+    judge: Any = None,
+    model: str | None = None,
+    system: str | None = None,
+    continuous: bool = False,
+    choices: list[float] | None = None,
+    use_reasoning: bool = True,
+    few_shot_examples: list[dict[str, Any]] | None = None,
+    output_schema: None = None,
+) -> AsyncCompatEvaluator[TypedResult]: ...
+
+
+@overload
+def create_async_llm_as_judge(
+    *,
+    prompt: Any,
+    feedback_key: str = "score",
+    judge: Any = None,
+    model: str | None = None,
+    system: str | None = None,
+    continuous: bool = False,
+    choices: list[float] | None = None,
+    use_reasoning: bool = True,
+    few_shot_examples: list[dict[str, Any]] | None = None,
+    output_schema: Any,
+) -> AsyncCompatEvaluator[Any]: ...
 
 
 def create_async_llm_as_judge(
@@ -201,9 +266,9 @@ def create_async_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     output_schema: Any = None,
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[Any]:
     """:func:`create_llm_as_judge` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
-    return _build(**locals(), is_async=True)
+    return cast("AsyncCompatEvaluator[Any]", _build(**locals(), is_async=True))
 
 
 __all__ = [

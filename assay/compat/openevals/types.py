@@ -118,6 +118,9 @@ class MultiturnSimulationResult(TypedDict):
 
 ToolArgsMatchMode = Literal["exact", "ignore", "subset", "superset"]
 
+#: The trajectory match modes (a wrong ``trajectory_match_mode=`` is a static type error).
+TrajectoryMatchMode = Literal["strict", "unordered", "subset", "superset"]
+
 ToolArgsMatchOverrides = dict[
     str, Union[ToolArgsMatchMode, list[str], Callable[[dict[str, Any], dict[str, Any]], bool]]  # noqa: UP007
 ]
@@ -137,4 +140,5 @@ __all__ = [
     "SimpleEvaluator",
     "ToolArgsMatchMode",
     "ToolArgsMatchOverrides",
+    "TrajectoryMatchMode",
 ]

@@ -6,31 +6,39 @@ matches (openevals fails it; :mod:`assay.compat.openevals.trajectory.match`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from assay.compat._core import CompatEvaluator
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
+from assay.compat.openevals.types import ToolArgsMatchMode, TrajectoryMatchMode
 from assay.compat.trajectory import _match
 
 
 def create_trajectory_match_evaluator(
     *,
-    trajectory_match_mode: str = "strict",
-    tool_args_match_mode: str = "exact",
+    trajectory_match_mode: TrajectoryMatchMode = "strict",
+    tool_args_match_mode: ToolArgsMatchMode = "exact",
     tool_args_match_overrides: dict[str, Any] | None = None,
-) -> CompatEvaluator:
+) -> CompatEvaluator[TypedResult]:
     """Deterministic trajectory match (``strict``, ``unordered``, ``subset``, ``superset``);
     key ``trajectory_<mode>_match``, a bool score. See docs/semantics.md."""
-    return _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, False, openevals_paths=False)
+    return cast(
+        "CompatEvaluator[TypedResult]",
+        _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, False, openevals_paths=False),
+    )
 
 
 def create_async_trajectory_match_evaluator(
     *,
-    trajectory_match_mode: str = "strict",
-    tool_args_match_mode: str = "exact",
+    trajectory_match_mode: TrajectoryMatchMode = "strict",
+    tool_args_match_mode: ToolArgsMatchMode = "exact",
     tool_args_match_overrides: dict[str, Any] | None = None,
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[TypedResult]:
     """:func:`create_trajectory_match_evaluator`, awaited."""
-    return _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, True, openevals_paths=False)
+    return cast(
+        "AsyncCompatEvaluator[TypedResult]",
+        _match(trajectory_match_mode, tool_args_match_mode, tool_args_match_overrides, True, openevals_paths=False),
+    )
 
 
 __all__ = ["create_async_trajectory_match_evaluator", "create_trajectory_match_evaluator"]
