@@ -124,5 +124,5 @@ def test_a_failing_chat_model_gives_an_error_not_a_score(env: JudgeServerThread)
     with JudgeServerThread(api_key="sk-right") as keyed:  # the model's key is refused: 401
         model = langchain_openai.ChatOpenAI(model="m", base_url=keyed.url + "/v1", api_key="wrong", max_retries=0)
         evaluator = create_llm_as_judge(prompt=CORRECTNESS_PROMPT, judge=model)
-        with pytest.raises(EvaluatorError, match="LangChain judge m: .*401"):
+        with pytest.raises(EvaluatorError, match=r"LangChain judge m: .*401"):
             evaluator(inputs="q", outputs="a", reference_outputs="a")
