@@ -5,7 +5,7 @@ column 0; blocks tagged bash, sh, shell, zsh, fish, console, terminal or json sk
 or ``None`` without any; the rule assay's code evaluators use.
 
 >>> _extract_code_from_markdown_code_blocks("Run:\\n```python\\nprint(1)\\n```\\n```bash\\nls\\n```")
-'print(1)\n'
+'print(1)\\n'
 """
 
 from __future__ import annotations
