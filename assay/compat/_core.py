@@ -3,16 +3,54 @@ wrappers, the ``judge``/``model`` arguments and prebuilt prompts recognised by t
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
-from typing import Any
+import string
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar, cast
 
-from assay.compat.langchain import RAW_ARGS, LangChainJudge, PromptFunctionJudge, is_chat_model, is_prompt_function
+from assay.compat.langchain import (
+    RAW_ARGS,
+    LangChainJudge,
+    PromptFunctionJudge,
+    is_chat_model,
+    is_prompt_function,
+)
 from assay.evaluators.base import BaseEvaluator
+from assay.evaluators.judge_base import JudgeEvaluator
 from assay.evaluators.llm_judge import LLMJudge
 from assay.exceptions import ConfigError, EvaluatorError
 from assay.judges.prompts import PROMPTS, get_prompt
 from assay.records import Result
+
+#: What an evaluator function returns (openevals' result dict, a list of them, a parsed object).
+R = TypeVar("R")
+
+
+class CompatConfigError(ConfigError, ValueError):
+    """A bad argument through the compat path: a ``ValueError``, as openevals and agentevals
+    raise, and assay's ``ConfigError``."""
+
+
+@contextlib.contextmanager
+def compat_errors() -> Iterator[None]:
+    """Raise assay's ConfigErrors as :class:`CompatConfigError` (also a ``ValueError``)."""
+    try:
+        yield
+    except CompatConfigError:
+        raise
+    except ConfigError as exc:
+        raise CompatConfigError(str(exc)) from exc
+
+
+def template_variables(template: str) -> tuple[str, ...]:
+    """The ``{name}`` variables of an f-string style template, in order, once each."""
+    names: dict[str, None] = {}
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field:
+            names[field.split(".")[0].split("[")[0]] = None
+    return tuple(names)
+
 
 #: Prompt names that are helpers of other evaluators, not prompts users pick.
 _INTERNAL = "_"
@@ -62,12 +100,40 @@ def llm_judge_evaluator(
     model: str | None,
     continuous: bool,
     is_async: bool,
-    raw_object: bool = False,
+    raw_object: bool | type = False,
+    strict_variables: bool = False,
     **params: Any,
-) -> CompatEvaluator:
+) -> Any:
     """An openevals-style LLM judge factory's result: ``cls`` (an assay LLM-judge evaluator)
     built from openevals' arguments (``prompt``, ``judge``/``model``, ``continuous``; the rest,
-    e.g. ``feedback_key``, ``system``, ``choices``, are assay params of the same name), wrapped."""
+    e.g. ``feedback_key``, ``system``, ``choices``, are assay params of the same name), wrapped.
+    ``strict_variables``: a call must give every variable of a string prompt (openevals' rule)."""
+    with compat_errors():
+        return _llm_judge_evaluator(
+            cls,
+            prompt=prompt,
+            judge=judge,
+            model=model,
+            continuous=continuous,
+            is_async=is_async,
+            raw_object=raw_object,
+            strict_variables=strict_variables,
+            **params,
+        )
+
+
+def _llm_judge_evaluator(
+    cls: Callable[..., BaseEvaluator[Any]],
+    *,
+    prompt: Any,
+    judge: Any,
+    model: str | None,
+    continuous: bool,
+    is_async: bool,
+    raw_object: bool | type,
+    strict_variables: bool,
+    **params: Any,
+) -> Any:
     judge_spec = judge_params(judge, model)
     if is_prompt_function(prompt):  # a LangChain prompt template or a callable returning messages
         if not (isinstance(cls, type) and issubclass(cls, LLMJudge)):
@@ -77,7 +143,10 @@ def llm_judge_evaluator(
         )
         return wrap(evaluator, is_async=is_async, raw_object=raw_object, raw_args=True)
     evaluator = cls(prompt=prompt_param(prompt), continuous=continuous or None, **params, **judge_spec)
-    return wrap(evaluator, is_async=is_async, raw_object=raw_object)
+    wrapped = wrap(evaluator, is_async=is_async, raw_object=raw_object)
+    if strict_variables:
+        wrapped.required_variables = template_variables(prompt)
+    return wrapped
 
 
 def _is_openai_client(obj: Any) -> bool:
@@ -110,24 +179,31 @@ class EvaluatorResult(dict[str, Any]):
             raise AttributeError(name) from None
 
 
-def openevals_result(result: Result, *, raw_object: bool = False) -> Any:
+def openevals_result(result: Result, *, raw_object: bool | type = False, comment: bool = True) -> Any:
     """An assay Result as openevals returns it: ``{"key", "score", "comment", "metadata"}`` with
     the judge's own answer as the score (a bool for pass/fail verdicts, the chosen number for
-    choices); with ``raw_object`` (``output_schema``) the parsed verdict object itself. A result
-    that could not be scored raises, as openevals does."""
+    choices); with ``raw_object`` (``output_schema``) the parsed verdict object itself (an instance
+    when ``raw_object`` is the pydantic class, as openevals returns it). A result
+    that could not be scored raises, as openevals does.
+
+    As in openevals, ``metadata`` is ``None`` and ``comment`` is the judge's reasoning (``None``
+    without one, and always ``None`` with ``comment=False``: the deterministic evaluators); assay's
+    richer comments and metadata stay on the assay Results (``.evaluator``, run outputs)."""
     if result.error is not None:
         raise EvaluatorError(f"{result.key}: {result.error}")
     if raw_object and isinstance(result.value, dict):
+        if isinstance(raw_object, type) and hasattr(raw_object, "model_validate"):  # a pydantic class
+            return raw_object.model_validate(result.value)
         return result.value
     value, score = result.value, result.score
     if isinstance(value, bool):  # a pass/fail verdict: the judge's answer (True = toxic for TOXICITY)
         score = value if score in (0.0, 1.0) else score
     elif isinstance(value, int | float):  # the chosen number (choices), the number (continuous)
         score = value
-    return EvaluatorResult(key=result.key, score=score, comment=result.comment, metadata=result.metadata or None)
+    return EvaluatorResult(key=result.key, score=score, comment=result.comment if comment else None, metadata=None)
 
 
-class CompatEvaluator:
+class CompatEvaluator(Generic[R]):
     """A sync evaluator function in openevals' shape: ``evaluator(inputs=, outputs=,
     reference_outputs=, **kwargs)`` returns a dict (a list for multi-key evaluators).
     ``.evaluator`` is the assay evaluator behind it (usable in a run; its ``evaluate()`` returns
@@ -137,17 +213,30 @@ class CompatEvaluator:
         self,
         evaluator: BaseEvaluator[Any],
         *,
-        raw_object: bool = False,
+        raw_object: bool | type = False,
         many: bool = False,
         raw_args: bool = False,
         errors_fail: bool = False,
+        comment: bool | None = None,
     ) -> None:
         self.evaluator = evaluator
+        # openevals' comment is a judge's reasoning (or a code checker's errors); None elsewhere
+        self._comment = isinstance(evaluator, JudgeEvaluator) or errors_fail if comment is None else comment
         self.key = evaluator.key
         self._raw = raw_object
         self._many = many
         self._raw_args = raw_args
         self._errors_fail = errors_fail
+        #: Template variables a call must give (openevals' string prompts: all of them).
+        self.required_variables: tuple[str, ...] = ()
+
+    def _check_variables(self, inputs: Any, outputs: Any, reference_outputs: Any, kwargs: dict[str, Any]) -> None:
+        """openevals formats a template with the values given: a variable left out (``None``) is
+        a ``KeyError`` (e.g. ``CORRECTNESS_PROMPT`` without ``reference_outputs``)."""
+        given = {"inputs": inputs, "outputs": outputs, "reference_outputs": reference_outputs, **kwargs}
+        for name in self.required_variables:
+            if given.get(name) is None:
+                raise KeyError(name)
 
     def _with_raw_args(self, inputs: Any, outputs: Any, reference_outputs: Any, kwargs: dict[str, Any]) -> None:
         """A prompt function receives the call's own arguments (openevals passes them raw)."""
@@ -155,73 +244,84 @@ class CompatEvaluator:
             raw = {"inputs": inputs, "outputs": outputs, "reference_outputs": reference_outputs, **kwargs}
             kwargs[RAW_ARGS] = raw
 
-    def __call__(self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any) -> Any:
+    def __call__(self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any) -> R:
+        self._check_variables(inputs, outputs, reference_outputs, kwargs)
         self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
-        results = self.evaluator.evaluate_all(
-            inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
-        )
-        return self._shape(results)
+        with compat_errors():
+            results = self.evaluator.evaluate_all(
+                inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
+            )
+        return cast(R, self._shape(results))
 
     def _shape(self, results: list[Result]) -> Any:
         if self._errors_fail:  # openevals' code checkers: a tool that failed to run is a failing score
             results = [Result(r.key, 0.0, False, r.error, r.metadata) if r.error is not None else r for r in results]
         if self._many:  # openevals' multi-key evaluators return a list of results
-            return [openevals_result(r) for r in results]
-        return openevals_result(results[0], raw_object=self._raw)
+            return [openevals_result(r, comment=self._comment) for r in results]
+        return openevals_result(results[0], raw_object=self._raw, comment=self._comment)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.evaluator.name!r}, key={self.key!r})"
 
 
-class AsyncCompatEvaluator(CompatEvaluator):
+class AsyncCompatEvaluator(CompatEvaluator[R]):
     """The async twin: ``await evaluator(outputs=...)`` (the ``create_async_…`` factories)."""
 
-    async def __call__(
+    async def __call__(  # type: ignore[override]  # the awaited twin of the sync call
         self, *, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, **kwargs: Any
-    ) -> Any:
+    ) -> R:
+        self._check_variables(inputs, outputs, reference_outputs, kwargs)
         self._with_raw_args(inputs, outputs, reference_outputs, kwargs)
-        results = await self.evaluator.aevaluate_all(
-            inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
-        )
-        return self._shape(results)
+        with compat_errors():
+            results = await self.evaluator.aevaluate_all(
+                inputs=inputs, outputs=outputs, reference_outputs=reference_outputs, **kwargs
+            )
+        return cast(R, self._shape(results))
 
 
 def wrap(
     evaluator: BaseEvaluator[Any],
     *,
     is_async: bool = False,
-    raw_object: bool = False,
+    raw_object: bool | type = False,
     many: bool = False,
     raw_args: bool = False,
     errors_fail: bool = False,
-) -> CompatEvaluator:
+    comment: bool | None = None,
+) -> Any:
     """The openevals-shaped function around ``evaluator`` (``many``: a list of results;
     ``raw_args``: the call's raw arguments reach a prompt function; ``errors_fail``: a result
     that could not be scored is a failing score with the error as its comment, not an exception)."""
     cls = AsyncCompatEvaluator if is_async else CompatEvaluator
-    return cls(evaluator, raw_object=raw_object, many=many, raw_args=raw_args, errors_fail=errors_fail)
+    return cls(evaluator, raw_object=raw_object, many=many, raw_args=raw_args, errors_fail=errors_fail, comment=comment)
 
 
-def as_async(evaluator: CompatEvaluator) -> CompatEvaluator:
+def as_async(evaluator: CompatEvaluator[R]) -> AsyncCompatEvaluator[R]:
     """The async twin of a sync evaluator function (same assay evaluator behind it)."""
-    return wrap(
+    twin: AsyncCompatEvaluator[R] = wrap(
         evaluator.evaluator,
         is_async=True,
         raw_object=evaluator._raw,
         many=evaluator._many,
         raw_args=evaluator._raw_args,
         errors_fail=evaluator._errors_fail,
+        comment=evaluator._comment,
     )
+    twin.required_variables = evaluator.required_variables
+    return twin
 
 
 __all__ = [
     "AsyncCompatEvaluator",
+    "CompatConfigError",
     "CompatEvaluator",
     "EvaluatorResult",
     "as_async",
+    "compat_errors",
     "judge_params",
     "llm_judge_evaluator",
     "openevals_result",
     "prompt_param",
+    "template_variables",
     "wrap",
 ]

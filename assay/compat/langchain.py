@@ -1,9 +1,13 @@
 """LangChain objects in the library face: a chat model as ``judge`` and a prompt template (or any
 callable returning messages) as ``prompt``, as openevals accepts them.
 
-A LangChain chat model is called through its own async API (``with_structured_output(schema)
-.ainvoke(messages)``), as openevals calls it: assay's rate limits, retries, cache and cost
-accounting do not apply to it (they belong to assay's own endpoints, which run files use).
+A LangChain chat model is called through its own API (``with_structured_output(schema)``), as
+openevals calls it, with its sync ``invoke`` in a worker thread, from sync and awaited evaluators
+alike: a model's async HTTP client is cached per endpoint (``ChatOpenAI``'s, shared by every
+instance) and bound to the event loop of its first call, so awaiting ``ainvoke`` from the next
+call's loop (each sync call runs on a loop of its own; ``asyncio.run`` twice) failed with "Event
+loop is closed". assay's rate limits, retries, cache and cost accounting do not apply to it
+(they belong to assay's own endpoints, which run files use).
 
 >>> is_chat_model(object())
 False
@@ -16,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import anyio
 import orjson
 
 from assay.evaluators.llm_judge import CompiledPrompt, LLMJudge
@@ -25,6 +30,11 @@ from assay.traces.model import Trace
 
 #: The reserved call keyword carrying a call's raw arguments to a prompt function.
 RAW_ARGS = "_assay_prompt_args"
+
+
+async def _invoke(runnable: Any, messages: Any) -> Any:
+    """``runnable.invoke(messages)`` in a worker thread: never the model's loop-bound async client."""
+    return await anyio.to_thread.run_sync(runnable.invoke, messages)
 
 
 def is_chat_model(obj: Any) -> bool:
@@ -56,7 +66,7 @@ class LangChainJudge:
             if request.schema is not None:
                 schema = {"title": request.schema_name, **request.schema}
                 runnable = self.model.with_structured_output(schema, include_raw=True)
-                reply = await runnable.ainvoke(request.messages)
+                reply = await _invoke(runnable, request.messages)
                 data, raw = reply.get("parsed"), reply.get("raw")
                 if reply.get("parsing_error") is not None or not isinstance(data, dict):
                     text = str(getattr(raw, "content", "") or "")
@@ -64,7 +74,7 @@ class LangChainJudge:
                 return JudgeResponse(
                     orjson.dumps(data).decode(), data, _usage(raw), self.name, latency_s=time.monotonic() - started
                 )
-            message = await self.model.ainvoke(request.messages)
+            message = await _invoke(self.model, request.messages)
         except Exception as exc:  # the model's own errors, as data for the evaluator's error policy
             raise JudgeError(f"LangChain judge {self.name}: {type(exc).__name__}: {exc}") from exc
         text = message.content if isinstance(message.content, str) else orjson.dumps(message.content).decode()

@@ -543,7 +543,10 @@ class RoutingAccuracy(ScenarioEvaluator[RoutingAccuracyParams]):
         if not expected:
             return self.not_applicable("no expected subagent")
         expected = str(expected)
-        delegations = [c.name for c in agent_calls(trace) if c.name.startswith(p.delegate_prefix)]
+        # the seed reads the record's top-level ``tool_calls``: they win over ``all_tool_calls``
+        listed = listed_calls((trace.scenario or {}).get("tool_calls"))
+        calls = listed if listed is not None else agent_calls(trace)
+        delegations = [c.name for c in calls if c.name.startswith(p.delegate_prefix)]
         if p.match == "exact":
             ok = p.delegate_prefix + expected in delegations
         else:

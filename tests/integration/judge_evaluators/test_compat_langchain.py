@@ -118,14 +118,15 @@ def test_chat_anthropic_as_judge_async(env: JudgeServerThread) -> None:
 
     result = anyio.run(main)
     assert result["key"] == "score" and isinstance(result["score"], float) and 0.0 <= result["score"] <= 1.0
-    assert result["metadata"]["judge_model"] == "claude-3-5-sonnet-latest"
+    assert result["metadata"] is None  # openevals' shape (the assay Result keeps the judge model)
 
 
 def test_a_failing_chat_model_gives_an_error_not_a_score(env: JudgeServerThread) -> None:
     from assay.exceptions import EvaluatorError
 
     langchain_openai = pytest.importorskip("langchain_openai")
-    model = langchain_openai.ChatOpenAI(model="m", base_url=env.url + "/v1", api_key="wrong", max_retries=0)
-    evaluator = create_llm_as_judge(prompt=CORRECTNESS_PROMPT, judge=model)
-    with pytest.raises(EvaluatorError, match="LangChain judge"):
-        evaluator(inputs="q", outputs="a", reference_outputs="a")
+    with JudgeServerThread(api_key="sk-right") as keyed:  # the model's key is refused: 401
+        model = langchain_openai.ChatOpenAI(model="m", base_url=keyed.url + "/v1", api_key="wrong", max_retries=0)
+        evaluator = create_llm_as_judge(prompt=CORRECTNESS_PROMPT, judge=model)
+        with pytest.raises(EvaluatorError, match=r"LangChain judge m: .*401"):
+            evaluator(inputs="q", outputs="a", reference_outputs="a")

@@ -227,6 +227,19 @@ def test_routing_accuracy() -> None:
     assert exact.evaluate(outputs=routed, scenario={"expected_subagent": "billing_agent"}).score == 1.0
 
 
+def test_routing_accuracy_reads_a_records_top_level_tool_calls() -> None:
+    # the seed reads result["tool_calls"]; a record that also lists all_tool_calls keeps that rule
+    rec = {
+        "outputs": "routed",
+        "tool_calls": [{"name": "delegate_to_billing", "args": {}}],
+        "all_tool_calls": [{"name": "lookup_account", "args": {}}],
+        "expected_subagent": "billing",
+    }
+    assert RoutingAccuracy().score(normalize_record(rec)).score == 1.0
+    rec["tool_calls"] = [{"name": "delegate_to_shipping", "args": {}}]
+    assert RoutingAccuracy().score(normalize_record(rec)).score == 0.0
+
+
 def test_scenario_from_the_record_itself() -> None:
     # without a `scenario` object the record's own fields are the scenario
     rec = {"messages": [user("q"), call("escalate_to_human", "1")], "should_escalate": True}

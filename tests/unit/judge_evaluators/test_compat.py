@@ -66,7 +66,7 @@ class FakeJudge:
 
 
 def test_prompt_constants_are_the_template_texts_and_map_back_to_prebuilt_names() -> None:
-    assert len(prompts.__all__) == 24
+    assert len(prompts.__all__) == 33  # openevals 0.2.2: every constant of openevals.prompts
     assert "{outputs}" in prompts.CORRECTNESS_PROMPT
     assert prompt_param(prompts.CORRECTNESS_PROMPT) == "correctness"
     assert prompt_param(prompts.TOXICITY_PROMPT) == "toxicity"
@@ -192,9 +192,8 @@ def test_unscored_results_raise_like_openevals() -> None:
 
 def test_trajectory_factories_both_import_paths() -> None:
     from assay.compat.agentevals.trajectory import check_trajectory, create_trajectory_match_evaluator
-    from assay.compat.openevals import create_trajectory_match_evaluator as oe_match
 
-    assert create_trajectory_match_evaluator is oe_match
+    # the two libraries differ on a field-list override's missing path (tests/unit/compat)
     call = {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}
     ev = create_trajectory_match_evaluator(trajectory_match_mode="superset", tool_args_match_mode="ignore")
     r = ev(outputs=[call], reference_outputs=[call])

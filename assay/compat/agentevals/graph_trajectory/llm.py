@@ -7,9 +7,10 @@ the prompt's variables are ``{thread}`` and ``{reference_outputs}``. Key
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from assay.compat._core import CompatEvaluator, llm_judge_evaluator
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, llm_judge_evaluator
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
 from assay.evaluators.graph_trajectory import GRAPH_TRAJECTORY_PROMPT, GraphTrajectoryJudge
 
 DEFAULT_REF_COMPARE_PROMPT = GRAPH_TRAJECTORY_PROMPT
@@ -25,9 +26,9 @@ def create_graph_trajectory_llm_as_judge(
     choices: list[float] | None = None,
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
-) -> CompatEvaluator:
+) -> CompatEvaluator[TypedResult]:
     """An LLM judge of a LangGraph thread's steps (logical, efficient, like the reference)."""
-    return llm_judge_evaluator(GraphTrajectoryJudge, **locals(), is_async=False)
+    return cast("CompatEvaluator[TypedResult]", llm_judge_evaluator(GraphTrajectoryJudge, **locals(), is_async=False))
 
 
 def create_async_graph_trajectory_llm_as_judge(
@@ -40,9 +41,11 @@ def create_async_graph_trajectory_llm_as_judge(
     choices: list[float] | None = None,
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[TypedResult]:
     """:func:`create_graph_trajectory_llm_as_judge`, awaited."""
-    return llm_judge_evaluator(GraphTrajectoryJudge, **locals(), is_async=True)
+    return cast(
+        "AsyncCompatEvaluator[TypedResult]", llm_judge_evaluator(GraphTrajectoryJudge, **locals(), is_async=True)
+    )
 
 
 __all__ = [

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from assay.compat._core import CompatEvaluator, as_async, wrap
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, as_async, wrap
+from assay.compat.openevals.code.base import extraction_strategy
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
 from assay.evaluators.code import PyrightCheck
 
 
@@ -14,12 +16,17 @@ def create_pyright_evaluator(
     pyright_cli_args: list[str] | None = None,
     code_extraction_strategy: str = "none",
     code_extractor: Callable[[Any], str] | None = None,
-) -> CompatEvaluator:
+) -> CompatEvaluator[TypedResult]:
     """Type-check the output with pyright (key ``pyright_succeeded``); the code is never run."""
     ev = PyrightCheck(
-        cli_args=pyright_cli_args, code_extraction=code_extraction_strategy, code_extractor=code_extractor
+        cli_args=pyright_cli_args,
+        code_extraction=extraction_strategy(code_extraction_strategy, code_extractor),
+        code_extractor=code_extractor,
     )
-    return wrap(ev, errors_fail=True)  # openevals: a check that cannot run fails, it does not raise
+    return cast(
+        "CompatEvaluator[TypedResult]",
+        wrap(ev, errors_fail=True),  # openevals: a check that cannot run fails, it does not raise
+    )
 
 
 def create_async_pyright_evaluator(
@@ -27,7 +34,7 @@ def create_async_pyright_evaluator(
     pyright_cli_args: list[str] | None = None,
     code_extraction_strategy: str = "none",
     code_extractor: Callable[[Any], str] | None = None,
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[TypedResult]:
     """:func:`create_pyright_evaluator` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
     return as_async(
         create_pyright_evaluator(

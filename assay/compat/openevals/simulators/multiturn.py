@@ -33,9 +33,12 @@ class MultiturnSimulatorResult(TypedDict):
 
 
 def as_message(value: Any) -> Message:
-    """An OpenAI-style message dict with an ``id`` (LangChain messages converted)."""
+    """An OpenAI-style message dict with an ``id`` (LangChain messages and the OpenAI SDK's
+    message objects converted)."""
     if isinstance(value, str):
         value = {"role": "user", "content": value}
+    elif hasattr(value, "model_dump") and hasattr(value, "role"):  # an OpenAI SDK message object
+        value = value.model_dump(exclude_none=True)
     elif not isinstance(value, dict):
         if not (hasattr(value, "type") and hasattr(value, "content")):
             raise ValueError(f"expected a message, got {type(value).__name__}: {value!r}")

@@ -17,6 +17,12 @@ from assay.judges.base import Judge, JudgeRequest
 OPENING = "Generate an initial query to start a conversation based on your instructions."
 
 
+def _is_internal_message(message: Message) -> bool:
+    """A message the simulated user does not see: anything but a user message or an assistant's
+    plain answer (tool calls, tool results, system messages)."""
+    return bool(message.get("role") != "user" and (message.get("role") != "assistant" or message.get("tool_calls")))
+
+
 def user_view(trajectory: list[Message]) -> list[dict[str, Any]]:
     """The conversation from the simulated user's side: the app's plain answers are what it is
     told (``user``), its own messages are what it said (``assistant``); tool traffic is dropped."""
@@ -110,6 +116,7 @@ def create_async_llm_simulated_user(
 __all__ = [
     "AsyncSimulatedUser",
     "SimulatedUser",
+    "_is_internal_message",
     "create_async_llm_simulated_user",
     "create_llm_simulated_user",
     "user_view",

@@ -9,9 +9,10 @@ bundled, offline) or your own ``text -> vector`` function as ``embeddings`` work
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from assay.compat._core import CompatEvaluator, as_async, wrap
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, as_async, wrap
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
 from assay.evaluators.embedding import EmbeddingSimilarity
 
 OPENEVALS_DEFAULT_MODEL = "openai:text-embedding-3-small"
@@ -22,10 +23,10 @@ def create_embedding_similarity_evaluator(
     model: str = OPENEVALS_DEFAULT_MODEL,
     algorithm: str = "cosine",
     embeddings: Callable[[str], Any] | None = None,
-) -> CompatEvaluator:
+) -> CompatEvaluator[TypedResult]:
     """Similarity of the output and reference embeddings (key ``embedding_similarity``)."""
     ev = EmbeddingSimilarity(model=model, algorithm=algorithm, embed_fn=embeddings, round_digits=2)
-    return wrap(ev)
+    return cast("CompatEvaluator[TypedResult]", wrap(ev))
 
 
 def create_async_embedding_similarity_evaluator(
@@ -33,7 +34,7 @@ def create_async_embedding_similarity_evaluator(
     model: str = OPENEVALS_DEFAULT_MODEL,
     algorithm: str = "cosine",
     embeddings: Callable[[str], Any] | None = None,
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[TypedResult]:
     """:func:`create_embedding_similarity_evaluator` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
     return as_async(create_embedding_similarity_evaluator(model=model, algorithm=algorithm, embeddings=embeddings))
 

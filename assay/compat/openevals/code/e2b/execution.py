@@ -9,10 +9,12 @@ package this interpreter lacks fails the run).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from assay.compat._core import CompatEvaluator, as_async, wrap
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, as_async, wrap
+from assay.compat.openevals.code.base import extraction_strategy
 from assay.compat.openevals.code.e2b import ignore_sandbox
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
 from assay.evaluators.code_exec import CodeExecution
 
 
@@ -23,16 +25,16 @@ def create_e2b_execution_evaluator(
     sandbox_project_directory: str | None = None,
     code_extraction_strategy: str = "none",
     code_extractor: Callable[[Any], str] | None = None,
-) -> CompatEvaluator:
+) -> CompatEvaluator[TypedResult]:
     """Run the output's code; key ``execution_succeeded``, score True when it exits cleanly."""
     ignore_sandbox(sandbox)  # E2B's; the local sandbox needs neither it nor a project directory
     del sandbox_project_directory
     ev = CodeExecution(
         environment_variables=environment_variables or {},
-        code_extraction=code_extraction_strategy,
+        code_extraction=extraction_strategy(code_extraction_strategy, code_extractor),
         code_extractor=code_extractor,
     )
-    return wrap(ev)
+    return cast("CompatEvaluator[TypedResult]", wrap(ev))
 
 
 def create_async_e2b_execution_evaluator(
@@ -42,7 +44,7 @@ def create_async_e2b_execution_evaluator(
     sandbox_project_directory: str | None = None,
     code_extraction_strategy: str = "none",
     code_extractor: Callable[[Any], str] | None = None,
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[TypedResult]:
     """:func:`create_e2b_execution_evaluator` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
     return as_async(
         create_e2b_execution_evaluator(

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from assay.compat._core import CompatEvaluator, as_async
+from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, as_async
 from assay.compat.openevals.code.e2b import ignore_sandbox
 from assay.compat.openevals.code.pyright import create_pyright_evaluator
+from assay.compat.openevals.types import EvaluatorResult as TypedResult
 
 
 def create_e2b_pyright_evaluator(
@@ -18,7 +19,7 @@ def create_e2b_pyright_evaluator(
     sandbox_project_directory: str | None = None,
     code_extraction_strategy: str = "none",
     code_extractor: Callable[[Any], str] | None = None,
-) -> CompatEvaluator:
+) -> CompatEvaluator[TypedResult]:
     """Type-check the output with the local pyright (key ``pyright_succeeded``)."""
     ignore_sandbox(sandbox)
     del sandbox_project_directory
@@ -36,7 +37,7 @@ def create_async_e2b_pyright_evaluator(
     sandbox_project_directory: str | None = None,
     code_extraction_strategy: str = "none",
     code_extractor: Callable[[Any], str] | None = None,
-) -> CompatEvaluator:
+) -> AsyncCompatEvaluator[TypedResult]:
     """:func:`create_e2b_pyright_evaluator` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
     return as_async(
         create_e2b_pyright_evaluator(
