@@ -21,7 +21,7 @@ import orjson
 
 from assay.config import RunConfig
 from assay.connectors.file_sink import write_json_atomic
-from assay.exceptions import EXIT_CONFIG, EXIT_INFRA, EXIT_OK, ConfigError
+from assay.exceptions import EXIT_CONFIG, EXIT_INFRA, EXIT_OK, ConfigError, InputMissingError
 from assay.push import PushLedger, TargetReport, build_target, push_target
 from assay.push.base import PushTarget, stable_day
 
@@ -136,7 +136,7 @@ def push_published(
     targets = _select(config, to)
     out = find_output(config)
     if not out.published:
-        raise ConfigError(f"push: {out.location} is not published (no _SUCCESS): nothing was pushed")
+        raise InputMissingError(f"push: {out.location} is not published (no _SUCCESS): nothing was pushed")
     summary = _read_summary(out.summary_path)
     when = stable_day(
         config.ds,

@@ -151,7 +151,8 @@ def items_of_row(row: Mapping[str, Any], params: PushParams, when: dt.datetime) 
 
 
 class SplitBatch(Exception):
-    """An answer does not say which items of a batch failed: the engine sends them one by one."""
+    """An answer does not say which items of a batch failed, or the batch was too large: the
+    engine sends each half again (a target raises it only for batches of two or more)."""
 
 
 @dataclass(frozen=True, slots=True)

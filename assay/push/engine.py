@@ -152,9 +152,10 @@ class _Sender:
             break
         try:
             outcomes = target.outcomes(items, status, body)
-        except SplitBatch:
-            for item in items:
-                await self.send([item])
+        except SplitBatch:  # halve: a body too large fits, and one refused item is found in log2(n) requests
+            half = len(items) // 2
+            await self.send(items[:half])
+            await self.send(items[half:])
             return
         self.settle(outcomes)
 

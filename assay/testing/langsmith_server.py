@@ -140,7 +140,7 @@ class LangSmithServer(PlatformServer):
     async def _list(self, request: web.Request) -> web.Response:
         if not self._authorized(request):
             return self.refuse_auth()
-        runs = set(request.query.getall("run", []))
+        runs = {str(uuid.UUID(r)) for r in request.query.getall("run", []) if _uuid(r)}
         keys = set(request.query.getall("key", []))
         limit = int(request.query.get("limit", 100))
         offset = int(request.query.get("offset", 0))
