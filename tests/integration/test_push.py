@@ -289,3 +289,41 @@ def test_kill_9_during_the_push_then_the_same_command_leaves_one_score_each(
         assert push["sent"] < 300 - partial + 80  # resumed: what the ledger had was not sent again
     finally:
         ls.stop()
+
+
+def test_phoenix_real_server_holds_one_annotation_per_trace_key_identity(
+    tmp_path: Path, corpus: list[tuple[str, str]], phoenix_server: Any
+) -> None:
+    project = f"agents-{uuid.uuid4().hex[:8]}"
+    phoenix_server.load_traces(project, corpus[:25])  # Phoenix does not know the last 5 traces
+    run = tmp_path / "run.yaml"
+    push = f'[{{type: phoenix, endpoint: "{phoenix_server.url}", project: {project}, retries: 2}}]'
+    run.write_text(write_run(tmp_path, {"langsmith": "", "langfuse": "", "otel": ""}, only=[]).read_text()
+                   .replace("push:\n", f"push: {push}\n"))  # fmt: skip
+    done = cli("run", str(run), "--ds", DS, "-q")
+    assert done.returncode == 0, done.stderr
+    section = summary(tmp_path)["push"]["phoenix"]
+    assert (section["delivered"], section["rejected"], section["status"]) == (50, 10, "ok")
+    dead = (tmp_path / "out" / "_push_dead_letter" / "phoenix.jsonl").read_text()
+    assert "do not exist" in dead
+    spans = [s for _, s in corpus[:25]]
+
+    def held() -> list[dict[str, Any]]:
+        return phoenix_server.annotations(project, spans)  # type: ignore[no-any-return]
+
+    got = held()
+    assert len(got) == 50
+    assert {(a["span_id"], a["name"]) for a in got} == {(s, k) for s in spans for k in ("contains", "latency")}
+    one = next(a for a in got if a["name"] == "contains")
+    assert one["annotator_kind"] == "CODE" and one["result"]["label"] == "pass" and one["result"]["score"] == 1.0
+    # the ledger forgotten and the night pushed again: Phoenix upserts on the identifier
+    for p in (tmp_path / ".assay" / "push").glob("*"):
+        p.unlink()
+    assert cli("push", str(run), "--ds", DS).returncode == 0
+    assert len(held()) == 50
+    # a changed evaluator: new annotations beside the old ones
+    run.write_text(run.read_text().replace("substring: sunny", "substring: sun"))
+    assert cli("run", str(run), "--ds", DS, "-q").returncode == 0
+    got = held()
+    assert len(got) == 75
+    assert len({a["identifier"] for a in got if a["name"] == "contains"}) == 2
