@@ -427,6 +427,12 @@ def validate(
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
+        if config.push:  # each target's params, and its keys in the environment
+            from assay.push_command import check_push_specs, push_key_problems
+
+            check_push_specs(config, str(run_file))
+            for problem in push_key_problems(config):
+                raise ConfigError(f"{run_file}: {problem}")
         evaluators = build_evaluators(config, str(run_file))
         if config.judges:
             from assay.judges.pool import JudgePool

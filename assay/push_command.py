@@ -21,11 +21,11 @@ import orjson
 
 from assay.config import RunConfig
 from assay.connectors.file_sink import write_json_atomic
-from assay.exceptions import EXIT_CONFIG, EXIT_INFRA, EXIT_OK, ConfigError, InputMissingError
+from assay.exceptions import EXIT_CONFIG, EXIT_INFRA, EXIT_OK, AssayError, ConfigError, InputMissingError
 from assay.push import PushLedger, TargetReport, build_target, push_target
 from assay.push.base import PushTarget, stable_day
 
-__all__ = ["PublishedOutput", "check_push_specs", "find_output", "push_published"]
+__all__ = ["PublishedOutput", "check_push_specs", "find_output", "push_key_problems", "push_published"]
 
 DEAD_DIR = "_push_dead_letter"
 
@@ -36,6 +36,17 @@ def check_push_specs(config: RunConfig, origin: str) -> None:
 
     for i, spec in enumerate(config.push):
         validate_push_spec(spec.params(), f"{origin}: push[{i}]")
+
+
+def push_key_problems(config: RunConfig) -> list[str]:
+    """The push targets whose keys are not in the environment (``assay validate``)."""
+    problems = []
+    for spec in config.push:
+        try:
+            build_target(spec.params()).check_keys()
+        except AssayError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 @dataclass

@@ -39,6 +39,8 @@ __all__ = ["TargetReport", "push_target"]
 ROWS_PER_CHUNK = 1000
 #: Sender tasks per target; how many requests are really in flight is the limiter's cap.
 SENDERS = 64
+#: How often the answers read are written to the ledger (in one transaction, off the loop).
+RECORD_EVERY_S = 0.5
 #: 429s a batch may meet before the target counts as unreachable (they slow the pacer, not the budget).
 MAX_RATE_LIMITED = 50
 
@@ -108,6 +110,8 @@ class _Sender:
         self.ledger = ledger
         self.report = report
         self.session = session
+        self.unrecorded: list[tuple[str, str, str | None, str, str]] = []
+        self._writer = anyio.CapacityLimiter(1)
         rpm = target.rpm
         self.limits = Limits(max_concurrency=target.params.max_concurrency, rps=rpm / 60.0 if rpm else None, tpm=None)
 
@@ -160,12 +164,23 @@ class _Sender:
         self.settle(outcomes)
 
     def settle(self, outcomes: list[ItemOutcome]) -> None:
-        self.ledger.record(
-            self.report.name, [(str(o.item.id), o.status, o.message, o.item.trace_id, o.item.key) for o in outcomes]
-        )
+        self.unrecorded.extend((str(o.item.id), o.status, o.message, o.item.trace_id, o.item.key) for o in outcomes)
         self.report.sent += len(outcomes)
         for o in outcomes:
             self.report.count(o.item, o.status, o.message)
+
+    async def record(self) -> None:
+        """Write the answers read so far to the ledger, off the event loop (the pacer's sends must
+        not wait for a disk). A kill loses at most the last interval's records: those items are
+        sent again and the platform keeps them once (their ids are deterministic)."""
+        rows, self.unrecorded = self.unrecorded, []
+        if rows:
+            await anyio.to_thread.run_sync(self.ledger.record, self.report.name, rows, limiter=self._writer)
+
+    async def record_every(self, interval: float) -> None:
+        while True:
+            await anyio.sleep(interval)
+            await self.record()
 
 
 async def _produce(
@@ -233,18 +248,32 @@ async def push_target(
         async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=SENDERS)) as session:
             sender = _Sender(target, ledger, report, session)
             send, recv = anyio.create_memory_object_stream[list[PushItem]](SENDERS * 2)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_produce, target, rows(), when, ledger, report, send)
-                for _ in range(SENDERS):
-                    tg.start_soon(_drain, sender, recv.clone())
-                recv.close()
+            try:
+                async with anyio.create_task_group() as outer:
+                    outer.start_soon(sender.record_every, RECORD_EVERY_S)
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(_produce, target, rows(), when, ledger, report, send)
+                        for _ in range(SENDERS):
+                            tg.start_soon(_drain, sender, recv.clone())
+                        recv.close()
+                    outer.cancel_scope.cancel()
+            finally:
+                with anyio.CancelScope(shield=True):  # what was answered is recorded, whatever stopped us
+                    await sender.record()
     except* PushAuthError as group:
-        report.status, report.error = "unauthorized", str(group.exceptions[0])
+        report.status, report.error = "unauthorized", str(_leaf(group))
     except* PushUnreachableError as group:
         if report.status == "ok":
-            report.status, report.error = "unreachable", str(group.exceptions[0])
+            report.status, report.error = "unreachable", str(_leaf(group))
     report.wall_time_s = time.monotonic() - started
     return report
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _drain(sender: _Sender, recv: ObjectReceiveStream[list[PushItem]]) -> None:
