@@ -232,6 +232,14 @@ class PushTarget(ABC):
         """Where the target sends (no keys)."""
         return self.name
 
+    @property
+    def ledger_key(self) -> str:
+        """What the push ledger files this target's outcomes under: its name and where it sends
+        (pushing to another endpoint or project sends everything there)."""
+        p = self.params
+        where = [str(v) for k, v in p.model_dump().items() if k in ("api_url", "host", "endpoint", "project", "session_id")]
+        return "|".join([self.name, *where])
+
 
 def json_message(body: bytes, limit: int = 300) -> str:
     """A platform's error text, shortened."""

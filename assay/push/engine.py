@@ -175,7 +175,7 @@ class _Sender:
         sent again and the platform keeps them once (their ids are deterministic)."""
         rows, self.unrecorded = self.unrecorded, []
         if rows:
-            await anyio.to_thread.run_sync(self.ledger.record, self.report.name, rows, limiter=self._writer)
+            await anyio.to_thread.run_sync(self.ledger.record, self.target.ledger_key, rows, limiter=self._writer)
 
     async def record_every(self, interval: float) -> None:
         while True:
@@ -216,7 +216,7 @@ async def _produce(
                     elif str(item.id) not in seen:  # a trace twice in one output is pushed once
                         seen.add(str(item.id))
                         items.append(item)
-            known = ledger.known(report.name, [str(i.id) for i in items])
+            known = ledger.known(target.ledger_key, [str(i.id) for i in items])
             for item in items:
                 done = known.get(str(item.id))
                 if done is not None:

@@ -160,3 +160,10 @@ def test_engine_stops_at_once_on_401_and_counts_unreachable(tmp_path: Path) -> N
     assert refused.status == "unauthorized" and "HTTP 401" in (refused.error or "")
     assert server.stats.unauthorized < 60  # stopped at once, not after every item
     assert down.status == "unreachable" and "unreachable after 2 attempts" in (down.error or "")
+
+
+def test_the_ledger_files_outcomes_by_name_and_destination() -> None:
+    a = build_target({"type": "otel", "endpoint": "http://a:4318"})
+    b = build_target({"type": "otel", "endpoint": "http://b:4318"})
+    assert a.name == b.name == "otel" and a.ledger_key != b.ledger_key  # a new endpoint gets everything
+    assert build_target({"type": "otel", "endpoint": "http://a:4318", "rpm": 5}).ledger_key == a.ledger_key
