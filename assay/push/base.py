@@ -175,6 +175,10 @@ class ItemOutcome:
     message: str | None = None
 
 
+#: The params that say where a target sends (its ledger key); rpm, batch size, retries do not.
+DESTINATION_KEYS = ("api_url", "host", "endpoint", "project", "session_id")
+
+
 class PushTarget(ABC):
     """A platform's wire format and defaults. Subclasses set :attr:`params_model`, the defaults and
     the three methods; construction does no I/O.
@@ -236,8 +240,8 @@ class PushTarget(ABC):
     def ledger_key(self) -> str:
         """What the push ledger files this target's outcomes under: its name and where it sends
         (pushing to another endpoint or project sends everything there)."""
-        p = self.params
-        where = [str(v) for k, v in p.model_dump().items() if k in ("api_url", "host", "endpoint", "project", "session_id")]
+        fields = self.params.model_dump()
+        where = [str(fields[k]) for k in DESTINATION_KEYS if fields.get(k) is not None]
         return "|".join([self.name, *where])
 
 
