@@ -128,7 +128,8 @@ def _run_config(
             typer.echo(f"assay: error: {_shown(str(result.error), secrets)}", err=True)
     code = result.exit_code
     if config.push and shard is None and code in (0, 3):  # 3: a gate failed, the output is published
-        code = _push_after_run(config, secrets, quiet=quiet) or code
+        pushed = _push_after_run(config, secrets, quiet=quiet)
+        code = code or pushed  # a failed gate stays the run's verdict; a failed push shows when all else passed
     raise typer.Exit(code)
 
 
