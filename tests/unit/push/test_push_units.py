@@ -167,3 +167,22 @@ def test_the_ledger_files_outcomes_by_name_and_destination() -> None:
     b = build_target({"type": "otel", "endpoint": "http://b:4318"})
     assert a.name == b.name == "otel" and a.ledger_key != b.ledger_key  # a new endpoint gets everything
     assert build_target({"type": "otel", "endpoint": "http://a:4318", "rpm": 5}).ledger_key == a.ledger_key
+
+
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [
+        (
+            "langsmith",
+            {"trace_id": "1f0c2b7e-7d0a-6c3e-9b1e-2f4a5d6e7f80", "root_id": "1f0c2b7e-7d0a-6c3e-9b1e-2f4a5d6e7f80"},
+        ),
+        ("langfuse", {"trace_id": "lf-trace-1"}),
+        ("otel_semconv", {"trace_id": "5b8efff798038103d269b633813fc60c", "root_id": "a1"}),
+    ],
+)
+def test_traces_read_from_a_platform_keep_its_ids(fixture: str, expected: dict[str, str]) -> None:
+    from assay.traces.normalize import to_trace
+    from assay.traces.platform import platform_ids
+
+    path = Path(__file__).parents[2] / "fixtures" / "formats" / f"{fixture}.json"
+    assert platform_ids(to_trace(orjson.loads(path.read_bytes()))) == expected
