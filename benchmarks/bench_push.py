@@ -6,8 +6,10 @@
    rpm (the published 5,000/min): achieved rate / limit (the issue asks >= 90 %). 100,000 results
    at 5,000/min take 20 minutes by the limit: the default N=5,000 takes one.
 2. Unlimited: N results to the OTLP receiver and the Langfuse stand-in with no limit (items/s).
-(Pushing to a real Phoenix is measured by tests/integration/test_push.py's Phoenix test only as
-correctness; a Phoenix throughput figure is not in this script yet.)
+3. Phoenix (``--phoenix``, needs ``pip install arize-phoenix``): a real ``phoenix serve`` in a temp
+   dir, N root spans loaded through the OpenTelemetry SDK, then N span annotations pushed (items/s).
+
+    python benchmarks/bench_push.py --phoenix [N]
 
     python benchmarks/bench_push.py [N] [RPM]
 """
@@ -80,7 +82,52 @@ def unlimited(n: int) -> None:
         print(f"{kind} (no limit): {report.delivered} in {wall:.2f} s = {report.delivered / wall:,.0f} items/s")
 
 
+def phoenix(n: int) -> None:
+    import os
+    import shutil
+    import signal
+    import subprocess
+
+    from tests.support.phoenix_fixtures import Phoenix, _free_port
+
+    exe = shutil.which("phoenix")
+    if exe is None:
+        raise SystemExit("arize-phoenix is not installed")
+    with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory() as state:
+        port, grpc = _free_port(), _free_port()
+        env = {**os.environ, "PHOENIX_WORKING_DIR": work, "PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(port),
+               "PHOENIX_GRPC_PORT": str(grpc)}  # fmt: skip
+        proc = subprocess.Popen([exe, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)  # fmt: skip
+        try:
+            server = Phoenix(f"http://127.0.0.1:{port}")
+            while True:
+                try:
+                    server.get("/v1/projects")
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            traces = [(uuid.uuid4().hex, f"{i + 1:016x}") for i in range(n)]
+            server.load_traces("bench", traces)
+            data = [
+                {**r, "trace_id": t, "platform": {"trace_id": t, "root_id": s}}
+                for r, (t, s) in zip(rows(n), traces, strict=True)
+            ]
+            target = build_target({"type": "phoenix", "endpoint": server.url})
+            started = time.monotonic()
+            report = anyio.run(push_target, target, lambda: iter(data), PushLedger(state), DAY)
+            wall = time.monotonic() - started
+            print(f"phoenix (real server, no limit): {report.delivered}/{n} in {wall:.2f} s = "
+                  f"{report.delivered / wall:,.0f} annotations/s, rejected {report.rejected}")  # fmt: skip
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--phoenix"]:
+        phoenix(int(sys.argv[2]) if len(sys.argv) > 2 else 2000)
+        return
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     rpm = float(sys.argv[2]) if len(sys.argv) > 2 else 5000.0
     limited(n, rpm)
