@@ -327,3 +327,15 @@ def test_phoenix_real_server_holds_one_annotation_per_trace_key_identity(
     got = held()
     assert len(got) == 75
     assert len({a["identifier"] for a in got if a["name"] == "contains"}) == 2
+
+
+def test_validate_and_run_check_push_params_and_keys_before_anything_runs(
+    tmp_path: Path, corpus: list[tuple[str, str]]
+) -> None:
+    run = write_run(tmp_path, {"langsmith": "http://127.0.0.1:9", "langfuse": "", "otel": ""}, only=["langsmith"])
+    missing = cli("validate", str(run), env={"LANGSMITH_API_KEY": ""})
+    assert missing.returncode == 2 and "push langsmith: LANGSMITH_API_KEY is not set" in missing.stderr
+    run.write_text(run.read_text().replace("retries: 2", "retries: 2, extend_retention: true"))
+    bad = cli("run", str(run), "--ds", DS)
+    assert bad.returncode == 2 and "push[0].extend_retention: Extra inputs are not permitted" in bad.stderr
+    assert not (tmp_path / "out").exists()  # nothing ran
