@@ -159,8 +159,12 @@ def push_published(
     async def go() -> dict[str, TargetReport]:
         reports: dict[str, TargetReport] = {}
 
+        def progress(rep: TargetReport) -> None:
+            rate = rep.sent / rep.wall_time_s * 60 if rep.wall_time_s else 0.0
+            echo(f"push {rep.name}: {rep.sent:,} sent so far ({rate:,.0f}/min), {rep.rejected:,} rejected")
+
         async def one(target: PushTarget) -> None:
-            reports[target.name] = await push_target(target, out.rows, ledger, when)
+            reports[target.name] = await push_target(target, out.rows, ledger, when, progress=progress)
 
         async with anyio.create_task_group() as tg:
             for target in targets:

@@ -235,9 +235,13 @@ async def push_target(
     rows: Callable[[], Iterator[Mapping[str, Any]]],
     ledger: PushLedger,
     when: dt.datetime,
+    *,
+    progress: Callable[[TargetReport], None] | None = None,
+    progress_interval_s: float = 30.0,
 ) -> TargetReport:
     """Push the items of ``rows()`` to ``target``; never raises for the target's own failures
-    (they become the report's ``status`` and ``error``)."""
+    (they become the report's ``status`` and ``error``). ``progress`` is called every
+    ``progress_interval_s`` while the push runs (a long push at a platform's limit)."""
     import aiohttp
 
     report = TargetReport(target.name)
@@ -251,6 +255,8 @@ async def push_target(
             try:
                 async with anyio.create_task_group() as outer:
                     outer.start_soon(sender.record_every, RECORD_EVERY_S)
+                    if progress is not None:
+                        outer.start_soon(_report_every, report, progress, progress_interval_s, started)
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(_produce, target, rows(), when, ledger, report, send)
                         for _ in range(SENDERS):
@@ -267,6 +273,15 @@ async def push_target(
             report.status, report.error = "unreachable", str(_leaf(group))
     report.wall_time_s = time.monotonic() - started
     return report
+
+
+async def _report_every(
+    report: TargetReport, progress: Callable[[TargetReport], None], interval: float, started: float
+) -> None:
+    while True:
+        await anyio.sleep(interval)
+        report.wall_time_s = time.monotonic() - started
+        progress(report)
 
 
 def _leaf(exc: BaseException) -> BaseException:

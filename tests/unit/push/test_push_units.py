@@ -131,10 +131,14 @@ def test_engine_retries_5xx_and_429_and_reads_207_per_item(tmp_path: Path) -> No
         async with LangfuseServer(traces={f"t{i}" for i in range(8)}, fail_first=2, rate_limit_first=1) as server:
             spec = {"type": "langfuse", "host": server.url, "batch_size": 4, "rpm": 6000}
             target = build_target(spec, env={"LANGFUSE_PUBLIC_KEY": "pk-test", "LANGFUSE_SECRET_KEY": "sk-test"})
-            report = await push_target(target, lambda: iter(rows), PushLedger(tmp_path), DAY)
+            report = await push_target(
+                target, lambda: iter(rows), PushLedger(tmp_path), DAY, progress=seen.append, progress_interval_s=0.01
+            )
             return report, server
 
+    seen: list[Any] = []
     report, server = anyio.run(go)
+    assert seen and seen[0] is report  # a long push says how far it got
     assert report.status == "ok" and report.retries == 2 and report.rate_limited_429 == 1
     assert (report.delivered, report.rejected, report.not_sent) == (16, 4, 10)  # "broken" has no score
     assert {d["trace_id"] for d in report.dead} == {"t8", "t9"}
