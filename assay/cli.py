@@ -1,4 +1,4 @@
-"""The ``assay`` command line: run, score, validate, evaluators, normalize, report, compare, calibrate."""
+"""The ``assay`` command line: run, push, score, validate, evaluators, normalize, report, compare, calibrate."""
 
 from __future__ import annotations
 
@@ -126,7 +126,30 @@ def _run_config(
             typer.echo(f"assay: {_shown(msg, secrets)}", err=True)
         if result.error is not None:
             typer.echo(f"assay: error: {_shown(str(result.error), secrets)}", err=True)
-    raise typer.Exit(result.exit_code)
+    code = result.exit_code
+    if config.push and shard is None and code in (0, 3):  # 3: a gate failed, the output is published
+        pushed = _push_after_run(config, secrets, quiet=quiet)
+        code = code or pushed  # a failed gate stays the run's verdict; a failed push shows when all else passed
+    raise typer.Exit(code)
+
+
+def _push_after_run(config: RunConfig, secrets: Iterable[str], *, quiet: bool) -> int:
+    """``push:`` right after the output is published (nothing when it was not: no ``_SUCCESS``)."""
+    from assay.push_command import find_output, push_published
+
+    try:
+        if not find_output(config).published:
+            return 0
+        code, _ = push_published(config, echo=lambda line: _echo_push(line, secrets, quiet))
+    except AssayError as exc:
+        typer.echo(f"assay: error: {_shown(str(exc), secrets)}", err=True)
+        return exc.exit_code
+    return code
+
+
+def _echo_push(line: str, secrets: Iterable[str], quiet: bool) -> None:
+    if line.startswith("error:") or not quiet:
+        typer.echo(f"assay: {_shown(line, secrets)}", err=True)
 
 
 def _parse_workers(workers: str, config: RunConfig, shard: tuple[int, int] | None) -> int:
@@ -228,6 +251,10 @@ def run(
     )
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
+        if config.push:
+            from assay.push_command import check_push_specs
+
+            check_push_specs(config, str(run_file))
         config = session.start(config, run_file=str(run_file), ds=ds, shard=shard, workers=workers)
         lock = RunLock(
             config.state_dir,
@@ -290,6 +317,41 @@ def _log_stale_lock(holder: dict[str, Any]) -> None:
     from assay.observability.logs import log_event
 
     log_event("lock_taken_over", logging.WARNING, "took over the lock of a run that died", holder=holder)
+
+
+@app.command()
+def push(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML) whose push: targets to feed.")],
+    ds: Annotated[str | None, typer.Option("--ds", help="Logical date YYYY-MM-DD for {{ ds }} templating.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    to: Annotated[
+        list[str] | None, typer.Option("--to", help="Push only to the target of this name (repeatable).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
+) -> None:
+    """Push (or finish pushing) a published output's scores to the run file's push: targets.
+
+    Idempotent: a second push sends nothing new, a killed push resumes. Exit codes: 0 ok; 1 a
+    target unreachable or the output not published; 2 bad config, a key missing or refused."""
+    from assay.observability.logs import secrets_of_run_file
+    from assay.push_command import check_push_specs, push_published
+
+    secrets = list(secrets_of_run_file(run_file))
+    try:
+        config = load_run_file(run_file, ds=ds, sets=set_)
+        check_push_specs(config, str(run_file))
+        secrets = [*secrets, *_expanded(config)]
+        code, _ = push_published(config, to=to, echo=lambda line: _echo_push(line, secrets, quiet))
+    except AssayError as exc:
+        _fail(exc, secrets)
+        return
+    raise typer.Exit(code)
+
+
+def _expanded(config: RunConfig) -> frozenset[str]:
+    from assay.config import expanded_values
+
+    return expanded_values(config)
 
 
 @app.command()
@@ -370,6 +432,12 @@ def validate(
 
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
+        if config.push:  # each target's params, and its keys in the environment
+            from assay.push_command import check_push_specs, push_key_problems
+
+            check_push_specs(config, str(run_file))
+            for problem in push_key_problems(config):
+                raise ConfigError(f"{run_file}: {problem}")
         evaluators = build_evaluators(config, str(run_file))
         if config.judges:
             from assay.judges.pool import JudgePool

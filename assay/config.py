@@ -69,6 +69,27 @@ class EvaluatorSpec(_Model):
 DEFAULT_MAX_DEAD_LETTER_RATIO = 0.5
 
 
+class PushSpec(BaseModel):
+    """One ``push:`` target: its ``type`` (langsmith, langfuse, phoenix, otel, or an ``assay.push``
+    entry point), an optional ``name``, and the target's own keys, which the target's params model
+    validates (:func:`assay.push.registry.validate_push_spec`, called when a run file is loaded by
+    the CLI: this module does not import the push targets)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: str
+    name: str | None = None
+
+    @property
+    def target_name(self) -> str:
+        """The name in ``_SUMMARY.json`` (``push.<name>``), the push ledger and ``--to``."""
+        return self.name or self.type
+
+    def params(self) -> dict[str, Any]:
+        """The whole entry as the run file gave it (for the target's params model)."""
+        return self.model_dump()
+
+
 class LimitsConfig(_Model):
     """Engine limits."""
 
@@ -178,6 +199,9 @@ class RunConfig(_Model):
     s3: dict[str, Any] | None = None
     """S3 connection settings for every ``s3://`` path: ``endpoint_url``, ``region``, ``profile``
     (default: the standard AWS chain, including ``AWS_ENDPOINT_URL``)."""
+    push: list[PushSpec] = Field(default_factory=list)
+    """Where scores go after the output is published (``assay run``) or on ``assay push``: see
+    docs/push.md. Keys come from the environment, never from the run file."""
     rate_store: str | None = None
     """``redis://host:port/db``: every judge that sets no ``shared_limit`` of its own shares its
     rpm/tpm budget through this Redis (across ``--workers`` and ``--shard`` processes)."""
@@ -188,6 +212,15 @@ class RunConfig(_Model):
         """Each section is validated by the model of the connector its ``type`` names (default:
         from the path's scheme, else ``file``)."""
         return v if v is None else parse_section(v, str(info.field_name))
+
+    @field_validator("push")
+    @classmethod
+    def _push_names(cls, v: list[PushSpec]) -> list[PushSpec]:
+        names = [p.target_name for p in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"two push targets are named {dup[0]!r}: give each a distinct name")
+        return v
 
     @model_validator(mode="before")
     @classmethod

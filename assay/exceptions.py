@@ -6,7 +6,8 @@ translated at the boundary with ``raise ... from``::
     AssayError
     ├── ConfigError            bad run file, bad CLI usage, bad evaluator params (exit code 2)
     │   ├── UnknownEvaluatorError
-    │   └── JudgeAuthError     a judge answered 401/403: the key is wrong (stops the run)
+    │   ├── JudgeAuthError     a judge answered 401/403: the key is wrong (stops the run)
+    │   └── PushAuthError      a push target answered 401/403 or has no key (exit code 2)
     ├── NormalizationError     a record that cannot be turned into a canonical Trace (a Failure row)
     ├── EvaluatorError         an evaluator could not score a trace (kept as an error Result)
     ├── JudgeError             an LLM judge call failed
@@ -15,7 +16,8 @@ translated at the boundary with ``raise ... from``::
     │   └── VerdictParseError  the judge answered but no verdict could be salvaged
     ├── ConnectorError         a source or sink failed (infrastructure: exit code 1)
     │   ├── InputMissingError  the input is not there (yet): a partition not landed (exit code 1)
-    │   └── JudgeUnavailableError  a judge endpoint is unreachable or failing (circuit open)
+    │   ├── JudgeUnavailableError  a judge endpoint is unreachable or failing (circuit open)
+    │   └── PushUnreachableError  a push target (LangSmith, Langfuse, …) is unreachable (exit code 1)
     ├── BudgetExceeded         the run's budget_usd was reached (exit code 5, resumable)
     ├── QualityGateFailed      a threshold gate failed (exit code 3)
     └── RunLockedError         the same run (run file, --ds, shard) is already running (exit code 6)
@@ -141,3 +143,12 @@ class RunLockedError(AssayError):
     """The same run (run file, ``--ds``, shard) is already running in another process."""
 
     exit_code = EXIT_LOCKED
+
+
+class PushUnreachableError(ConnectorError):
+    """A push target did not answer (or kept failing) after its retry budget; the output stays
+    published and the same ``assay push`` finishes the push."""
+
+
+class PushAuthError(ConfigError):
+    """A push target refused the key (401/403) or no key is set: the push stops at once."""

@@ -11,7 +11,12 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.support.s3_fixtures", "tests.support.kafka_fixtures", "tests.support.redis_fixtures"]
+pytest_plugins = [
+    "tests.support.s3_fixtures",
+    "tests.support.kafka_fixtures",
+    "tests.support.redis_fixtures",
+    "tests.support.phoenix_fixtures",
+]
 
 
 def load_module(path: Path, name: str) -> Any:

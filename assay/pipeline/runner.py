@@ -33,6 +33,7 @@ from assay.stages.normalize import RecordParser, trace_warnings, warning_failure
 from assay.stats.clusters import cluster_of
 from assay.traces.model import Trace
 from assay.traces.normalize import DEFAULT_OPTIONS, NormalizeOptions
+from assay.traces.platform import platform_ids
 
 
 @dataclass(slots=True)
@@ -190,6 +191,9 @@ class Pipeline:
             "results": res,
             "identity": identity,
         }
+        platform = platform_ids(trace)
+        if platform is not None:
+            row["platform"] = platform
         warn = trace_warnings(trace)
         if warn:
             row["warnings"] = warn

@@ -1,7 +1,8 @@
 """Test doubles users can reuse in their own tests: an in-memory source and sink, (in
 ``assay.testing.judge_server``) a stand-in LLM judge server speaking the OpenAI, Anthropic and
 Ollama wire formats, and (in ``assay.testing.batch_server``, also importable from here) a stand-in
-batch API: OpenAI files + batches and Anthropic message batches.
+batch API: OpenAI files + batches and Anthropic message batches; and strict stand-ins of the platforms
+scores are pushed to: ``langsmith_server``, ``langfuse_server``, ``otlp_receiver`` (docs/push.md).
 
 >>> import anyio
 >>> async def demo():

@@ -385,12 +385,20 @@ def _add_tool(builder: TraceBuilder, span: _Span) -> None:
     )
 
 
+def _span_id(raw: dict[str, Any]) -> str | None:
+    sid = raw.get("spanId") or raw.get("span_id") or as_dict(raw.get("context")).get("span_id")
+    return sid.removeprefix("0x") if isinstance(sid, str) and sid else None
+
+
 def normalize(value: Any) -> Trace:
     spans = []
+    root_span_id: str | None = None
     for i, raw in enumerate(_raw_spans(value)):
         if type(raw) is not dict:
             raise NormalizationError(f"otel: span {i} is not an object")
         spans.append(_Span(raw))
+        if root_span_id is None and _is_root_span(raw):
+            root_span_id = _span_id(raw)
     spans.sort(key=lambda s: (s.start is None, s.start or 0.0))
     chat = [s for s in spans if not _is_tool_span(s) and _is_chat_span(s)]
     # agent spans repeat their model calls' messages: read them only when no chat span exists
@@ -423,6 +431,8 @@ def normalize(value: Any) -> Trace:
             metadata["agent_name"] = span.get("gen_ai.agent.name")
     if not found:
         raise NormalizationError(f"otel: none of the {len(spans)} spans carries GenAI (gen_ai.*) attributes")
+    if root_span_id is not None:
+        metadata["root_span_id"] = root_span_id  # where a push target annotates the trace (Phoenix)
     trace_ids = {s.trace_id for s in spans if s.trace_id}
     if len(trace_ids) > 1:
         builder.warnings.append(f"spans of {len(trace_ids)} traces were read as one trace")

@@ -1,0 +1,218 @@
+"""``assay push RUN.yaml --ds D [--to NAME]`` and the push at the end of ``assay run``: the run
+file's ``push:`` targets fed from the run's *published* output (never rows in flight).
+
+This module sits at the entry-point layer (beside :mod:`assay.cli`): it finds the output the way
+the sink's connector lays it out, reads it with the readers ``assay report`` uses, hands the rows
+to :func:`assay.push.push_target` for each target, then writes ``push.<name>`` into the output's
+``_SUMMARY.json`` (atomically) and the push dead letters to ``_push_dead_letter/<name>.jsonl``
+beside it. An output without ``_SUCCESS`` is never pushed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from assay.config import RunConfig
+from assay.connectors.file_sink import write_json_atomic
+from assay.exceptions import EXIT_CONFIG, EXIT_INFRA, EXIT_OK, AssayError, ConfigError, InputMissingError
+from assay.push import PushLedger, TargetReport, build_target, push_target
+from assay.push.base import PushTarget, stable_day
+
+__all__ = ["PublishedOutput", "check_push_specs", "find_output", "push_key_problems", "push_published"]
+
+DEAD_DIR = "_push_dead_letter"
+
+
+def check_push_specs(config: RunConfig, origin: str) -> None:
+    """Validate every ``push:`` entry by its target's params model (exit 2 on a bad one)."""
+    from assay.push.registry import validate_push_spec
+
+    for i, spec in enumerate(config.push):
+        validate_push_spec(spec.params(), f"{origin}: push[{i}]")
+
+
+def push_key_problems(config: RunConfig) -> list[str]:
+    """The push targets whose keys are not in the environment (``assay validate``)."""
+    problems = []
+    for spec in config.push:
+        try:
+            build_target(spec.params()).check_keys()
+        except AssayError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+@dataclass
+class PublishedOutput:
+    """A run's output as push reads it."""
+
+    location: str
+    summary_path: Path
+    dead_dir: Path
+    published: bool
+    rows: Callable[[], Iterator[Mapping[str, Any]]]
+
+
+def find_output(config: RunConfig) -> PublishedOutput:
+    """Where the run's published output is (a directory of JSON lines or Parquet parts, one file,
+    or a day of a Delta table on local disk)."""
+    from assay.connectors.file_sink import is_directory_target
+    from assay.report.load import iter_rows
+    from assay.report.store import open_store
+
+    sink = config.sink
+    kind = sink.type
+    path = getattr(sink, "path", None)
+    if kind == "delta" and isinstance(path, str) and "://" not in path:
+        ds = getattr(sink, "ds", None) or config.ds
+        folder = Path(path) / "_summaries" / f"ds={ds}"
+        loc = f"{path.rstrip('/')}/ds={ds}"
+        return PublishedOutput(
+            loc,
+            folder / "_SUMMARY.json",
+            folder / DEAD_DIR,
+            (folder / "_SUCCESS").exists(),
+            lambda: iter_rows(open_store(loc)),
+        )
+    if kind == "file" and isinstance(path, str) and path != "-":
+        if is_directory_target(path):
+            root = Path(path)
+            return PublishedOutput(
+                path,
+                root / "_SUMMARY.json",
+                root / DEAD_DIR,
+                (root / "_SUCCESS").exists(),
+                lambda: iter_rows(open_store(path)),
+            )
+        summary = Path(f"{path}._SUMMARY.json")
+        return PublishedOutput(
+            path,
+            summary,
+            Path(f"{path}{DEAD_DIR}"),
+            Path(path).exists() and _complete(summary),
+            lambda: _file_rows(path),
+        )
+    raise ConfigError(
+        f"push: reads the published output from local disk (a directory, a file, a Delta table); "
+        f"the {kind} sink's output cannot be read back for a push yet"
+    )
+
+
+def _complete(summary: Path) -> bool:
+    try:
+        doc = orjson.loads(summary.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(doc, dict) and doc.get("status") not in (None, "interrupted", "failed", "pending")
+
+
+def _file_rows(path: str) -> Iterator[Mapping[str, Any]]:
+    from assay.connectors.file import iter_lines
+    from assay.report.store import open_decompressed
+
+    with open(path, "rb") as raw, open_decompressed(raw, path) as f:
+        for line in iter_lines(f):
+            if line and not line.isspace():
+                row = orjson.loads(line)
+                if isinstance(row, dict):
+                    yield row
+
+
+def _select(config: RunConfig, to: list[str] | None) -> list[PushTarget]:
+    specs = config.push
+    if to:
+        names = {s.target_name for s in specs}
+        for name in to:
+            if name not in names:
+                known = ", ".join(sorted(names)) or "none"
+                raise ConfigError(f"--to {name}: no push target of that name in the run file (known: {known})")
+        specs = [s for s in specs if s.target_name in to]
+    return [build_target(s.params()) for s in specs]
+
+
+def push_published(
+    config: RunConfig, *, to: list[str] | None = None, echo: Callable[[str], None] = print
+) -> tuple[int, dict[str, TargetReport]]:
+    """Push the run's published output to its targets (all, or those named by ``to``); returns the
+    exit code (0; 1 a target unreachable; 2 a key refused or missing) and the reports."""
+    if not config.push:
+        raise ConfigError("push: the run file names no push targets (add a push: list)")
+    targets = _select(config, to)
+    out = find_output(config)
+    if not out.published:
+        raise InputMissingError(f"push: {out.location} is not published (no _SUCCESS): nothing was pushed")
+    summary = _read_summary(out.summary_path)
+    when = stable_day(
+        config.ds,
+        summary.get("ds") if isinstance(summary.get("ds"), str) else None,
+        summary.get("started_at") if isinstance(summary.get("started_at"), str) else None,
+    )
+    ledger = PushLedger(config.state_dir)
+
+    async def go() -> dict[str, TargetReport]:
+        reports: dict[str, TargetReport] = {}
+
+        def progress(rep: TargetReport) -> None:
+            rate = rep.sent / rep.wall_time_s * 60 if rep.wall_time_s else 0.0
+            echo(f"push {rep.name}: {rep.sent:,} sent so far ({rate:,.0f}/min), {rep.rejected:,} rejected")
+
+        async def one(target: PushTarget) -> None:
+            reports[target.name] = await push_target(target, out.rows, ledger, when, progress=progress)
+
+        async with anyio.create_task_group() as tg:
+            for target in targets:
+                tg.start_soon(one, target)
+        return reports
+
+    try:
+        reports = anyio.run(go)
+    finally:
+        ledger.close()
+    _write_results(out, summary, reports)
+    code = EXIT_OK
+    for target in targets:
+        rep = reports[target.name]
+        if rep.status == "unauthorized":
+            code = EXIT_CONFIG
+        elif rep.status == "unreachable" and code == EXIT_OK:
+            code = EXIT_INFRA
+        if rep.error:
+            echo(f"error: {rep.error}; the output stays published: `assay push` finishes the push")
+        else:
+            echo(
+                f"push {target.name}: {rep.delivered} delivered, {rep.already_there} already there, "
+                f"{rep.rejected} rejected, {rep.not_sent} not sent ({rep.sent} sent now)"
+            )
+    return code, reports
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    with contextlib.suppress(OSError, orjson.JSONDecodeError):
+        doc = orjson.loads(path.read_bytes())
+        if isinstance(doc, dict):
+            return doc
+    return {}
+
+
+def _write_results(out: PublishedOutput, summary: dict[str, Any], reports: Mapping[str, TargetReport]) -> None:
+    current = _read_summary(out.summary_path) or summary  # the newest, should another push have written
+    section = dict(current.get("push") or {})
+    for name, rep in reports.items():
+        section[name] = rep.summary()
+        dead = out.dead_dir / f"{name}.jsonl"
+        if rep.dead:
+            out.dead_dir.mkdir(parents=True, exist_ok=True)
+            tmp = dead.with_name(f".{dead.name}.tmp")
+            tmp.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rep.dead))
+            tmp.replace(dead)
+        elif rep.status == "ok":
+            dead.unlink(missing_ok=True)
+    current["push"] = section
+    write_json_atomic(out.summary_path, current)
