@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "assay",
             "assay.cli",
+            "assay.push_command",
             "assay.integrations",
             "assay.testing",
             "assay.report",
