@@ -35,6 +35,7 @@ from assay.judges.batch.ledger import Ledger
 from assay.judges.batch.rounds import BatchState, add_batch_totals, batch_judges, has_batch_judges, say, with_ledger
 from assay.judges.pool import JudgePool
 from assay.paths import safe_join
+from assay.pipeline.assembly import build_evaluators
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.targets import local_summary_path, sink_url
 from assay.pipeline.verdict import RunReport
@@ -174,7 +175,6 @@ async def _collect(
     from assay.connectors.registry import SourceContext, build_source
     from assay.evaluators.base import offers
     from assay.judges.pool import use_pool
-    from assay.pipeline.assembly import build_evaluators
     from assay.stages.evaluate import EvaluateStage
     from assay.stages.normalize import RecordParser
     from assay.traces.model import Trace

@@ -19,6 +19,7 @@ from typing import Any
 from assay.config import RunConfig, expanded_values, redact_summary, stable_run_id
 from assay.exceptions import AssayError
 from assay.pipeline.assembly import sweep_leftovers, tune_gc
+from assay.pipeline.batch_run import batch_phase, has_batch_judges
 from assay.pipeline.outputs import RunPlan, build_summary
 from assay.pipeline.progress import ProgressSink
 from assay.pipeline.verdict import Policy, RunReport, budget_message, combine_statuses, decide
@@ -46,7 +47,6 @@ async def execute(
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
     config = config.model_copy(update={"run_id": config.run_id or stable_run_id(config)})
-    from assay.pipeline.batch_run import batch_phase, has_batch_judges
 
     if has_batch_judges(config):
         phase = await batch_phase(

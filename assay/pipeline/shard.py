@@ -35,6 +35,7 @@ import anyio
 from assay.config import RunConfig, stable_run_id
 from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.assembly import sweep_leftovers
+from assay.pipeline.batch_run import batch_phase, has_batch_judges
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.outputs import RunPlan
 from assay.pipeline.progress import Gauges, Progress
@@ -319,7 +320,6 @@ def execute_sharded(
     started_at = dt.datetime.now(dt.UTC)
     t0 = time.perf_counter()
     config = config.model_copy(update={"run_id": config.run_id or stable_run_id(config)})
-    from assay.pipeline.batch_run import batch_phase, has_batch_judges
 
     if has_batch_judges(config):
         phase = anyio.run(
