@@ -9,6 +9,7 @@ name (:func:`provider_names`; add one with :func:`register_provider` or an
 
 from assay.judges.base import Judge, JudgeRequest, JudgeResponse, JudgeUsage
 from assay.judges.budget import Budget
+from assay.judges.budget_store import BudgetStore
 from assay.judges.cache import JudgeCache, cache_key
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import EndpointStats, JudgeEndpoint
@@ -18,6 +19,7 @@ from assay.judges.providers.base import JudgeProvider
 
 __all__ = [
     "Budget",
+    "BudgetStore",
     "EndpointStats",
     "Judge",
     "JudgeCache",

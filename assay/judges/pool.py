@@ -35,6 +35,8 @@ import orjson
 from assay.exceptions import ConfigError
 from assay.judges.base import Judge, JudgeUsage
 from assay.judges.budget import Budget
+from assay.judges.budget_store import DEFAULT_FILENAME as BUDGET_FILENAME
+from assay.judges.budget_store import BudgetStore
 from assay.judges.cache import DEFAULT_FILENAME, JudgeCache
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import JudgeEndpoint
@@ -76,17 +78,25 @@ class JudgePool(AsyncResource):
         use_cache: bool = True,
         cache_ttl_s: float | None = None,
         budget_usd: float | None = None,
+        budget_scope: str | None = None,
     ) -> JudgePool:
-        """Build the pool of a run file's ``judges:`` section (validated; ConfigError names the judge)."""
+        """Build the pool of a run file's ``judges:`` section (validated; ConfigError names the judge).
+        ``budget_scope``: the budget is shared with the other processes of that scope (the run's
+        ``--workers``, a Ray job's actors) through ``<state_dir>/budget.sqlite``."""
         configs = {name: parse_judge_config(name, raw) for name, raw in judges.items()}
         cache = JudgeCache(Path(state_dir) / DEFAULT_FILENAME, ttl_s=cache_ttl_s) if use_cache else None
         endpoints = {name: make_judge(name, cfg) for name, cfg in configs.items()}
-        return cls(endpoints, cache=cache, budget=Budget(budget_usd))
+        store = None
+        if budget_scope is not None and budget_usd is not None:
+            store = BudgetStore(Path(state_dir) / BUDGET_FILENAME, budget_scope)
+        return cls(endpoints, cache=cache, budget=Budget(budget_usd, store=store))
 
     def __repr__(self) -> str:
         return f"JudgePool({sorted(self.endpoints)}, cache={self.cache!r}, budget={self.budget!r})"
 
     async def open(self) -> None:
+        if self.budget.store is not None:
+            await self.budget.store.open()
         if self.cache is not None:
             await self.cache.open()
         for endpoint in self.endpoints.values():
@@ -97,8 +107,12 @@ class JudgePool(AsyncResource):
             for endpoint in self.endpoints.values():
                 await endpoint.aclose()
         finally:
-            if self.cache is not None:
-                await self.cache.aclose()
+            try:
+                if self.cache is not None:
+                    await self.cache.aclose()
+            finally:
+                if self.budget.store is not None:
+                    await self.budget.store.aclose()
 
     @property
     def names(self) -> list[str]:

@@ -42,8 +42,9 @@ def build_evaluators(config: RunConfig, origin: str = "run file") -> list[BaseEv
 
 
 @contextlib.asynccontextmanager
-async def judge_pool(config: RunConfig, *, use_cache: bool) -> AsyncIterator[Any]:
-    """Open the run's judge pool when the run file declares judges (judges are optional)."""
+async def judge_pool(config: RunConfig, *, use_cache: bool, budget_scope: str | None = None) -> AsyncIterator[Any]:
+    """Open the run's judge pool when the run file declares judges (judges are optional);
+    ``budget_scope``: the budget is shared with the other processes of that scope."""
     if not config.judges:
         yield None
         return
@@ -54,6 +55,7 @@ async def judge_pool(config: RunConfig, *, use_cache: bool) -> AsyncIterator[Any
         state_dir=Path(config.state_dir),
         use_cache=use_cache,
         budget_usd=config.limits.budget_usd,
+        budget_scope=budget_scope,
     )
     async with pool:
         with use_pool(pool):

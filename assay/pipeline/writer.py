@@ -71,15 +71,17 @@ async def run_writer(
     stop_requested: Callable[[], bool | float | str] | None = None,
     abandon_requested: Callable[[], bool] = lambda: False,
     shard: tuple[int, int] | None = None,
+    budget_scope: str | None = None,
 ) -> WriterResult:
     """Run writer ``writer`` of ``n`` (``state``: its checkpoint; sinks must not be None-reset here:
-    the orchestrator resets outputs before any writer starts)."""
+    the orchestrator resets outputs before any writer starts; ``budget_scope``: the budget shared
+    with the other writers, see :mod:`assay.judges.budget_store`)."""
     started = time.perf_counter()
     state = state or {}
     sink_states = state.get("sinks") or {}
     staged = bool(state.get("staged"))  # write into the sinks' staging areas (see RunPlan.prepare)
     prior_judges: dict[str, Any] = state.get("judges") or {}
-    async with judge_pool(config, use_cache=use_cache) as pool:
+    async with judge_pool(config, use_cache=use_cache, budget_scope=budget_scope) as pool:
         evaluators = build_evaluators(config, origin)
         await prepare_sampling(config, samplers_of(evaluators))  # the counting pass, when strata need one
         stats = RunStats(
