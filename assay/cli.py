@@ -191,6 +191,10 @@ def run(
         bool,
         typer.Option("--quiet", "-q", help="No progress, no summary table, no log lines but errors (JSON logs stay)."),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", help="Debug logs, and the Kafka client's own messages (otherwise silenced)."),
+    ] = False,
     wait: Annotated[
         bool,
         typer.Option("--wait", help="Batch judges: stay and poll until every batch is done (else exit 75)."),
@@ -248,6 +252,7 @@ def run(
         progress_interval_s=progress_interval,
         secrets=secrets_of_run_file(run_file),
         quiet=quiet,
+        verbose=verbose,
     )
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
