@@ -199,7 +199,23 @@ class BudgetStore(AsyncResource):
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
-        return await self._call(self._reserve_sync, amount, expected, limit, spent)
+        if self._executor is None:
+            await self.open()
+        assert self._executor is not None
+        future = self._executor.submit(self._reserve_sync, amount, expected, limit, spent)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:  # the reservation may be made all the same: give it back
+            future.add_done_callback(self._release_unclaimed)
+            raise
+        except sqlite3.DatabaseError as exc:
+            if is_corrupt(exc):
+                raise corrupt("budget store", self.path, exc, CORRUPT_CONSEQUENCE) from None
+            raise
+
+    def _release_unclaimed(self, future: Future[Grant]) -> None:
+        if not future.cancelled() and future.exception() is None and future.result().verdict == "ok":
+            self.release(future.result().ticket)
 
     def settle(self, ticket: int, spent: float) -> None:
         """The call of ``ticket`` finished: its reservation goes and this holder has spent ``spent``."""

@@ -98,6 +98,9 @@ async def run_writer(
         spent_before = 0.0
         if pool is not None:
             spent_before = sum(float(j.get("cost_usd", 0.0) or 0.0) for j in prior_judges.values())
+            if writer == 0 and store is not None:  # and what writers no longer run (fewer now) spent
+                carried = store.carried().get("judges") or {}
+                spent_before += sum(float(j.get("cost_usd", 0.0) or 0.0) for j in carried.values())
             pool.budget.spent_usd += spent_before  # one budget for the whole run, not per attempt
             # an earlier attempt stopped at this budget (or a higher one): it stays spent, not one
             # more call per rerun (the calibration that stopped it is not in the checkpoint)

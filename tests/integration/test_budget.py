@@ -166,8 +166,15 @@ def test_workers_share_one_budget(tmp_path: Path, seed: int, workers: int) -> No
         assert again.returncode == 5, again.stderr
         assert server.stats.requests == paid  # nothing sent under the same cap
         assert "Traceback" not in proc.stderr + again.stderr
+        spent = summary(tmp_path)["totals"]["cost_usd"]
+        assert spent == pytest.approx(sum(rule.costs), abs=1e-6)
+        one = max(rule.costs)
+        assert 0.5 - one < spent <= 0.5 + one, (spent, one, paid)
+        assert "$0.50" in proc.stderr and "raise limits.budget_usd" in proc.stderr
+        # one process resumes under a raised cap: what every writer spent counts
+        alone = assay("run", str(f), "-q", "--set", "limits.budget_usd=0.7")
+        assert alone.returncode == 5, alone.stderr
     spent = summary(tmp_path)["totals"]["cost_usd"]
     assert spent == pytest.approx(sum(rule.costs), abs=1e-6)
-    one = max(rule.costs)
-    assert 0.5 - one < spent <= 0.5 + one, (spent, one, paid)
-    assert "$0.50" in proc.stderr and "raise limits.budget_usd" in proc.stderr
+    assert 0.7 - max(rule.costs) < spent <= 0.7 + max(rule.costs), spent
+    assert len(rule.prompts) == len(set(rule.prompts))  # no call paid twice
