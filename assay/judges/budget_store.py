@@ -31,7 +31,8 @@ counted by it, and the event loop never waits on the file's lock.
 ...     async with BudgetStore(path, "run-1") as a, BudgetStore(path, "run-1") as b:
 ...         first = await a.reserve(0.6, 0.5, limit=1.0, spent=0.0)
 ...         second = await b.reserve(0.6, 0.5, limit=1.0, spent=0.0)  # a's 0.6 is held: b waits
-...         a.settle(first.ticket, 0.5)
+...         a.settle(first.ticket, 0.5)  # queued on a's thread: a's next call runs after it
+...         _ = await a.totals()
 ...         third = await b.reserve(0.6, 0.5, limit=1.0, spent=0.0)  # nothing held: it goes alone
 ...         return first.verdict, second.verdict, third.verdict, round(third.spent_usd, 2)
 >>> anyio.run(demo)
