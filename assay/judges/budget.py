@@ -90,7 +90,17 @@ class Budget:
     unlimited). ``store``: the scope shared with the run's other processes (see the module docs);
     ``spent_usd`` and ``reserved_usd`` stay this process's."""
 
-    __slots__ = ("_changed", "_charged", "_closed", "_costs", "limit_usd", "reserved_usd", "spent_usd", "store")
+    __slots__ = (
+        "_changed",
+        "_charged",
+        "_closed",
+        "_costs",
+        "_polling",
+        "limit_usd",
+        "reserved_usd",
+        "spent_usd",
+        "store",
+    )
 
     def __init__(self, limit_usd: float | None = None, *, store: BudgetStore | None = None) -> None:
         self.limit_usd = limit_usd
@@ -98,6 +108,7 @@ class Budget:
         self._closed = False
         self.spent_usd = 0.0
         self._charged = 0.0  # what this Budget's calls cost (the store's row of this process)
+        self._polling = False  # a waiting call of this process asks the shared store again
         self.reserved_usd = 0.0
         self._costs: dict[str, _Calibration] = {}
         self._changed: tuple[Any, anyio.Event] | None = None  # (event loop token, event)
@@ -173,12 +184,17 @@ class Budget:
     async def _acquire_shared(
         self, store: BudgetStore, judge: str, estimate_usd: float, ceiling_usd: float | None
     ) -> Reservation:
-        """:meth:`acquire` decided in the shared store, over every process of the scope."""
+        """:meth:`acquire` decided in the shared store, over every process of the scope. Of the
+        calls of this process that wait, one asks the store again every STORE_POLL_S (the others
+        wait for a change here: a call of this process finishing, or that one seeing room, or
+        the budget spent); 64 waiting calls do not ask 64 times."""
         assert self.limit_usd is not None
         while True:
             amount = self.safe(judge, estimate_usd, ceiling_usd)
             expected = self.calibrated(judge, estimate_usd)
             grant = await store.reserve(amount, expected, limit=self.limit_usd, spent=self._charged)
+            if grant.verdict != "wait":
+                self._notify()  # room, or the end: the other waiting calls ask again
             if grant.verdict == "ok":
                 self.reserved_usd += amount
                 return Reservation(amount, judge, estimate_usd, grant.ticket)
@@ -193,8 +209,18 @@ class Budget:
                     f"${grant.spent_usd:.4f}, and the next call to judge {judge!r} (about ${expected:.4f}) "
                     "would cross it"
                 )
-            with anyio.move_on_after(STORE_POLL_S):
+            if self._polling:
                 await self._wait_for_change()
+                continue
+            self._polling = True
+            try:
+                with anyio.move_on_after(STORE_POLL_S):
+                    await self._wait_for_change()
+            except BaseException:
+                self._notify()  # another waiting call takes over the asking
+                raise
+            finally:
+                self._polling = False
 
     def release(self, reserved_usd: float) -> None:
         """A held call that was not made (or failed): its amount is free again."""
