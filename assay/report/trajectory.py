@@ -6,6 +6,8 @@ the handful of traces a report shows, each source file is streamed once up to th
 needed (a Parquet source: only the row groups holding the rows needed, the line being the row
 number) and those records are normalized as ``assay run`` does. A record that cannot be read (the
 file moved, a Kafka offset, an id that does not match) leaves the trace with its results only.
+Remote source files are readable once a scheme has an opener (:func:`register_source_opener`);
+``s3://`` objects are built in (the report's shared S3 reader).
 
 Multi-row exports (LangSmith runs, Langfuse observations: :func:`assay.traces.exports.export_row_kind`)
 hold a trace in many rows, and a result's position is its first row's. When the row there is an
@@ -13,9 +15,7 @@ export row, the rows of the wanted traces are gathered, as ``assay run`` groups 
 file and the other files of its folder (an export's files are cut by size; Langfuse's legacy
 ``traces/`` and ``observations/`` folders are read together), JSON lines or Parquet (only the rows of
 the wanted traces are decoded), at most :data:`MAX_EXPORT_ROWS` per trace, and assembled into the
-trace the run scored.
-Remote source files are readable once a scheme has an opener (:func:`register_source_opener`);
-``s3://`` objects are built in (the report's shared S3 reader).
+trace the run scored (an export object in S3 is read alone).
 """
 
 from __future__ import annotations
