@@ -53,13 +53,12 @@ def share_limits(config: RunConfig, n: int, *, budget: bool = True) -> RunConfig
     ``budget=False``: the budget stays whole, the processes share it in a store)."""
     if n <= 1:
         return config
-    budget_usd = config.limits.budget_usd if budget else None
+    limit = config.limits.budget_usd
+    share = limit / n if limit is not None and budget else limit
     return config.model_copy(
         update={
             "judges": {name: share_judge(cfg, n) for name, cfg in config.judges.items()},
-            "limits": config.limits.model_copy(
-                update={"budget_usd": config.limits.budget_usd if budget_usd is None else budget_usd / n}
-            ),
+            "limits": config.limits.model_copy(update={"budget_usd": share}),
         }
     )
 
