@@ -45,7 +45,8 @@ cost in ``<state_dir>/budget.sqlite`` under the job's run id (:mod:`assay.judges
 together they stop within one call's cost of the cap; the traces of a batch the budget cut short get
 an error result (``BudgetExceeded: judge budget … reached``) in their judged columns. What a run id
 spent stays counted: the same job run again under the same cap sends nothing; a raised cap goes on
-(the answers already paid come from the cache). The store is one machine's, like the cache.
+(the answers already paid come from the cache). SQLite is one machine's: on a cluster of several
+nodes set ``rate_store: redis://…``, and the budget is kept in that Redis instead.
 
 Rows are traces one by one: multi-row exports (LangSmith runs, Langfuse observations) are
 assembled by ``assay run``, not here (their rows of one trace may be in different batches).
@@ -132,6 +133,7 @@ class AssayScorer:
                 use_cache=self.use_cache,
                 budget_usd=self.config.limits.budget_usd,
                 budget_scope=f"ray:{self.run_id}",  # one budget for every actor of the job (and its reruns)
+                budget_store=self.config.rate_store,
             )
             self._pool = stack.enter_context(self._portal.wrap_async_context_manager(pool))
         self._loop = stack

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import socket
 import sqlite3
@@ -52,8 +53,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
+from assay.exceptions import ConfigError
 from assay.judges.state_file import corrupt, is_corrupt
 from assay.resources import AsyncResource
 
@@ -220,24 +222,37 @@ class BudgetStore(AsyncResource):
 
     def settle(self, ticket: int, spent: float) -> None:
         """The call of ``ticket`` finished: its reservation goes and this holder has spent ``spent``."""
-
-        def apply(c: sqlite3.Connection) -> None:
-            c.execute("DELETE FROM reservations WHERE ticket = ?", (ticket,))
-            self._set_spent(c, spent)
-
-        self._queue(self._write, apply)
+        self._queue(self._settle_sync, ticket, spent)
 
     def release(self, ticket: int) -> None:
         """The call of ``ticket`` was not made (or failed): its reservation goes."""
-        self._queue(self._write, lambda c: c.execute("DELETE FROM reservations WHERE ticket = ?", (ticket,)))
+        self._queue(self._release_sync, ticket)
 
     async def totals(self) -> tuple[float, float, float | None]:
         """The scope's spending, its live reservations and the limit it stopped at (None)."""
-        return await self._call(self._write, self._totals)
+        return await self._call(self._totals_sync)
 
     def seed(self, spent_usd: float, holder: str = "earlier-attempts") -> None:
         """Count ``spent_usd`` in the scope (what earlier attempts of the run spent), as a holder
         that holds nothing (synchronous: before the processes of the scope start)."""
+        self._seed_sync(spent_usd, holder)
+
+    # -- on the store's thread (SQLite; RedisBudgetStore overrides these) ----------------------
+
+    def _settle_sync(self, ticket: int, spent: float) -> None:
+        def apply(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM reservations WHERE ticket = ?", (ticket,))
+            self._set_spent(c, spent)
+
+        self._write(apply)
+
+    def _release_sync(self, ticket: int) -> None:
+        self._write(lambda c: c.execute("DELETE FROM reservations WHERE ticket = ?", (ticket,)))
+
+    def _totals_sync(self) -> tuple[float, float, float | None]:
+        return self._write(self._totals)
+
+    def _seed_sync(self, spent_usd: float, holder: str) -> None:
         conn = connect(self.path)
         try:
             with conn:
@@ -248,8 +263,6 @@ class BudgetStore(AsyncResource):
                 )
         finally:
             conn.close()
-
-    # -- on the store's thread ------------------------------------------------------------------
 
     def _me(self) -> tuple[str, str]:
         return (self.scope, self.holder)
@@ -342,3 +355,177 @@ def connect(path: Path) -> sqlite3.Connection:
             raise corrupt("budget store", path, exc, CORRUPT_CONSEQUENCE) from None
         raise
     return conn
+
+
+# KEYS[1]: the scope's key prefix. ARGV: holder, its "host|pid|started", its spending, amount,
+# expected, limit, lease (ms), then the holders found dead on the caller's host. Floats travel as
+# text (Redis makes Lua numbers integers). Returns {verdict, ticket, spent, reserved, stopped}.
+RESERVE_LUA = """
+local p = KEYS[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local holder = ARGV[1]
+redis.call('HSET', p .. ':holders', holder, ARGV[2])
+redis.call('HSET', p .. ':spent', holder, ARGV[3])
+redis.call('HSET', p .. ':seen', holder, now)
+local dead = {}
+for i = 8, #ARGV do dead[ARGV[i]] = true end
+local lease = tonumber(ARGV[7])
+local seen = redis.call('HGETALL', p .. ':seen')
+for i = 1, #seen, 2 do
+  if now - tonumber(seen[i + 1]) > lease then dead[seen[i]] = true end
+end
+local reserved = 0
+local res = redis.call('HGETALL', p .. ':res')
+for i = 1, #res, 2 do
+  local h, a = string.match(res[i + 1], '^(.*)|([^|]*)$')
+  if dead[h] then redis.call('HDEL', p .. ':res', res[i]) else reserved = reserved + tonumber(a) end
+end
+local spent = 0
+for _, v in ipairs(redis.call('HVALS', p .. ':spent')) do spent = spent + tonumber(v) end
+local stopped = redis.call('GET', p .. ':stopped')
+local amount, expected, limit = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local eps = 1e-12
+local verdict, ticket = 'wait', 0
+if stopped and limit <= tonumber(stopped) + eps then
+  verdict = 'closed'
+elseif spent + reserved + amount <= limit + eps or (reserved <= eps and spent + expected <= limit + eps) then
+  ticket = redis.call('INCR', p .. ':seq')
+  redis.call('HSET', p .. ':res', ticket, holder .. '|' .. ARGV[4])
+  reserved = reserved + amount
+  verdict = 'ok'
+elseif reserved <= eps then
+  if not stopped or tonumber(stopped) < limit then redis.call('SET', p .. ':stopped', ARGV[6]) end
+  stopped = ARGV[6]
+  verdict = 'over'
+end
+for _, k in ipairs({':holders', ':spent', ':seen', ':res', ':seq', ':stopped'}) do
+  redis.call('PEXPIRE', p .. k, 2592000000)
+end
+return {verdict, ticket, string.format('%.17g', spent), string.format('%.17g', reserved), stopped or ''}
+"""
+
+# KEYS[1]: prefix. ARGV: ticket (or '' for none), holder, its spending ('' to leave it).
+SETTLE_LUA = """
+local p = KEYS[1]
+local t = redis.call('TIME')
+if ARGV[1] ~= '' then redis.call('HDEL', p .. ':res', ARGV[1]) end
+if ARGV[3] ~= '' then redis.call('HSET', p .. ':spent', ARGV[2], ARGV[3]) end
+redis.call('HSET', p .. ':seen', ARGV[2], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+return 1
+"""
+
+# KEYS[1]: prefix. ARGV: holder. Drops every reservation of the holder.
+DROP_LUA = """
+local p = KEYS[1]
+local res = redis.call('HGETALL', p .. ':res')
+for i = 1, #res, 2 do
+  if string.sub(res[i + 1], 1, #ARGV[1] + 1) == ARGV[1] .. '|' then redis.call('HDEL', p .. ':res', res[i]) end
+end
+return 1
+"""
+
+#: A holder on another machine (whose pid cannot be looked at) that has not spoken to the store for
+#: this long is taken for dead, its reservations reclaimed (a judge call takes minutes at most).
+REDIS_LEASE_S = 600.0
+
+
+class RedisBudgetStore(BudgetStore):
+    """The same budget scope kept in Redis (``rate_store: redis://…``): the processes may run on
+    several machines (a Ray cluster). Each decision is one Lua script, run atomically. A holder's
+    reservations are reclaimed when its process is gone (looked at on its own host) or when it has
+    not spoken to the store for REDIS_LEASE_S (another host). Keys expire 30 days after the last use.
+    Needs the Redis client (``pip install 'assay[redis]'``)."""
+
+    def __init__(self, url: str, scope: str) -> None:
+        super().__init__(url, scope)
+        self.url = url
+        digest = hashlib.sha256(scope.encode()).hexdigest()[:16]
+        self.prefix = f"assay:budget:{digest}"
+        self._client: Any = None
+        self._scripts: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"RedisBudgetStore({self.url!r}, scope={self.scope!r})"
+
+    def _open_sync(self) -> None:
+        redis = _require_redis()
+        self._client = redis.Redis.from_url(self.url)
+        self._scripts = {
+            name: self._client.register_script(lua)
+            for name, lua in (("reserve", RESERVE_LUA), ("settle", SETTLE_LUA), ("drop", DROP_LUA))
+        }
+
+    def _close_sync(self) -> None:
+        if self._client is None:
+            return
+        with contextlib.suppress(Exception):
+            self._scripts["drop"](keys=[self.prefix], args=[self.holder])
+        self._client.close()
+        self._client = None
+
+    def _dead_here(self) -> list[str]:
+        """The holders of this host whose process is gone."""
+        dead = []
+        for holder, info in (self._client.hgetall(f"{self.prefix}:holders") or {}).items():
+            host, _, rest = info.decode().partition("|")
+            pid, _, started = rest.partition("|")
+            name = holder.decode()
+            if host == self.host and name != self.holder and pid.isdigit() and not process_alive(int(pid), started):
+                dead.append(name)
+        return dead
+
+    def _reserve_sync(self, amount: float, expected: float, limit: float, mine: float) -> Grant:
+        info = f"{self.host}|{self.pid}|{self._started}"
+        args = [self.holder, info, repr(mine), repr(amount), repr(expected), repr(limit), int(REDIS_LEASE_S * 1000)]
+        verdict, ticket, spent, reserved, stopped = self._scripts["reserve"](
+            keys=[self.prefix], args=[*args, *self._dead_here()]
+        )
+        stop = stopped.decode() if isinstance(stopped, bytes) else str(stopped)
+        word = verdict.decode() if isinstance(verdict, bytes) else str(verdict)
+        assert word in ("ok", "wait", "over", "closed"), word
+        return Grant(
+            cast(Verdict, word),
+            int(ticket),
+            float(spent),
+            float(reserved),
+            float(stop) if stop else None,
+        )
+
+    def _settle_sync(self, ticket: int, spent: float) -> None:
+        self._scripts["settle"](keys=[self.prefix], args=[ticket, self.holder, repr(spent)])
+
+    def _release_sync(self, ticket: int) -> None:
+        self._scripts["settle"](keys=[self.prefix], args=[ticket, self.holder, ""])
+
+    def _totals_sync(self) -> tuple[float, float, float | None]:
+        spent = sum(float(v) for v in (self._client.hvals(f"{self.prefix}:spent") or []))
+        reserved = sum(float(v.rsplit(b"|", 1)[1]) for v in (self._client.hvals(f"{self.prefix}:res") or []))
+        stopped = self._client.get(f"{self.prefix}:stopped")
+        return spent, reserved, None if stopped is None else float(stopped)
+
+    def _seed_sync(self, spent_usd: float, holder: str) -> None:
+        redis = _require_redis()
+        client = redis.Redis.from_url(self.url)
+        try:
+            client.hset(f"{self.prefix}:spent", holder, repr(spent_usd))
+            client.pexpire(f"{self.prefix}:spent", 2_592_000_000)
+        finally:
+            client.close()
+
+
+def _require_redis() -> Any:
+    try:
+        import redis
+    except ImportError as exc:
+        raise ConfigError(
+            "a budget shared through rate_store needs the Redis client: pip install 'assay[redis]'"
+        ) from exc
+    return redis
+
+
+def open_budget_store(location: str | Path, scope: str) -> BudgetStore:
+    """The store of a budget scope: in Redis for a ``redis://`` URL, else SQLite at the path."""
+    if isinstance(location, str) and location.startswith(("redis://", "rediss://", "unix://")):
+        return RedisBudgetStore(location, scope)
+    return BudgetStore(location, scope)

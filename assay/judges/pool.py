@@ -36,7 +36,7 @@ from assay.exceptions import ConfigError
 from assay.judges.base import Judge, JudgeUsage
 from assay.judges.budget import Budget
 from assay.judges.budget_store import DEFAULT_FILENAME as BUDGET_FILENAME
-from assay.judges.budget_store import BudgetStore
+from assay.judges.budget_store import open_budget_store
 from assay.judges.cache import DEFAULT_FILENAME, JudgeCache
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import JudgeEndpoint
@@ -79,16 +79,18 @@ class JudgePool(AsyncResource):
         cache_ttl_s: float | None = None,
         budget_usd: float | None = None,
         budget_scope: str | None = None,
+        budget_store: str | None = None,
     ) -> JudgePool:
         """Build the pool of a run file's ``judges:`` section (validated; ConfigError names the judge).
         ``budget_scope``: the budget is shared with the other processes of that scope (the run's
-        ``--workers``, a Ray job's actors) through ``<state_dir>/budget.sqlite``."""
+        ``--workers``, a Ray job's actors) through ``<state_dir>/budget.sqlite``, or through the
+        Redis of ``budget_store`` (the run's ``rate_store``)."""
         configs = {name: parse_judge_config(name, raw) for name, raw in judges.items()}
         cache = JudgeCache(Path(state_dir) / DEFAULT_FILENAME, ttl_s=cache_ttl_s) if use_cache else None
         endpoints = {name: make_judge(name, cfg) for name, cfg in configs.items()}
         store = None
         if budget_scope is not None and budget_usd is not None:
-            store = BudgetStore(Path(state_dir) / BUDGET_FILENAME, budget_scope)
+            store = open_budget_store(budget_store or Path(state_dir) / BUDGET_FILENAME, budget_scope)
         return cls(endpoints, cache=cache, budget=Budget(budget_usd, store=store))
 
     def __repr__(self) -> str:

@@ -56,6 +56,7 @@ async def judge_pool(config: RunConfig, *, use_cache: bool, budget_scope: str | 
         use_cache=use_cache,
         budget_usd=config.limits.budget_usd,
         budget_scope=budget_scope,
+        budget_store=config.rate_store,
     )
     async with pool:
         with use_pool(pool):

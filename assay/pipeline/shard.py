@@ -317,7 +317,7 @@ def _budget_scope(config: RunConfig, plan: RunPlan, states: dict[int, dict[str, 
     spent; an attempt that stopped at the budget stops every writer (each closes under that cap)."""
     if config.limits.budget_usd is None or not config.judges:
         return None
-    from assay.judges.budget_store import DEFAULT_FILENAME, BudgetStore
+    from assay.judges.budget_store import DEFAULT_FILENAME, open_budget_store
 
     judges = [st.get("judges") or {} for st in [*states.values(), plan.store.carried()]]
     spent = sum(float(j.get("cost_usd", 0.0) or 0.0) for js in judges for j in js.values())
@@ -325,7 +325,7 @@ def _budget_scope(config: RunConfig, plan: RunPlan, states: dict[int, dict[str, 
     for st in states.values() if stops else ():
         st["budget_stopped_at"] = max(stops)
     scope = f"{plan.store.key}:{os.getpid()}:{time.time_ns()}"
-    BudgetStore(Path(config.state_dir) / DEFAULT_FILENAME, scope).seed(spent)
+    open_budget_store(config.rate_store or Path(config.state_dir) / DEFAULT_FILENAME, scope).seed(spent)
     return scope
 
 

@@ -147,18 +147,23 @@ def test_same_budget_says_raise_it_and_a_raised_budget_resumes_paying_nothing_tw
     assert (tmp_path / "out" / "_SUCCESS").exists()
 
 
-@pytest.mark.parametrize(("seed", "workers"), [(11, 2), (12, 3)])
-def test_workers_share_one_budget(tmp_path: Path, seed: int, workers: int) -> None:
+@pytest.mark.parametrize(("seed", "workers", "store"), [(11, 2, "sqlite"), (12, 3, "sqlite"), (13, 2, "redis")])
+def test_workers_share_one_budget(tmp_path: Path, seed: int, workers: int, store: str, request: Any) -> None:
     """N processes reserve against one budget (``<state_dir>/budget.sqlite``): together they stop
     within one request's cost of it, as one process does, and the same command again sends
     nothing. The last shard's traces are cheap: its writer finishes early, and what it did not
     spend goes to the others (with a share each, the run stopped at about (N-1)/N of the cap;
-    each share could also be overshot by a request, N in all)."""
+    each share could also be overshot by a request, N in all). With ``rate_store: redis://…`` the
+    budget is kept in that Redis."""
     n = 240
     corpus(tmp_path / "corpus.jsonl", n, seed, words=50)
     rule = Verbose(cheap_from=n * (workers - 1) // workers)
     with JudgeServerThread(latency=(0.02, 0.2), seed=seed, rule=rule) as server:
         f = run_file(tmp_path, server.url, 0.5, 32)
+        if store == "redis":
+            pytest.importorskip("redis")
+            redis_url = request.getfixturevalue("redis_server").url.rsplit("/", 1)[0] + "/8"
+            f.write_text(json.dumps({**json.loads(f.read_text()), "rate_store": redis_url}))
         proc = assay("run", str(f), "-q", "--workers", str(workers))
         assert proc.returncode == 5, proc.stderr
         paid = server.stats.requests
@@ -178,3 +183,10 @@ def test_workers_share_one_budget(tmp_path: Path, seed: int, workers: int) -> No
     assert spent == pytest.approx(sum(rule.costs), abs=1e-6)
     assert 0.7 - max(rule.costs) < spent <= 0.7 + max(rule.costs), spent
     assert len(rule.prompts) == len(set(rule.prompts))  # no call paid twice
+    if store == "redis":  # the reservations were in Redis, not in the state directory
+        import redis
+
+        assert redis.Redis.from_url(redis_url).keys("assay:budget:*")
+        assert not (tmp_path / "state" / "budget.sqlite").exists()
+    else:
+        assert (tmp_path / "state" / "budget.sqlite").exists()
