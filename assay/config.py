@@ -33,19 +33,13 @@ from pydantic import (
     model_validator,
 )
 
-from assay.connectors.base import ConnectorConfig
-
-# the file/s3 connectors' own models, importable from here as before (the run file does not name them)
-from assay.connectors.path_config import DeadLetterConfig as DeadLetterConfig
-from assay.connectors.path_config import SinkConfig as SinkConfig
-from assay.connectors.path_config import SourceConfig as SourceConfig
-from assay.connectors.path_config import check_ds
-from assay.connectors.registry import parse_section
+from assay.connector_table import ConnectorConfig, parse_section
 from assay.exceptions import ConfigError
-from assay.paths import check_day, day_problem
+from assay.paths import check_day, check_ds, day_problem
 from assay.potato_config import ai_support_judge
 from assay.sampling import SampleSpec
 from assay.traces.normalize import NormalizeOptions
+from assay.urls import REDIS_SCHEMES, redis_url
 
 
 class _Model(BaseModel):
@@ -263,8 +257,6 @@ class RunConfig(_Model):
     @field_validator("rate_store")
     @classmethod
     def _rate_store_url(cls, v: str | None) -> str | None:
-        from assay.judges.config import redis_url  # lazy: pydantic only, no aiohttp
-
         return redis_url(v)
 
     @model_validator(mode="before")
@@ -272,8 +264,6 @@ class RunConfig(_Model):
     def _rate_store(cls, data: Any) -> Any:
         """``rate_store``: the run's Redis becomes the ``shared_limit`` of every judge, declared or
         inline, that names none of its own."""
-        from assay.judges.config import REDIS_SCHEMES  # lazy: pydantic only, no aiohttp
-
         store = data.get("rate_store") if isinstance(data, dict) else None
         if not isinstance(store, str) or not store.startswith(REDIS_SCHEMES):
             return data  # nothing to share, or a wrong URL that the field's own check reports

@@ -46,7 +46,7 @@ def make_parquet_source(config: Any, ctx: SourceContext) -> Source:
         raise ConfigError(f"source: Parquet input needs pyarrow ({exc.name}); install assay[lake]") from exc
     if getattr(config, "read_mode", "records") != "records":
         raise ConfigError("source.read_mode: sessions is not supported for Parquet inputs")
-    from assay.stages.exports import AssembleExports
+    from assay.connectors.exports import AssembleExports
 
     source = ParquetSource(
         paths,
@@ -188,7 +188,7 @@ class FileConnector(BaseConnector):
         if parquet is not None:
             return parquet
         if config.read_mode == "sessions":
-            from assay.stages.sessions import GroupSessions
+            from assay.connectors.sessions import GroupSessions
 
             inner = FileSource(
                 config.paths,
@@ -197,7 +197,7 @@ class FileConnector(BaseConnector):
                 resume_state=ctx.resume_state,
             )
             return GroupSessions(inner, shard=ctx.shard, spill_bytes=export_memory(config))
-        from assay.stages.exports import AssembleExports
+        from assay.connectors.exports import AssembleExports
 
         source = FileSource(
             config.paths,

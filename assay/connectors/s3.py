@@ -54,6 +54,12 @@ class S3Connector(BaseConnector):
             return DeadLetterConfig(type="s3", path=f"{folder}/_dead_letter/{name.removesuffix('.parquet')}/")
         return DeadLetterConfig(type="s3", path=path.rstrip("/") + "/_dead_letter/")
 
+    def results_fs(self, location: str, s3: Any) -> Any:
+        """The results prefix through its own S3 client (closed by ``close()``)."""
+        from assay.connectors.s3_results import S3ResultsFS
+
+        return S3ResultsFS(location, s3)
+
     def merge_resume_states(self, states: Iterable[Any]) -> Any:
         """The union of the writers' object ledgers."""
         return merge_ledger_states(states)
@@ -85,10 +91,10 @@ class S3Connector(BaseConnector):
             resume_state=ctx.resume_state,
         )
         if sessions:  # session grouping works over any source
-            from assay.stages.sessions import GroupSessions
+            from assay.connectors.sessions import GroupSessions
 
             return GroupSessions(source, shard=ctx.shard, spill_bytes=export_memory(config))
-        from assay.stages.exports import AssembleExports
+        from assay.connectors.exports import AssembleExports
 
         # objects are sharded whole: unsharded, a trace is grouped across them
         return AssembleExports(source, spill_bytes=export_memory(config))

@@ -22,9 +22,9 @@ Exit codes as ``assay run``: 0 ok; 1 a shard summary is missing (status ``incomp
 failed; 2 bad usage; 3 a gate failed; 4 dead letters above the limit; 5 a shard stopped on its
 budget; 75 a shard's work is pending; 130 a shard was interrupted.
 
-The results are reached through :class:`ResultsFS`: a local directory (:class:`LocalFS`) or a
-prefix of a store the report knows (``s3://``: :class:`~assay.report.s3_store.S3ResultsFS`, with the
-run file's ``s3:`` settings or the AWS chain's), where the shards of a run on several machines wrote
+The results are reached through :class:`ResultsFS`: a local directory (:class:`LocalFS`) or an
+``s3://`` prefix (:class:`~assay.connectors.s3_results.S3ResultsFS`, with the run file's ``s3:``
+settings or the AWS chain's), where the shards of a run on several machines wrote
 their parts and summaries.
 """
 
@@ -91,6 +91,10 @@ class ResultsFS(Protocol):
         """Remove if present."""
         ...
 
+    def close(self) -> None:
+        """Release what reaching the results holds (a client); a local directory holds nothing."""
+        ...
+
 
 @dataclass
 class LocalFS:
@@ -120,6 +124,9 @@ class LocalFS:
     def remove(self, name: str) -> None:
         safe_join(self.root, name).unlink(missing_ok=True)
 
+    def close(self) -> None:
+        pass
+
     def discard_staging(self) -> None:
         """The staging area the shards of a Parquet output shared (``_staging/``, their segments):
         not part of a whole output, so it goes when the merge publishes one."""
@@ -128,13 +135,14 @@ class LocalFS:
 
 def open_results(location: str | os.PathLike[str], s3: Any = None) -> ResultsFS:
     """The :class:`ResultsFS` of a results location: a local directory (or its ``_SUMMARY.json``),
-    or an ``s3://`` prefix (``s3``: the run file's ``s3:`` settings; default the AWS chain), opened
-    by the report's stores (:func:`assay.report.store.open_results_fs`; the caller closes it)."""
+    or a prefix a connector reaches (``s3://``: :class:`~assay.connectors.s3_results.S3ResultsFS`,
+    ``s3`` the run file's ``s3:`` settings, default the AWS chain; the caller closes it)."""
     text = os.fspath(location)
-    if "://" in text:  # a store's scheme: the report's stores know them
-        from assay.report.store import open_results_fs
-
-        return open_results_fs(text.removesuffix(SUMMARY), s3)  # type: ignore[no-any-return]
+    if "://" in text:  # the connector claiming the scheme reaches it
+        fs: ResultsFS | None = registry.results_fs(text.removesuffix(SUMMARY), s3)
+        if fs is None:
+            raise ConfigError(f"{text}: results are merged from a local directory or an s3:// prefix")
+        return fs
     p = Path(text)
     return LocalFS(p.parent if p.name == SUMMARY else p)
 
