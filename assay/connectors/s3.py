@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.connectors.layout import DEAD_LETTER, DEAD_PREFIX, RESULTS_PREFIX
 from assay.connectors.ledger import merge_ledger_states
 from assay.connectors.path_config import DeadLetterConfig, SinkConfig, SourceConfig
 from assay.connectors.registry import BaseConnector
@@ -51,8 +52,8 @@ class S3Connector(BaseConnector):
         path = str(config.path)
         if path.endswith(".parquet"):
             folder, _, name = path.rpartition("/")
-            return DeadLetterConfig(type="s3", path=f"{folder}/_dead_letter/{name.removesuffix('.parquet')}/")
-        return DeadLetterConfig(type="s3", path=path.rstrip("/") + "/_dead_letter/")
+            return DeadLetterConfig(type="s3", path=f"{folder}/{DEAD_LETTER}/{name.removesuffix('.parquet')}/")
+        return DeadLetterConfig(type="s3", path=f"{path.rstrip('/')}/{DEAD_LETTER}/")
 
     def results_fs(self, location: str, s3: Any) -> Any:
         """The results prefix through its own S3 client (closed by ``close()``)."""
@@ -108,7 +109,7 @@ class S3Connector(BaseConnector):
         return S3Sink(
             config.path,
             s3=s3_config(getattr(ctx, "options", None)),
-            prefix="part" if results else "dead",
+            prefix=RESULTS_PREFIX if results else DEAD_PREFIX,
             shard=ctx.shard,
             compression=getattr(config, "compression", "auto") if results else "none",
             max_rows_per_part=getattr(config, "max_rows_per_part", None) if results else None,

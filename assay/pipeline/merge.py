@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,22 +41,13 @@ from typing import Any, Protocol
 import orjson
 
 from assay.connectors import registry
-from assay.connectors.file_sink import STAGING
+from assay.connectors.layout import SHARD_SUMMARY, STAGING, SUCCESS, SUMMARY, write_atomic
 from assay.exceptions import ConfigError
 from assay.judges.batch.totals import merge_split_totals
 from assay.paths import safe_join
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
 from assay.pipeline.targets import results_location
 from assay.pipeline.verdict import Policy, combine_statuses, decide
-
-SUMMARY = "_SUMMARY.json"
-SUCCESS = "_SUCCESS"
-_SHARD_RE = re.compile(r"^_SUMMARY\.shard-(\d+)-of-(\d+)\.json$")
-
-
-def shard_summary_name(index: int, count: int) -> str:
-    """The file name shard ``index`` of ``count`` writes its summary under."""
-    return f"_SUMMARY.shard-{index}-of-{count}.json"
 
 
 def forget_shard_summaries(fs: ResultsFS, index: int, count: int) -> list[str]:
@@ -67,7 +57,7 @@ def forget_shard_summaries(fs: ResultsFS, index: int, count: int) -> list[str]:
     Returns the names removed."""
     gone = []
     for name in fs.list():
-        m = _SHARD_RE.match(name)
+        m = SHARD_SUMMARY.match(name)
         if m and (int(m.group(1)) == index or int(m.group(2)) != count):
             fs.remove(name)
             gone.append(name)
@@ -112,14 +102,7 @@ class LocalFS:
         return safe_join(self.root, name).read_bytes()
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        target = safe_join(self.root, name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        write_atomic(safe_join(self.root, name), data)
 
     def remove(self, name: str) -> None:
         safe_join(self.root, name).unlink(missing_ok=True)
@@ -162,7 +145,7 @@ def find_shards(fs: ResultsFS, shards: int | None = None) -> tuple[int, dict[int
     several N are present (a rerun with another N left old ones behind)."""
     found: dict[int, dict[int, str]] = {}
     for name in fs.list():
-        m = _SHARD_RE.match(name)
+        m = SHARD_SUMMARY.match(name)
         if m:
             found.setdefault(int(m.group(2)), {})[int(m.group(1))] = name
     if shards is None:
