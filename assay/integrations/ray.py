@@ -125,6 +125,8 @@ class AssayScorer:
                 budget_usd=self.config.limits.budget_usd,
             )
             self._pool = stack.enter_context(self._portal.wrap_async_context_manager(pool))
+            for ev in self.evaluators:
+                ev.use_judges(self._pool)
         self._loop = stack
 
     def close(self) -> None:
@@ -138,13 +140,7 @@ class AssayScorer:
             self.close()
 
     async def _process(self, traces: list[Trace]) -> list[dict[str, Result]]:
-        if self._pool is None:
-            results, _ = await self.stage.process(traces)
-            return results
-        from assay.judges.pool import use_pool
-
-        with use_pool(self._pool):
-            results, _ = await self.stage.process(traces)
+        results, _ = await self.stage.process(traces)
         return results
 
     def _evaluate(self, traces: list[Trace]) -> list[dict[str, Result]]:
