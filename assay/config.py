@@ -297,7 +297,11 @@ class RunConfig(_Model):
     @model_validator(mode="after")
     def _judges_known(self) -> RunConfig:
         """A judge named by an evaluator must be declared; an inline judge config must be valid."""
-        from assay.judges.config import parse_judge_config  # lazy: pydantic only, no aiohttp
+        # The one import of this layer from a higher one (tests/unit/test_layers.py KNOWN_UPWARD):
+        # a judge's endpoint config is the judges' own model, checked here so that a wrong judge is
+        # exit 2 when the run file loads. Lazy: judges/config.py is pydantic and the provider
+        # table, without the HTTP client.
+        from assay.judges.config import parse_judge_config
 
         for name, raw in self.judges.items():
             parse_judge_config(name, raw)
