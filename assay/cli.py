@@ -637,8 +637,8 @@ def merge(
 ) -> None:
     """Merge the per-shard summaries of a --shard i/N run into one _SUMMARY.json, apply the gates
     once, and write _SUCCESS when every shard is whole. Exit codes as `assay run`."""
-    from assay.pipeline.merge import SUMMARY, merge_target
     from assay.pipeline.merge import merge as do_merge
+    from assay.pipeline.merge import merge_target, open_results
     from assay.pipeline.verdict import Policy
 
     try:
@@ -655,10 +655,8 @@ def merge(
                 location = target
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
-        if "://" in str(location):  # a store's prefix (s3://): the report's stores open it
-            from assay.report.store import open_results_fs
-
-            fs = open_results_fs(str(location).removesuffix(SUMMARY), s3)
+        if "://" in str(location):  # an s3:// prefix
+            fs = open_results(location, s3)
             try:
                 report = do_merge(fs, policy=policy, shards=shards, rows=rows)
             finally:

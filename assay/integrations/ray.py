@@ -136,6 +136,8 @@ class AssayScorer:
                 budget_store=self.config.rate_store,
             )
             self._pool = stack.enter_context(self._portal.wrap_async_context_manager(pool))
+            for ev in self.evaluators:
+                ev.use_judges(self._pool)
         self._loop = stack
 
     def close(self) -> None:
@@ -149,20 +151,14 @@ class AssayScorer:
             self.close()
 
     async def _process(self, traces: list[Trace]) -> list[dict[str, Result]]:
-        if self._pool is None:
+        try:
             results, _ = await self.stage.process(traces)
-            return results
-        from assay.judges.pool import use_pool
-
-        with use_pool(self._pool):
-            try:
-                results, _ = await self.stage.process(traces)
-            except PartialBatch as cut:  # the budget is spent: what was not judged says so
-                spent = f"judge budget of ${self.config.limits.budget_usd} reached"
-                for res in cut.results:
-                    for ev in self.stage.async_:
-                        res.setdefault(ev.key, Result.from_error(ev.key, BudgetExceeded(spent)))
-                return cut.results
+        except PartialBatch as cut:  # the budget is spent: what was not judged says so
+            spent = f"judge budget of ${self.config.limits.budget_usd} reached"
+            for res in cut.results:
+                for ev in self.stage.async_:
+                    res.setdefault(ev.key, Result.from_error(ev.key, BudgetExceeded(spent)))
+            return cut.results
         return results
 
     def _evaluate(self, traces: list[Trace]) -> list[dict[str, Result]]:

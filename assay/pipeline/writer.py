@@ -82,7 +82,7 @@ async def run_writer(
     staged = bool(state.get("staged"))  # write into the sinks' staging areas (see RunPlan.prepare)
     prior_judges: dict[str, Any] = state.get("judges") or {}
     async with judge_pool(config, use_cache=use_cache, budget_scope=budget_scope) as pool:
-        evaluators = build_evaluators(config, origin)
+        evaluators = build_evaluators(config, origin, judges=pool)
         await prepare_sampling(config, samplers_of(evaluators))  # the counting pass, when strata need one
         stats = RunStats(
             thresholds={ev.key: ev.threshold for ev in evaluators},

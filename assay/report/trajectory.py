@@ -55,7 +55,7 @@ def register_source_opener(scheme: str, opener: SourceOpener) -> None:
 
 def _open_s3(name: str) -> IO[bytes]:
     from assay.connectors.s3_client import parse_s3_url
-    from assay.report.s3_store import shared_reader
+    from assay.connectors.s3_results import shared_reader
 
     url = parse_s3_url(name)
     return shared_reader().open_object(url.bucket, url.key)
