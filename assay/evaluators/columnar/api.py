@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,22 +30,41 @@ def columnar_enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in {"0", "off", "false", "no"}
 
 
-@dataclass(frozen=True, slots=True)
 class KeyColumns:
     """One result key's results for every row of a batch (Arrow arrays of the batch's length).
 
     ``score``: float64, null where not scored; ``value``: the raw value, bool (pass/fail checks)
     or string (``tool_call_accuracy``'s ``"2/3"``), null where not scored; ``passed``: bool,
-    ``score >= threshold``, null where not scored; ``comment``: string; ``error``: string or None
-    when no row has an error (the object path's ``Result`` fields, column by column)."""
+    ``score >= threshold``, null where not scored; ``comment``: string (built on first use: the
+    scores cost a few array operations, the sentences of failing rows are Python); ``error``:
+    string, or None when no row has an error (the object path's ``Result`` fields, column by
+    column)."""
 
-    key: str
-    score: pa.Array
-    value: pa.Array
-    passed: pa.Array
-    comment: pa.Array
-    error: pa.Array | None = None
-    threshold: float = 0.5
+    __slots__ = ("_comment", "error", "key", "passed", "score", "threshold", "value")
+
+    def __init__(
+        self,
+        key: str,
+        score: pa.Array,
+        value: pa.Array,
+        passed: pa.Array,
+        comment: pa.Array | Callable[[], pa.Array],
+        error: pa.Array | None = None,
+        threshold: float = 0.5,
+    ) -> None:
+        self.key = key
+        self.score = score
+        self.value = value
+        self.passed = passed
+        self._comment = comment
+        self.error = error
+        self.threshold = threshold
+
+    @property
+    def comment(self) -> pa.Array:
+        if callable(self._comment):
+            self._comment = self._comment()
+        return self._comment
 
     def value_text(self) -> pa.Array:
         """``value`` as the Parquet schema writes it (JSON text for non-strings: ``true``)."""

@@ -104,208 +104,256 @@ class TrajectoryForm:
         out = view.out
         ref = view.ref
         has_ref = view.has_ref & ~view.fallback()
-        oc, rc = view.call_codes(self.exact)
         n_out = out.row_ncalls
         n_ref = ref.row_ncalls if ref is not None else np.zeros(n, dtype=np.int64)
         ok = np.zeros(n, dtype=bool)
-        why: dict[int, str] = {}
+        why: Callable[[], dict[int, str]] = dict
         if ref is not None and has_ref.any():
             if self.mode == "strict" and not self.flat:
-                ok, why = self._strict_messages(view, out, ref, oc, rc, has_ref)
+                ok, why = _strict_messages(view, out, ref, self.exact, has_ref)
             elif self.mode == "strict":
-                ok, why = self._strict_calls(out, ref, oc, rc, has_ref)
+                ok, why = _strict_calls(view, out, ref, self.exact, has_ref)
             elif self.mode == "subsequence":
-                ok, why = self._subsequence(out, ref, oc, rc, has_ref)
+                ok, why = _subsequence(view, out, ref, self.exact, has_ref)
             else:
-                ok, why = self._multiset(out, ref, oc, rc, has_ref)
+                ok, why = _multiset(view, out, ref, self.exact, has_ref, self.mode)
         score = ok.astype(np.float64)
-        head = f"{self.label} match "
-        summary = _join(
-            [
-                pc.if_else(pa.array(ok), head + "pass: ", head + "fail: "),
-                _num(n_out),
-                " agent tool call(s) vs ",
-                _num(n_ref),
-                " reference",
-            ]
-        )
-        if why:
-            rows = sorted(why)
-            mask = np.zeros(n, dtype=bool)
-            mask[rows] = True
-            texts = summary.take(pa.array(rows)).to_pylist()
-            filled = [f"{s}; {why[r]}" for s, r in zip(texts, rows, strict=True)]
-            full: list[str | None] = [None] * n
-            for r, t in zip(rows, filled, strict=True):
-                full[r] = t
-            summary = pc.if_else(pa.array(mask), _texts(full), summary)
         no_ref = ~has_ref
-        if no_ref.any():
-            summary = pc.if_else(pa.array(no_ref), "no reference trajectory to compare with", summary)
+        head = f"{self.label} match "
+
+        def comment() -> pa.Array:
+            summary = _join(
+                [
+                    pc.if_else(pa.array(ok), head + "pass: ", head + "fail: "),
+                    _num(n_out),
+                    " agent tool call(s) vs ",
+                    _num(n_ref),
+                    " reference",
+                ]
+            )
+            reasons = why()
+            if reasons:
+                rows = sorted(reasons)
+                texts = summary.take(pa.array(rows, pa.int64())).to_pylist()
+                full: list[str | None] = [None] * n
+                for r, t in zip(rows, texts, strict=True):
+                    full[r] = f"{t}; {reasons[r]}"
+                mask = np.zeros(n, dtype=bool)
+                mask[rows] = True
+                summary = pc.if_else(pa.array(mask), _texts(full), summary)
+            if no_ref.any():
+                summary = pc.if_else(pa.array(no_ref), "no reference trajectory to compare with", summary)
+            return summary.cast(pa.string())
+
         return KeyColumns(
             self.key,
             pa.array(score, pa.float64(), mask=no_ref),
             pa.array(ok, pa.bool_(), mask=no_ref),
             _passed(score, has_ref, self.threshold),
-            summary.cast(pa.string()),
+            comment,
             None,
             self.threshold,
         )
 
-    # the modes: (ok per row, the reason of each failing row)
 
-    def _multiset(
-        self, out: Side, ref: Side, oc: np.ndarray, rc: np.ndarray, has_ref: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, str]]:
-        n = out.n
+# the modes: (ok per row, the reasons of the failing rows, rendered on demand); what several keys
+# of one batch share (codes, equal lists, unmatched calls) is computed once per view
+
+
+def _same(view: BatchView, out: Side, ref: Side, exact: bool) -> np.ndarray:
+    def make() -> np.ndarray:
+        oc, rc = view.call_codes(exact)
+        return k.same_sequences(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
+
+    same: np.ndarray = view.cached(("same", exact), make)
+    return same
+
+
+def _misses(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, of_reference: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The calls of the rows whose lists differ, and which of them greedy first-fit leaves
+    unmatched: reference calls against the agent's (``of_reference``), or agent calls against
+    the reference's."""
+
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        todo = has_ref & ~_same(view, out, ref, exact)
+        oc, rc = view.call_codes(exact)
         width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-        same = k.same_sequences(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
-        todo = has_ref & ~same
-        ok = has_ref & same
-        if not todo.any():
-            return ok, {}
-        # only the rows whose lists differ go through the multiset comparison
-        o_sel = todo[out.call_row]
-        r_sel = todo[ref.call_row]
-        o_idx = np.flatnonzero(o_sel)
-        r_idx = np.flatnonzero(r_sel)
+        o_idx = np.flatnonzero(todo[out.call_row])
+        r_idx = np.flatnonzero(todo[ref.call_row])
         o_keys = k.keys(out.call_row[o_idx], oc[o_idx], width)
         r_keys = k.keys(ref.call_row[r_idx], rc[r_idx], width)
-        sup_miss = np.full(n, -1, dtype=np.int64)  # first reference call without an agent call
-        sub_miss = np.full(n, -1, dtype=np.int64)  # first agent call without a reference call
-        if self.mode in ("superset", "unordered"):
-            miss = k.unmatched(o_keys, r_keys)
-            sup_miss = _first(miss, r_idx, ref, n)
-        if self.mode in ("subset", "unordered"):
-            miss = k.unmatched(r_keys, o_keys)
-            sub_miss = _first(miss, o_idx, out, n)
-        fail = (sup_miss >= 0) | (sub_miss >= 0)
-        ok |= todo & ~fail
-        why: dict[int, str] = {}
+        if of_reference:
+            return r_idx, k.unmatched(o_keys, r_keys)
+        return o_idx, k.unmatched(r_keys, o_keys)
+
+    found: tuple[np.ndarray, np.ndarray] = view.cached(("miss", exact, of_reference, has_ref.tobytes()), make)
+    return found
+
+
+def _multiset(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, mode: str
+) -> tuple[np.ndarray, Callable[[], dict[int, str]]]:
+    n = out.n
+    same = _same(view, out, ref, exact)
+    todo = has_ref & ~same
+    ok = has_ref & same
+    if not todo.any():
+        return ok, dict
+    sup_miss = np.full(n, -1, dtype=np.int64)  # first reference call without an agent call
+    sub_miss = np.full(n, -1, dtype=np.int64)  # first agent call without a reference call
+    if mode in ("superset", "unordered"):
+        idx, miss = _misses(view, out, ref, exact, has_ref, True)
+        sup_miss = _first(miss, idx, ref, n)
+    if mode in ("subset", "unordered"):
+        idx, miss = _misses(view, out, ref, exact, has_ref, False)
+        sub_miss = _first(miss, idx, out, n)
+    fail = (sup_miss >= 0) | (sub_miss >= 0)
+    ok = ok | (todo & ~fail)
+
+    def why() -> dict[int, str]:
+        reasons: dict[int, str] = {}
         rows_sup = np.flatnonzero(todo & (sup_miss >= 0))
         rows_sub = np.flatnonzero(todo & (sup_miss < 0) & (sub_miss >= 0))
         if len(rows_sup):
             pos = sup_miss[rows_sup]
             descs = _describe(ref, (ref.row_calls[rows_sup] + pos).tolist())
             for r, i, d in zip(rows_sup.tolist(), pos.tolist(), descs, strict=True):
-                why[r] = f"reference call {i} {d} not found among the agent's calls"
+                reasons[r] = f"reference call {i} {d} not found among the agent's calls"
         if len(rows_sub):
             pos = sub_miss[rows_sub]
             descs = _describe(out, (out.row_calls[rows_sub] + pos).tolist())
             for r, i, d in zip(rows_sub.tolist(), pos.tolist(), descs, strict=True):
-                why[r] = f"agent call {i} {d} is not in the reference"
-        return ok, why
+                reasons[r] = f"agent call {i} {d} is not in the reference"
+        return reasons
 
-    def _strict_calls(
-        self, out: Side, ref: Side, oc: np.ndarray, rc: np.ndarray, has_ref: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, str]]:
-        n = out.n
-        lens_eq = out.row_ncalls == ref.row_ncalls
-        rows = np.flatnonzero(has_ref & lens_eq)
-        first = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, rows, n)
-        ok = has_ref & lens_eq & (first < 0)
-        why: dict[int, str] = {}
+    return ok, why
+
+
+def _strict_calls(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
+) -> tuple[np.ndarray, Callable[[], dict[int, str]]]:
+    n = out.n
+    oc, rc = view.call_codes(exact)
+    lens_eq = out.row_ncalls == ref.row_ncalls
+    same = _same(view, out, ref, exact)
+    rows = np.flatnonzero(has_ref & lens_eq & ~same)
+    first = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, rows, n)
+    ok = has_ref & lens_eq & (first < 0)
+
+    def why() -> dict[int, str]:
+        reasons: dict[int, str] = {}
         for r in np.flatnonzero(has_ref & ~lens_eq).tolist():
-            why[r] = f"{out.row_ncalls[r]} agent tool calls vs {ref.row_ncalls[r]} in the reference"
+            reasons[r] = f"{out.row_ncalls[r]} agent tool calls vs {ref.row_ncalls[r]} in the reference"
         bad = np.flatnonzero(has_ref & lens_eq & (first >= 0))
         if len(bad):
             pos = first[bad]
             a = _describe(out, (out.row_calls[bad] + pos).tolist())
             b = _describe(ref, (ref.row_calls[bad] + pos).tolist())
             for r, i, da, db in zip(bad.tolist(), pos.tolist(), a, b, strict=True):
-                why[r] = f"tool call {i}: agent {da} vs reference {db}"
-        return ok, why
+                reasons[r] = f"tool call {i}: agent {da} vs reference {db}"
+        return reasons
 
-    def _subsequence(
-        self, out: Side, ref: Side, oc: np.ndarray, rc: np.ndarray, has_ref: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, str]]:
-        j = k.subsequence(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
-        ok = has_ref & (j == ref.row_ncalls)
+    return ok, why
+
+
+def _subsequence(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
+) -> tuple[np.ndarray, Callable[[], dict[int, str]]]:
+    oc, rc = view.call_codes(exact)
+    same = _same(view, out, ref, exact)
+    j = ref.row_ncalls.copy()  # equal lists: every reference call matched in order
+    rest = has_ref & ~same
+    if rest.any():
+        sel = np.flatnonzero(rest)
+        j[sel] = k.subsequence(oc, out.row_calls[sel], out.row_ncalls[sel], rc, ref.row_calls[sel], ref.row_ncalls[sel])
+    ok = has_ref & (j == ref.row_ncalls)
+
+    def why() -> dict[int, str]:
+        reasons: dict[int, str] = {}
         bad = np.flatnonzero(has_ref & ~ok)
-        why: dict[int, str] = {}
         if len(bad):
             pos = j[bad]
             descs = _describe(ref, (ref.row_calls[bad] + pos).tolist())
             for r, i, d in zip(bad.tolist(), pos.tolist(), descs, strict=True):
-                why[r] = f"reference call {i} {d} does not appear in order after the earlier matches"
-        return ok, why
+                reasons[r] = f"reference call {i} {d} does not appear in order after the earlier matches"
+        return reasons
 
-    def _strict_messages(
-        self, view: BatchView, out: Side, ref: Side, oc: np.ndarray, rc: np.ndarray, has_ref: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, str]]:
-        nm_o, nm_r = out.row_nmsgs, ref.row_nmsgs
-        why: dict[int, str] = {}
-        for r in np.flatnonzero(has_ref & (nm_o != nm_r)).tolist():
-            why[r] = f"{nm_o[r]} messages vs {nm_r[r]} in the reference"
-        rows = np.flatnonzero(has_ref & (nm_o == nm_r) & (nm_o > 0))
-        ok = has_ref & (nm_o == nm_r)
-        if not len(rows):
-            return ok, why
-        lens = nm_o[rows]
-        total = int(lens.sum())
-        group_start = np.cumsum(lens) - lens
-        within = np.arange(total, dtype=np.int64) - np.repeat(group_start, lens)
-        om = np.repeat(out.row_msgs[rows], lens) + within
-        rm = np.repeat(ref.row_msgs[rows], lens) + within
-        pair_row = np.repeat(rows, lens)
-        ac = out.msg_ncalls[om]
-        bc = ref.msg_ncalls[rm]
-        role_diff = out.roles[om] != ref.roles[rm]
-        reason = np.zeros(total, dtype=np.int8)
-        miss = np.full(total, -1, dtype=np.int64)
-        both = (ac == bc) & (ac > 0) & ~role_diff
-        pairs = np.flatnonzero(both)
-        if len(pairs):
-            cnt = ac[pairs]
-            ctotal = int(cnt.sum())
-            cstart = np.cumsum(cnt) - cnt
-            cwithin = np.arange(ctotal, dtype=np.int64) - np.repeat(cstart, cnt)
-            a_idx = np.repeat(out.msg_calls[om[pairs]], cnt) + cwithin
-            b_idx = np.repeat(ref.msg_calls[rm[pairs]], cnt) + cwithin
-            a_codes, b_codes = oc[a_idx], rc[b_idx]
-            differ = a_codes != b_codes
+    return ok, why
+
+
+def _strict_messages(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
+) -> tuple[np.ndarray, Callable[[], dict[int, str]]]:
+    oc, rc = view.call_codes(exact)
+    nm_o, nm_r = out.row_nmsgs, ref.row_nmsgs
+    ok = has_ref & (nm_o == nm_r)
+    rows = np.flatnonzero(ok & (nm_o > 0))
+    lens = nm_o[rows]
+    total = int(lens.sum())
+    group_start = np.cumsum(lens) - lens
+    within = np.arange(total, dtype=np.int64) - np.repeat(group_start, lens)
+    om = np.repeat(out.row_msgs[rows], lens) + within
+    rm = np.repeat(ref.row_msgs[rows], lens) + within
+    pair_row = np.repeat(rows, lens)
+    ac = out.msg_ncalls[om]
+    bc = ref.msg_ncalls[rm]
+    role_diff = out.roles[om] != ref.roles[rm]
+    miss = np.full(total, -1, dtype=np.int64)
+    pairs = np.flatnonzero((ac == bc) & (ac > 0) & ~role_diff)
+    if len(pairs):
+        cnt = ac[pairs]
+        ctotal = int(cnt.sum())
+        cstart = np.cumsum(cnt) - cnt
+        cwithin = np.arange(ctotal, dtype=np.int64) - np.repeat(cstart, cnt)
+        a_codes = oc[np.repeat(out.msg_calls[om[pairs]], cnt) + cwithin]
+        b_codes = rc[np.repeat(ref.msg_calls[rm[pairs]], cnt) + cwithin]
+        differ = a_codes != b_codes
+        if differ.any():
+            # only the messages whose calls differ in order are compared as multisets
             pid = np.repeat(np.arange(len(pairs), dtype=np.int64), cnt)
-            if differ.any():
-                # only the pairs whose calls differ in order are compared as multisets
-                dpairs = np.unique(pid[differ])
-                dsel = np.isin(pid, dpairs)
-                width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-                agent_keys = k.keys(pid[dsel], a_codes[dsel], width)
-                ref_keys = k.keys(pid[dsel], b_codes[dsel], width)
-                unm = k.unmatched(ref_keys, agent_keys)
-                hit = np.flatnonzero(unm)
-                if len(hit):
-                    owner = pid[dsel][hit]
-                    uniq, first = np.unique(owner, return_index=True)
-                    miss[pairs[uniq]] = cwithin[dsel][hit[first]]
-        reason[miss >= 0] = 5
-        reason[(ac > 0) & (bc > 0) & (ac != bc)] = 4
-        reason[(ac > 0) & (bc == 0)] = 3
-        reason[(ac == 0) & (bc > 0)] = 2
-        reason[role_diff] = 1
-        failing = np.flatnonzero(reason > 0)
-        if not len(failing):
-            return ok, why
-        owner_rows, first = np.unique(pair_row[failing], return_index=True)
-        fp = failing[first]  # the first failing pair of each failing row
-        ok[owner_rows] = False
-        i_of = within[fp]
-        call5 = [int(out.msg_calls[om[p]] + miss[p]) for p in fp.tolist() if reason[p] == 5]
-        descs = iter(_describe(out, call5))
-        for r, p, i in zip(owner_rows.tolist(), fp.tolist(), i_of.tolist(), strict=True):
+            dsel = np.isin(pid, np.unique(pid[differ]))
+            width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
+            unm = k.unmatched(k.keys(pid[dsel], b_codes[dsel], width), k.keys(pid[dsel], a_codes[dsel], width))
+            hit = np.flatnonzero(unm)
+            if len(hit):
+                owner = pid[dsel][hit]
+                uniq, first = np.unique(owner, return_index=True)
+                miss[pairs[uniq]] = cwithin[dsel][hit[first]]
+    reason = np.zeros(total, dtype=np.int8)
+    reason[miss >= 0] = 5
+    reason[(ac > 0) & (bc > 0) & (ac != bc)] = 4
+    reason[(ac > 0) & (bc == 0)] = 3
+    reason[(ac == 0) & (bc > 0)] = 2
+    reason[role_diff] = 1
+    failing = np.flatnonzero(reason > 0)
+    owner_rows, first_of = np.unique(pair_row[failing], return_index=True)
+    fp = failing[first_of]  # the first failing message pair of each failing row
+    ok[owner_rows] = False
+
+    def why() -> dict[int, str]:
+        reasons: dict[int, str] = {}
+        for r in np.flatnonzero(has_ref & (nm_o != nm_r)).tolist():
+            reasons[r] = f"{nm_o[r]} messages vs {nm_r[r]} in the reference"
+        calls5 = [int(out.msg_calls[om[p]] + miss[p]) for p in fp.tolist() if reason[p] == 5]
+        descs = iter(_describe(out, calls5))
+        for r, p, i in zip(owner_rows.tolist(), fp.tolist(), within[fp].tolist(), strict=True):
             kind = reason[p]
             if kind == 1:
                 a, b = out.role_names(int(om[p])), ref.role_names(int(rm[p]))
-                why[r] = f"message {i}: role {a!r} vs {b!r} in the reference"
+                reasons[r] = f"message {i}: role {a!r} vs {b!r} in the reference"
             elif kind == 2:
-                why[r] = f"message {i}: agent message has no tool calls, the reference message does"
+                reasons[r] = f"message {i}: agent message has no tool calls, the reference message does"
             elif kind == 3:
-                why[r] = f"message {i}: agent message has tool calls, the reference message does not"
+                reasons[r] = f"message {i}: agent message has tool calls, the reference message does not"
             elif kind == 4:
-                why[r] = f"message {i}: {ac[p]} tool calls vs {bc[p]} in the reference"
+                reasons[r] = f"message {i}: {ac[p]} tool calls vs {bc[p]} in the reference"
             else:
-                why[r] = f"message {i}: agent call {next(descs)} has no match in the reference message"
-        return ok, why
+                reasons[r] = f"message {i}: agent call {next(descs)} has no match in the reference message"
+        return reasons
+
+    return ok, why
 
 
 def _first(miss: np.ndarray, idx: np.ndarray, side: Side, n: int) -> np.ndarray:
@@ -340,34 +388,30 @@ class AccuracyForm:
             return _placeholder(self.key, n, self.threshold)
         out, ref = view.out, view.ref
         n_ref = ref.row_ncalls if ref is not None else np.zeros(n, dtype=np.int64)
-        scored = view.has_ref & (n_ref > 0) & ~view.fallback()
+        has_ref = view.has_ref & ~view.fallback()
+        scored = has_ref & (n_ref > 0)
         hits = np.zeros(n, dtype=np.int64)
         if ref is not None and scored.any():
-            oc, rc = view.call_codes(self.exact)
-            width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-            same = k.same_sequences(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
+            same = _same(view, out, ref, self.exact)
             hits[same] = n_ref[same]
-            todo = scored & ~same
+            todo = has_ref & ~same
             if todo.any():
-                o_idx = np.flatnonzero(todo[out.call_row])
-                r_idx = np.flatnonzero(todo[ref.call_row])
-                miss = k.unmatched(
-                    k.keys(out.call_row[o_idx], oc[o_idx], width), k.keys(ref.call_row[r_idx], rc[r_idx], width)
-                )
+                r_idx, miss = _misses(view, out, ref, self.exact, has_ref, True)
                 matched = np.bincount(ref.call_row[r_idx][~miss], minlength=n)
                 hits[todo] = matched[todo]
-        denom = np.where(scored, n_ref, 1)
-        score = hits / denom
-        h, d = _num(hits), _num(n_ref)
-        value = _join([h, "/", d])
-        comment = _join(["reproduced ", h, " of ", d, " reference tool calls"])
-        comment = pc.if_else(pa.array(scored), comment, "no reference tool calls to score against")
+        score = hits / np.where(scored, n_ref, 1)
+        value = _join([_num(hits), "/", _num(n_ref)])
+
+        def comment() -> pa.Array:
+            text = _join(["reproduced ", _num(hits), " of ", _num(n_ref), " reference tool calls"])
+            return pc.if_else(pa.array(scored), text, "no reference tool calls to score against").cast(pa.string())
+
         return KeyColumns(
             self.key,
             pa.array(score, pa.float64(), mask=~scored),
             pc.if_else(pa.array(scored), value, pa.scalar(None, pa.string())),
             _passed(score, scored, self.threshold),
-            comment.cast(pa.string()),
+            comment,
             None,
             self.threshold,
         )

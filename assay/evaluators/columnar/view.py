@@ -10,6 +10,7 @@ and the rows the object path would read differently (:meth:`BatchView.fallback_m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -238,6 +239,7 @@ class BatchView:
         self._names: tuple[np.ndarray, np.ndarray] | None = None
         self._args: tuple[np.ndarray, np.ndarray] | None = None
         self._canon: dict[bytes, int] = {}
+        self._cache: dict[Any, Any] = {}
         self.name_dictionary: dict[str, int] | None = None
         try:
             self.out = Side(batch.column(layout.messages))
@@ -253,6 +255,12 @@ class BatchView:
             self._fallback |= self.ref.valid & self.ref.bad
         if ARGS in needs:
             self.arg_codes()
+
+    def cached(self, key: Any, make: Callable[[], Any]) -> Any:
+        """A value several forms of one batch share, made once."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     # -- codes ------------------------------------------------------------------------------------
 
@@ -303,9 +311,14 @@ class BatchView:
         a, b = self.name_codes()
         if not with_args:
             return a, b
-        x, y = self.arg_codes()
-        width = int(max(x.max(initial=0), y.max(initial=0))) + 1
-        return a * width + x, b * width + y
+
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            x, y = self.arg_codes()
+            width = int(max(x.max(initial=0), y.max(initial=0))) + 1
+            return a * width + x, b * width + y
+
+        codes: tuple[np.ndarray, np.ndarray] = self.cached("call_codes", make)
+        return codes
 
     # -- texts ------------------------------------------------------------------------------------
 
