@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 
 from assay.evaluators.base import BaseEvaluator
 from assay.evaluators.columnar import kernels as k
-from assay.evaluators.columnar.api import KeyColumns
 from assay.evaluators.columnar.canon import canonical
+from assay.evaluators.columnar.columns import KeyColumns
 from assay.evaluators.columnar.view import ARGS, TEXT, BatchView, Layout, Side
 from assay.evaluators.heuristic import Contains, ExactMatch, JsonValid, RegexMatch
 from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse

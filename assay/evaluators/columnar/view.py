@@ -75,9 +75,21 @@ def _leaf_needed(parts: list[str], needs: set[str]) -> bool:
     return False
 
 
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with dictionary-encoded text as plain text (the forms read both alike)."""
+    if pa.types.is_dictionary(t):
+        return t.value_type if is_text(t.value_type) else t
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _plain_type(t.value_type)
+        return pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain_type(f.type), f.nullable) for f in t])
+    return t
+
+
 def layout_of(schema: pa.Schema) -> Layout | None:
     """The layout of a schema the forms read, or None (then nothing is scored by columns)."""
-    ok, ref = columnar_plan(schema)
+    ok, ref = columnar_plan(pa.schema([pa.field(f.name, _plain_type(f.type)) for f in schema]))
     names = set(schema.names)
     if not ok or "scenario" in names:  # a scenario's tool calls count when the messages have none
         return None
@@ -253,8 +265,8 @@ class BatchView:
         if self.ref is not None:
             self.has_ref = self.ref.valid.copy()
             self._fallback |= self.ref.valid & self.ref.bad
-        if ARGS in needs:
-            self.arg_codes()
+        if ARGS in needs or self.out.args is not None or (self.ref is not None and self.ref.args is not None):
+            self.arg_codes()  # the object path parses arguments it reads: a defect is its warning row
 
     def cached(self, key: Any, make: Callable[[], Any]) -> Any:
         """A value several forms of one batch share, made once."""
