@@ -41,20 +41,41 @@ class Form(Protocol):
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _describe(side: Side, calls: list[int]) -> list[str]:
-    """``describe_call`` of the given flat calls of one side: ``name({sorted args})``."""
-    if not calls:
-        return []
+def _describe(side: Side, calls: np.ndarray) -> pa.Array:
+    """``describe_call`` of the given flat calls of one side, ``name({sorted args})``, as a string
+    array: the arguments' text is made once per distinct argument text of the calls."""
     idx = pa.array(calls, pa.int64())
-    names = side.names.take(idx).to_pylist()
-    raws = side.args.take(idx).to_pylist() if side.args is not None else [None] * len(calls)
-    out = []
-    for name, raw in zip(names, raws, strict=True):
-        args = orjson.dumps(parse_args(raw)[0], option=orjson.OPT_SORT_KEYS, default=str).decode()
-        if len(args) > 120:
-            args = args[:117] + "..."
-        out.append(f"{name}({args})")
-    return out
+    names = side.names.take(idx)
+    if pa.types.is_dictionary(names.type):
+        names = names.cast(pa.string())
+    if side.args is None:
+        return _join([names, "({})"])
+    raw = side.args.take(idx)
+    raw = raw.cast(pa.string()) if not pa.types.is_string(raw.type) else raw
+    enc = pc.dictionary_encode(raw, null_encoding="encode")
+    shown = []
+    for text in enc.dictionary.to_pylist():
+        args = orjson.dumps(parse_args(text)[0], option=orjson.OPT_SORT_KEYS, default=str).decode()
+        shown.append(args if len(args) <= 120 else args[:117] + "...")
+    return _join([names, "(", pa.array(shown, pa.string()).take(enc.indices), ")"])
+
+
+Reasons = list[tuple[np.ndarray, pa.Array]]
+"""The failing rows' reasons: (rows, their texts) in groups."""
+
+
+def _reason_column(n: int, groups: Reasons) -> pa.Array | None:
+    """Per row: its reason, null where it has none (None: no row has one)."""
+    groups = [(rows, texts) for rows, texts in groups if len(rows)]
+    if not groups:
+        return None
+    where = np.full(n, -1, dtype=np.int64)
+    start = 0
+    for rows, _ in groups:
+        where[rows] = np.arange(start, start + len(rows))
+        start += len(rows)
+    texts = pa.concat_arrays([t.cast(pa.string()) for _, t in groups])
+    return texts.take(pa.array(where, pa.int64(), mask=where < 0))
 
 
 def _passed(score: np.ndarray, scored: np.ndarray, threshold: float) -> pa.Array:
@@ -107,7 +128,7 @@ class TrajectoryForm:
         n_out = out.row_ncalls
         n_ref = ref.row_ncalls if ref is not None else np.zeros(n, dtype=np.int64)
         ok = np.zeros(n, dtype=bool)
-        why: Callable[[], dict[int, str]] = dict
+        why: Callable[[], Reasons] = list
         if ref is not None and has_ref.any():
             if self.mode == "strict" and not self.flat:
                 ok, why = _strict_messages(view, out, ref, self.exact, has_ref)
@@ -131,16 +152,9 @@ class TrajectoryForm:
                     " reference",
                 ]
             )
-            reasons = why()
-            if reasons:
-                rows = sorted(reasons)
-                texts = summary.take(pa.array(rows, pa.int64())).to_pylist()
-                full: list[str | None] = [None] * n
-                for r, t in zip(rows, texts, strict=True):
-                    full[r] = f"{t}; {reasons[r]}"
-                mask = np.zeros(n, dtype=bool)
-                mask[rows] = True
-                summary = pc.if_else(pa.array(mask), _texts(full), summary)
+            reason = _reason_column(n, why())
+            if reason is not None:
+                summary = pc.if_else(pc.is_valid(reason), _join([summary, "; ", reason]), summary)
             if no_ref.any():
                 summary = pc.if_else(pa.array(no_ref), "no reference trajectory to compare with", summary)
             return summary.cast(pa.string())
@@ -194,13 +208,13 @@ def _misses(
 
 def _multiset(
     view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, mode: str
-) -> tuple[np.ndarray, Callable[[], dict[int, str]]]:
+) -> tuple[np.ndarray, Callable[[], Reasons]]:
     n = out.n
     same = _same(view, out, ref, exact)
     todo = has_ref & ~same
     ok = has_ref & same
     if not todo.any():
-        return ok, dict
+        return ok, list
     sup_miss = np.full(n, -1, dtype=np.int64)  # first reference call without an agent call
     sub_miss = np.full(n, -1, dtype=np.int64)  # first agent call without a reference call
     if mode in ("superset", "unordered"):
@@ -212,28 +226,43 @@ def _multiset(
     fail = (sup_miss >= 0) | (sub_miss >= 0)
     ok = ok | (todo & ~fail)
 
-    def why() -> dict[int, str]:
-        reasons: dict[int, str] = {}
+    def why() -> Reasons:
         rows_sup = np.flatnonzero(todo & (sup_miss >= 0))
         rows_sub = np.flatnonzero(todo & (sup_miss < 0) & (sub_miss >= 0))
-        if len(rows_sup):
-            pos = sup_miss[rows_sup]
-            descs = _describe(ref, (ref.row_calls[rows_sup] + pos).tolist())
-            for r, i, d in zip(rows_sup.tolist(), pos.tolist(), descs, strict=True):
-                reasons[r] = f"reference call {i} {d} not found among the agent's calls"
-        if len(rows_sub):
-            pos = sub_miss[rows_sub]
-            descs = _describe(out, (out.row_calls[rows_sub] + pos).tolist())
-            for r, i, d in zip(rows_sub.tolist(), pos.tolist(), descs, strict=True):
-                reasons[r] = f"agent call {i} {d} is not in the reference"
-        return reasons
+        pos_sup, pos_sub = sup_miss[rows_sup], sub_miss[rows_sub]
+        return [
+            (
+                rows_sup,
+                _join(
+                    [
+                        "reference call ",
+                        _num(pos_sup),
+                        " ",
+                        _describe(ref, ref.row_calls[rows_sup] + pos_sup),
+                        " not found among the agent's calls",
+                    ]
+                ),
+            ),
+            (
+                rows_sub,
+                _join(
+                    [
+                        "agent call ",
+                        _num(pos_sub),
+                        " ",
+                        _describe(out, out.row_calls[rows_sub] + pos_sub),
+                        " is not in the reference",
+                    ]
+                ),
+            ),
+        ]
 
     return ok, why
 
 
 def _strict_calls(
     view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
-) -> tuple[np.ndarray, Callable[[], dict[int, str]]]:
+) -> tuple[np.ndarray, Callable[[], Reasons]]:
     n = out.n
     oc, rc = view.call_codes(exact)
     lens_eq = out.row_ncalls == ref.row_ncalls
@@ -242,25 +271,43 @@ def _strict_calls(
     first = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, rows, n)
     ok = has_ref & lens_eq & (first < 0)
 
-    def why() -> dict[int, str]:
-        reasons: dict[int, str] = {}
-        for r in np.flatnonzero(has_ref & ~lens_eq).tolist():
-            reasons[r] = f"{out.row_ncalls[r]} agent tool calls vs {ref.row_ncalls[r]} in the reference"
+    def why() -> Reasons:
+        short = np.flatnonzero(has_ref & ~lens_eq)
         bad = np.flatnonzero(has_ref & lens_eq & (first >= 0))
-        if len(bad):
-            pos = first[bad]
-            a = _describe(out, (out.row_calls[bad] + pos).tolist())
-            b = _describe(ref, (ref.row_calls[bad] + pos).tolist())
-            for r, i, da, db in zip(bad.tolist(), pos.tolist(), a, b, strict=True):
-                reasons[r] = f"tool call {i}: agent {da} vs reference {db}"
-        return reasons
+        pos = first[bad]
+        return [
+            (
+                short,
+                _join(
+                    [
+                        _num(out.row_ncalls[short]),
+                        " agent tool calls vs ",
+                        _num(ref.row_ncalls[short]),
+                        " in the reference",
+                    ]
+                ),
+            ),
+            (
+                bad,
+                _join(
+                    [
+                        "tool call ",
+                        _num(pos),
+                        ": agent ",
+                        _describe(out, out.row_calls[bad] + pos),
+                        " vs reference ",
+                        _describe(ref, ref.row_calls[bad] + pos),
+                    ]
+                ),
+            ),
+        ]
 
     return ok, why
 
 
 def _subsequence(
     view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
-) -> tuple[np.ndarray, Callable[[], dict[int, str]]]:
+) -> tuple[np.ndarray, Callable[[], Reasons]]:
     oc, rc = view.call_codes(exact)
     same = _same(view, out, ref, exact)
     j = ref.row_ncalls.copy()  # equal lists: every reference call matched in order
@@ -270,22 +317,26 @@ def _subsequence(
         j[sel] = k.subsequence(oc, out.row_calls[sel], out.row_ncalls[sel], rc, ref.row_calls[sel], ref.row_ncalls[sel])
     ok = has_ref & (j == ref.row_ncalls)
 
-    def why() -> dict[int, str]:
-        reasons: dict[int, str] = {}
+    def why() -> Reasons:
         bad = np.flatnonzero(has_ref & ~ok)
-        if len(bad):
-            pos = j[bad]
-            descs = _describe(ref, (ref.row_calls[bad] + pos).tolist())
-            for r, i, d in zip(bad.tolist(), pos.tolist(), descs, strict=True):
-                reasons[r] = f"reference call {i} {d} does not appear in order after the earlier matches"
-        return reasons
+        pos = j[bad]
+        text = _join(
+            [
+                "reference call ",
+                _num(pos),
+                " ",
+                _describe(ref, ref.row_calls[bad] + pos),
+                " does not appear in order after the earlier matches",
+            ]
+        )
+        return [(bad, text)]
 
     return ok, why
 
 
 def _strict_messages(
     view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
-) -> tuple[np.ndarray, Callable[[], dict[int, str]]]:
+) -> tuple[np.ndarray, Callable[[], Reasons]]:
     oc, rc = view.call_codes(exact)
     nm_o, nm_r = out.row_nmsgs, ref.row_nmsgs
     ok = has_ref & (nm_o == nm_r)
@@ -332,26 +383,33 @@ def _strict_messages(
     fp = failing[first_of]  # the first failing message pair of each failing row
     ok[owner_rows] = False
 
-    def why() -> dict[int, str]:
-        reasons: dict[int, str] = {}
-        for r in np.flatnonzero(has_ref & (nm_o != nm_r)).tolist():
-            reasons[r] = f"{nm_o[r]} messages vs {nm_r[r]} in the reference"
-        calls5 = [int(out.msg_calls[om[p]] + miss[p]) for p in fp.tolist() if reason[p] == 5]
-        descs = iter(_describe(out, calls5))
-        for r, p, i in zip(owner_rows.tolist(), fp.tolist(), within[fp].tolist(), strict=True):
-            kind = reason[p]
+    def why() -> Reasons:
+        counts = np.flatnonzero(has_ref & (nm_o != nm_r))
+        groups: Reasons = [
+            (counts, _join([_num(nm_o[counts]), " messages vs ", _num(nm_r[counts]), " in the reference"]))
+        ]
+        kinds = reason[fp]
+        at = _num(within[fp])
+        for kind in (1, 2, 3, 4, 5):
+            sel = np.flatnonzero(kinds == kind)
+            if not len(sel):
+                continue
+            rows, p, head = owner_rows[sel], fp[sel], _join(["message ", at.take(pa.array(sel)), ": "])
             if kind == 1:
-                a, b = out.role_names(int(om[p])), ref.role_names(int(rm[p]))
-                reasons[r] = f"message {i}: role {a!r} vs {b!r} in the reference"
+                a = pa.array([repr(out.role_names(int(m))) for m in om[p]], pa.string())
+                b = pa.array([repr(ref.role_names(int(m))) for m in rm[p]], pa.string())
+                text = _join([head, "role ", a, " vs ", b, " in the reference"])
             elif kind == 2:
-                reasons[r] = f"message {i}: agent message has no tool calls, the reference message does"
+                text = _join([head, "agent message has no tool calls, the reference message does"])
             elif kind == 3:
-                reasons[r] = f"message {i}: agent message has tool calls, the reference message does not"
+                text = _join([head, "agent message has tool calls, the reference message does not"])
             elif kind == 4:
-                reasons[r] = f"message {i}: {ac[p]} tool calls vs {bc[p]} in the reference"
+                text = _join([head, _num(ac[p]), " tool calls vs ", _num(bc[p]), " in the reference"])
             else:
-                reasons[r] = f"message {i}: agent call {next(descs)} has no match in the reference message"
-        return reasons
+                desc = _describe(out, out.msg_calls[om[p]] + miss[p])
+                text = _join([head, "agent call ", desc, " has no match in the reference message"])
+            groups.append((rows, text))
+        return groups
 
     return ok, why
 
