@@ -194,10 +194,11 @@ def _misses(
         todo = has_ref & ~_same(view, out, ref, exact)
         oc, rc = view.call_codes(exact)
         width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-        o_idx = np.flatnonzero(todo[out.call_row])
-        r_idx = np.flatnonzero(todo[ref.call_row])
-        o_keys = k.keys(out.call_row[o_idx], oc[o_idx], width)
-        r_keys = k.keys(ref.call_row[r_idx], rc[r_idx], width)
+        rows = np.flatnonzero(todo)
+        o_idx, o_rows = out.calls_of(rows)
+        r_idx, r_rows = ref.calls_of(rows)
+        o_keys = k.keys(o_rows, oc[o_idx], width)
+        r_keys = k.keys(r_rows, rc[r_idx], width)
         if of_reference:
             return r_idx, k.unmatched(o_keys, r_keys)
         return o_idx, k.unmatched(r_keys, o_keys)
@@ -422,7 +423,7 @@ def _first(miss: np.ndarray, idx: np.ndarray, side: Side, n: int) -> np.ndarray:
     if not len(hit):
         return out
     calls = idx[hit]
-    rows = side.call_row[calls]
+    rows = side.rows_of_calls(calls)
     uniq, first = np.unique(rows, return_index=True)
     out[uniq] = calls[first] - side.row_calls[uniq]
     return out
@@ -455,7 +456,7 @@ class AccuracyForm:
             todo = has_ref & ~same
             if todo.any():
                 r_idx, miss = _misses(view, out, ref, self.exact, has_ref, True)
-                matched = np.bincount(ref.call_row[r_idx][~miss], minlength=n)
+                matched = np.bincount(ref.rows_of_calls(r_idx[~miss]), minlength=n)
                 hits[todo] = matched[todo]
         score = hits / np.where(scored, n_ref, 1)
         value = _join([_num(hits), "/", _num(n_ref)])
@@ -501,14 +502,14 @@ class ToolUseForm:
         out = view.out
         ok = np.zeros(n, dtype=bool)
         code = view.code_of_name(self.tool)
-        if code is not None and len(out.call_row):
+        if code is not None and len(out.row_calls) and out.row_calls[-1]:
             oc, _ = view.name_codes()
             hit = oc == code
             if self.expected_args is not None:
                 args, _ = view.arg_codes()
                 want = view.canon_code(self.expected_args)
                 hit &= args == want if want is not None else False
-            ok[out.call_row[hit]] = True
+            ok[out.rows_of_calls(np.flatnonzero(hit))] = True
         score = ok.astype(np.float64)
         every = np.ones(n, dtype=bool)
         return KeyColumns(
