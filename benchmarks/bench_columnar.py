@@ -146,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import pyarrow.parquet as pq
 
-    same_table = pq.read_table(work / "out-parquet-columnar").equals(pq.read_table(work / "out-parquet-object"))
+    # (the run ids differ: each run file names its own output)
+    tables = [pq.read_table(work / f"out-{k}").drop_columns(["run_id"]) for k in ("parquet-columnar", "parquet-object")]
+    same_table = tables[0].equals(tables[1])
     means_j, means_c = lake.means(work / "out-jsonl"), lake.means(work / "out-parquet-columnar")
 
     rows, score_s, comment_s = _score_alone(str(src_parquet))

@@ -315,8 +315,11 @@ class ParquetSource(Source):
                 opened = open_files[name] = (pf, self._columns(pf))
             pf, columns = opened
             done = self._resume.checker(name)
+            intervals = self._resume.done.get(name) or []
             for first, batch in inp.batches(pf, [group], columns=columns):
-                yield ArrowUnit(name, first, batch, done)
+                last = first + batch.num_rows  # rows first + 1 .. last, 1-based
+                touched = done is not None and any(s <= last and first + 1 <= e for s, e in intervals)
+                yield ArrowUnit(name, first, batch, done if touched else None)
                 self._rows_done += batch.num_rows
 
     def _iter_envelopes(self) -> Iterator[Envelope]:
