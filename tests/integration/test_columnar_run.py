@@ -127,3 +127,35 @@ def test_the_columnar_path_scores_the_batches_it_can(tmp_path: Path, monkeypatch
     seen.update(columnar=0, object=0)
     anyio.run(lambda: execute(load_run_file(_run_file(tmp_path, NAME_LEVEL, "off")), fresh=True))
     assert seen == {"columnar": 0, "object": 0}
+
+
+def test_a_columnar_run_that_failed_resumes_to_the_same_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches acknowledged as row spans: a run that fails after some commits resumes where it
+    stopped, and its output equals a clean run's with the columnar path off."""
+    from assay.exceptions import ConnectorError
+
+    _input(tmp_path)
+    f = _run_file(tmp_path, NAME_LEVEL, "resume")
+    cfg = json.loads(f.read_text())
+    cfg["limits"]["commit_interval_s"] = 0.001
+    f.write_text(json.dumps(cfg))
+    monkeypatch.setenv("ASSAY_COLUMNAR", "1")
+    writes = {"n": 0}
+    original = columnar_run.ColumnarPipeline._write
+
+    async def failing(self: Any, p: Any) -> None:
+        writes["n"] += 1
+        if writes["n"] == 3:
+            raise ConnectorError("the disk went away")
+        await original(self, p)
+
+    monkeypatch.setattr(columnar_run.ColumnarPipeline, "_write", failing)
+    first = anyio.run(lambda: execute(load_run_file(f), fresh=True))
+    assert first.exit_code != 0 and not (tmp_path / "out" / "_SUCCESS").exists()
+    monkeypatch.setattr(columnar_run.ColumnarPipeline, "_write", original)
+    second = anyio.run(lambda: execute(load_run_file(f)))
+    assert second.exit_code in (0, 3, 4), second.error
+    resumed = pq.read_table(tmp_path / "out")
+    _, clean, _, summary = _run(f, columnar=False)
+    assert resumed.equals(clean)
+    assert second.summary["counts"]["scored"] == summary["counts"]["scored"] == clean.num_rows

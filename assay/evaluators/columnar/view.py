@@ -123,6 +123,14 @@ def _field(struct: pa.Array, name: str) -> pa.Array | None:
     return None if idx < 0 else struct.field(idx)
 
 
+def _role_codes(role: pa.Array | None, m: int) -> np.ndarray:
+    """Each message's role as its index in :data:`ROLES` (-1: null or any other text)."""
+    if role is None or pa.types.is_null(role.type) or not m:
+        return np.full(m, -1, dtype=np.int64)
+    idx = pc.index_in(role, value_set=_ROLE_SET)
+    return np.asarray(idx.fill_null(-1), dtype=np.int64)
+
+
 class Side:
     """One message-list column of a batch (the agent's or the reference's), flattened.
 
@@ -148,12 +156,7 @@ class Side:
         counts = np.diff(row_msgs)
         if not self.valid.all() and (counts[~self.valid] != 0).any():
             raise Decline("a null message list spanning messages")
-        role = _field(msgs, "role")
-        if role is None or pa.types.is_null(role.type):
-            self.roles = np.full(m, -1, dtype=np.int64)
-        else:
-            idx = pc.index_in(role, value_set=_ROLE_SET)
-            self.roles = np.asarray(idx.fill_null(-1), dtype=np.int64)
+        self.roles = _role_codes(_field(msgs, "role"), m)
         bad = self.valid & (counts == 0)
         if m:
             unknown = np.flatnonzero(self.roles < 0)
