@@ -157,7 +157,10 @@ class Side:
         if not self.valid.all() and (counts[~self.valid] != 0).any():
             raise Decline("a null message list spanning messages")
         self.roles = _role_codes(_field(msgs, "role"), m)
-        bad = self.valid & (counts == 0)
+        self.empty = self.valid & (counts == 0)
+        """Rows whose list is empty: the general reading's (an empty reference list is a reference
+        with no messages; an empty agent list is a trace the normalizer warns about)."""
+        bad = np.zeros(len(counts), dtype=bool)
         if m:
             unknown = np.flatnonzero(self.roles < 0)
             if len(unknown):
@@ -289,10 +292,10 @@ class BatchView:
             self.declined = str(exc)
             self._fallback[:] = True
             return
-        self._fallback |= ~self.out.valid | self.out.bad
+        self._fallback |= ~self.out.valid | self.out.empty | self.out.bad
         if self.ref is not None:
             self.has_ref = self.ref.valid.copy()
-            self._fallback |= self.ref.valid & self.ref.bad
+            self._fallback |= self.ref.valid & self.ref.bad  # (an empty list: a reference with no messages)
         self.name_codes()  # a call without a name: the object path's general reading
         if ARGS in needs or self.out.args is not None or (self.ref is not None and self.ref.args is not None):
             self.arg_codes()  # the object path parses arguments it reads: a defect is its warning row
@@ -379,11 +382,15 @@ class BatchView:
         return final
 
     def reference_texts(self) -> list[Any]:
-        """Each row's ``trace.reference.final_output`` (None without text or without a reference)."""
+        """Each row's ``trace.reference.final_output`` (None without text or without a reference;
+        an empty reference list reads as the value ``[]``, as the normalizer reads it)."""
         if self.ref is None:
             return [None] * self.n
         last = self.last_assistant_text(self.ref)
-        return last if last is not None else [None] * self.n
+        texts = last if last is not None else [None] * self.n
+        for i in np.flatnonzero(self.ref.empty).tolist():
+            texts[i] = []
+        return texts
 
     @staticmethod
     def last_assistant_text(side: Side) -> list[Any] | None:
