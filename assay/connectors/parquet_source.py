@@ -156,12 +156,13 @@ class ArrowUnit:
         """The batch's rows as one position (1-based, inclusive)."""
         return RowSpan(self.name, self.first + 1, last=self.first + self.num_rows)
 
-    def envelopes(self) -> list[Envelope]:
-        """The batch's rows as the envelopes :meth:`ParquetSource.batches` gives (done rows left out)."""
+    def envelopes(self, only: Sequence[int] | None = None) -> list[Envelope]:
+        """The batch's rows as the envelopes :meth:`ParquetSource.batches` gives (done rows left
+        out); ``only``: these rows of the batch (0-based, in order)."""
         rows = BatchRows(self.batch, columnar_plan(self.batch.schema))
         out = []
         done = self.done
-        for i in range(self.num_rows):
+        for i in range(self.num_rows) if only is None else only:
             row = self.first + i + 1
             if done is not None and done(row):
                 continue
