@@ -110,10 +110,32 @@ class ColumnarPipeline(Pipeline):
         self.columnar_batches = 0
         self.object_batches = 0
 
+    #: Batches scored at once: the scoring's array operations release the GIL, so two batches in
+    #: worker threads use both cores; the sink loop writes them back in reading order.
+    BATCHES_IN_FLIGHT = 2
+
     async def run(self) -> Any:
         if getattr(self.parquet, "has_exports", False):  # rows assembled into traces: the wrapper's reading
             self._pump = super()._pump  # type: ignore[method-assign]
+        elif self.options.workers is None:
+            self.options.workers = self.BATCHES_IN_FLIGHT
         return await super().run()
+
+    async def _sink_loop(self, recv: Any) -> None:
+        """Write what the workers send in the order the batches were read (``(seq, processed)``)."""
+        waiting: dict[int, Any] = {}
+        expected = 0
+        async with recv:
+            async for item in recv:
+                if not isinstance(item, tuple):
+                    await self._write(item)
+                    continue
+                seq, processed = item
+                waiting[seq] = processed
+                while expected in waiting:  # (a batch dropped while stopping leaves a gap: nothing after it is written)
+                    await self._write(waiting.pop(expected))
+                    expected += 1
+            await self._read_errors()
 
     def _plan(self, schema: Any) -> Any:
         from assay.evaluators.columnar import plan
@@ -129,9 +151,11 @@ class ColumnarPipeline(Pipeline):
                 with anyio.CancelScope() as self._reading:
                     if self._reading_stopped:
                         self._reading.cancel()
+                    seq = 0
                     async for unit in self.parquet.arrow_batches():
                         self.emitted += unit.pending_rows()
-                        await send.send(unit)
+                        await send.send((seq, unit))
+                        seq += 1
                         if self.status != "ok":
                             break
             except AssayError as exc:
@@ -140,7 +164,10 @@ class ColumnarPipeline(Pipeline):
     async def _process(self, batch: Any) -> Any:
         if isinstance(batch, list):
             return await super()._process(batch)
-        unit = batch
+        seq, unit = batch
+        return seq, await self._process_unit(unit)
+
+    async def _process_unit(self, unit: Any) -> Any:
         scored = await anyio.to_thread.run_sync(self._score, unit)
         if scored is None:
             self.object_batches += 1
