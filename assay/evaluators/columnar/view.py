@@ -326,7 +326,7 @@ class BatchView:
         ref_names = self.ref.names if self.ref is not None else pa.array([], pa.string())
         a, b = self.name_codes()
         for arr, codes in ((self.out.names, a), (ref_names, b)):
-            plain = arr.cast(pa.string()) if pa.types.is_dictionary(arr.type) else arr
+            plain = arr if pa.types.is_string(arr.type) or pa.types.is_null(arr.type) else arr.cast(pa.string())
             if pa.types.is_null(plain.type) or not len(plain):
                 continue
             hit = pc.index(plain, pa.scalar(name, pa.string())).as_py()

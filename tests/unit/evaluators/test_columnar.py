@@ -215,3 +215,32 @@ def test_the_switch_and_that_import_assay_loads_no_pyarrow(monkeypatch: pytest.M
     code = "import sys, assay, assay.evaluators, assay.pipeline.columnar_run; print('pyarrow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_large_list_and_large_string_columns_score_the_same() -> None:
+    batch = universe(300, seed=9)
+
+    def large(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_list(t):
+            return pa.large_list(large(t.value_type))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, large(f.type)) for f in t])
+        return pa.large_string() if pa.types.is_string(t) else t
+
+    wide = pa.RecordBatch.from_arrays([c.cast(large(c.type)) for c in batch.columns], names=batch.schema.names)
+    evs: list[BaseEvaluator[Any]] = [
+        TrajectoryMatch(mode="strict", key="strict"),
+        TrajectoryMatch(mode="unordered", tool_args_match_mode="ignore", key="unordered"),
+        TrajectoryMatch(mode="subsequence", key="subsequence"),
+        ToolCallAccuracy(),
+        ToolUse(expected_tool="get_order", expected_args={"id": 1}, args_match_mode="exact"),
+        JsonValid(),
+    ]
+    p, q = plan(evs, batch.schema), plan(evs, wide.schema)
+    assert p is not None and q is not None
+    a, b = p.score(batch), q.score(wide)
+    assert a.fallback_rows() == b.fallback_rows()
+    for key in a.results:
+        x, y = a.results[key], b.results[key]
+        assert x.score.equals(y.score) and x.value.equals(y.value) and x.passed.equals(y.passed), key
+        assert x.comment.cast(pa.string()).equals(y.comment.cast(pa.string())), key
