@@ -10,7 +10,8 @@ checkpoint key), the dead-letter output beside its results, where its summary li
 how the resume states of several writers merge, whether processes scale by a consumer group, and
 the size of an input (``--workers auto``). The engine asks through this module's functions and
 never reads a connector's fields. The built-in ones are ``file`` (local files, directories, globs,
-stdin), ``s3`` (``s3://`` paths select it without a ``type``) and ``kafka``. Used by ``run``,
+stdin), ``s3`` (``s3://`` paths select it without a ``type``), ``kafka``, ``delta``, and the
+platform API sources ``langsmith``, ``langfuse`` and ``phoenix`` (:mod:`assay.connectors.api_source`). Used by ``run``,
 ``score``, ``--dry-run`` and ``report``.
 
 >>> from assay.connectors.registry import connector_types
@@ -40,6 +41,9 @@ BUILTIN_CONNECTORS: dict[str, str] = {
     "s3": "assay.connectors.s3:CONNECTOR",
     "kafka": "assay.connectors.kafka:CONNECTOR",
     "delta": "assay.connectors.delta:CONNECTOR",
+    "langsmith": "assay.connectors.langsmith_api:CONNECTOR",
+    "langfuse": "assay.connectors.langfuse_api:CONNECTOR",
+    "phoenix": "assay.connectors.phoenix_api:CONNECTOR",
 }
 
 #: the optional dependency each built-in connector needs, for the install hint
