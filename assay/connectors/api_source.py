@@ -227,7 +227,8 @@ class ApiTraceSource(Source):
                 self._pages.append([cursor, base, n, page.next_cursor])
                 keep = [i for i in range(n) if base + i not in self._acked and self._ours(page.trace_ids[i])]
                 # traces of other shards, and those done before a resume, are settled as they are
-                self._acked.update(base + i for i in range(n) if base + i not in set(keep))
+                kept = set(keep)
+                self._acked.update(base + i for i in range(n) if i not in kept)
                 self._read += n - len(keep)
                 step = max(1, min(self.batch_size, self.fetch_chunk))
                 for start in range(0, len(keep), step):

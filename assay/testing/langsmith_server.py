@@ -93,10 +93,12 @@ class LangSmithServer(PlatformServer):
         self.stored_runs: dict[str, dict[str, Any]] = {}  # run id -> run (the API's Run shape)
         self.queries: list[dict[str, Any]] = []  # the bodies of /runs/query, in order
 
-    def load_runs(self, project: str, runs: Iterable[dict[str, Any]]) -> str:
-        """Hold ``runs`` (dicts in the API's ``Run`` shape) in ``project``; returns its id. Feedback
-        may then name them (when ``runs`` limits which runs feedback may name)."""
-        pid = self.projects.setdefault(project, str(uuid.uuid5(uuid.NAMESPACE_URL, f"langsmith-project:{project}")))
+    def load_runs(self, project: str, runs: Iterable[dict[str, Any]], *, project_id: str | None = None) -> str:
+        """Hold ``runs`` (dicts in the API's ``Run`` shape) in ``project`` (made with ``project_id``,
+        default a uuid5 of its name); returns its id. Feedback may then name them (when ``runs``
+        limits which runs feedback may name)."""
+        made = project_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"langsmith-project:{project}"))
+        pid = self.projects.setdefault(project, made)
         for run in runs:
             rid = str(uuid.UUID(str(run["id"])))
             self.stored_runs[rid] = {**run, "id": rid, "session_id": pid}
