@@ -134,7 +134,7 @@ def test_langsmith_source_reads_each_trace_once_as_the_export_reader_does(langsm
 
 
 def test_langsmith_source_window_keeps_only_traces_starting_in_it(langsmith: Any) -> None:
-    s, runs, start, end = langsmith
+    s, runs, start, _ = langsmith
     roots = sorted((r for r in runs if r["parent_run_id"] is None), key=lambda r: r["start_time"])
     cut = dt.datetime.fromisoformat(roots[4]["start_time"])
     envs = read_all(ls_source(s.url, start, cut))
@@ -142,7 +142,7 @@ def test_langsmith_source_window_keeps_only_traces_starting_in_it(langsmith: Any
 
 
 def test_langsmith_source_resumes_after_a_kill_without_rereading_durable_traces(langsmith: Any) -> None:
-    s, _runs_, start, end = langsmith
+    s, _, start, end = langsmith
     first = ls_source(s.url, start, end, page_size=3)
     # batches of 2: [0, 1] [2] (page 1 whole) [3, 4] (of page 2) acknowledged, then killed
     got = read_all(first, stop_after=3)
@@ -165,7 +165,7 @@ def test_langsmith_source_resumes_after_a_kill_without_rereading_durable_traces(
 
 
 def test_langsmith_source_waits_out_429s_and_a_wrong_key_is_one_line(langsmith: Any) -> None:
-    s, _runs_, start, end = langsmith
+    s, _, start, end = langsmith
     s.server.read_rate_limit_first, s.server.retry_after = 3, 0.05
     src = ls_source(s.url, start, end)
     assert len(read_all(src)) == 9
@@ -272,7 +272,7 @@ def test_langfuse_source_paces_resumes_and_reports_429s(langfuse: Any) -> None:
 def test_langfuse_wrong_key_is_one_line(langfuse: Any) -> None:
     s, _obs = langfuse
     os.environ["LANGFUSE_SECRET_KEY"] = "nope"
-    with pytest.raises(ConnectorError, match="401 unauthorized.*LANGFUSE_PUBLIC_KEY / LANGFUSE_SECRET_KEY"):
+    with pytest.raises(ConnectorError, match=r"401 unauthorized.*LANGFUSE_PUBLIC_KEY / LANGFUSE_SECRET_KEY"):
         read_all(lf_source(s.url))
 
 
