@@ -264,3 +264,18 @@ class ApiTraceSource(Source):
 
     def default_rpm(self) -> float | None:
         return None
+
+    #: What the progress line adds about the platform's read limit (Langfuse's is small).
+    rate_note: str = ""
+
+    def progress_note(self) -> str:
+        """The progress line's part for this source: requests sent, 429s, the pace."""
+        client = self.stats_client
+        done = client.stats if client is not None else None
+        rpm = self.config.rpm or self.default_rpm()
+        parts = [f"{self.platform} API: {done.requests if done else 0:,} requests"]
+        if done is not None and done.rate_limited:
+            parts.append(f"{done.rate_limited:,} rate limited (429)")
+        if rpm:
+            parts.append(f"at most {rpm:,.0f} req/min{self.rate_note}")
+        return ", ".join(parts)

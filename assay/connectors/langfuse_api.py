@@ -59,6 +59,12 @@ class LangfuseApiSource(ApiTraceSource):
     def default_rpm(self) -> float | None:
         return 30.0
 
+    @property
+    def rate_note(self) -> str:  # type: ignore[override]
+        if self.cfg.rpm is None:
+            return " (Langfuse's public API allows as little as 30 on small plans; set source.rpm to your plan's)"
+        return ""
+
     def where(self) -> str:
         return f"langfuse:{self.cfg.host.rstrip('/')}"
 

@@ -76,6 +76,8 @@ class Gauges:
     judges: Mapping[str, JudgeGauge] = field(default_factory=dict)
     grace_left_s: float | None = None
     """Set once the run is stopping: seconds before in-flight work is abandoned."""
+    source_note: str | None = None
+    """What the source says of its reading (a platform API source: its requests and rate limit)."""
 
 
 class WindowRate:
@@ -322,6 +324,8 @@ class Progress:
             rate = "? req/min" if rpm is None else f"{rpm:,.0f} req/min"
             limit = "" if j.limit_rpm is None else f" (limit {j.limit_rpm:,.0f})"
             parts.append(f"judge {name}: {j.in_flight} in flight, {rate}{limit}")
+        if g.source_note:
+            parts.append(g.source_note)
         if g.queues:
             parts.append("queued " + ", ".join(f"{s} {used}/{size}" for s, (used, size) in g.queues.items()))
         if g.grace_left_s is not None:
@@ -366,7 +370,8 @@ def gauges_of(pipeline: Pipeline, pool: Any = None, *, now: float | None = None)
     grace = None
     if pipeline.stop_deadline is not None:
         grace = max(pipeline.stop_deadline - (time.monotonic() if now is None else now), 0.0)
-    return Gauges(total, done, unit, pipeline.in_flight, pipeline.emitted, pipeline.queue_depths(), judges, grace)
+    note = source.progress_note() if hasattr(source, "progress_note") else None
+    return Gauges(total, done, unit, pipeline.in_flight, pipeline.emitted, pipeline.queue_depths(), judges, grace, note)
 
 
 async def sample_gauges(pipeline: Pipeline, sink: Any, pool: Any = None, *, every_s: float | None = None) -> None:

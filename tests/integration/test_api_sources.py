@@ -217,6 +217,7 @@ def langfuse() -> Iterator[tuple[LangfuseServerThread, list[dict[str, Any]]]]:
 
 
 def lf_source(url: str, resume: Any = None, **kw: Any) -> LangfuseApiSource:
+    kw.setdefault("rpm", 60_000)  # the stand-in has no limit of its own unless asked
     cfg = LangfuseSourceConfig(host=url, ds="2026-11-21", retries=3, **kw)
     return LangfuseApiSource(cfg, batch_size=3, resume_state=resume)
 
@@ -254,19 +255,25 @@ def test_langfuse_source_reads_each_trace_once_as_the_export_reader_does(langfus
     assert sum(1 for q in reads if "traceId" in q) == 8
     assert {q.get("fromStartTime") for q in reads if "isRootObservation" in q} == {"2026-11-21T00:00:00Z"}
     # another day holds none of them
-    assert read_all(LangfuseApiSource(LangfuseSourceConfig(host=s.url, ds="2026-11-22"))) == []
+    assert read_all(LangfuseApiSource(LangfuseSourceConfig(host=s.url, ds="2026-11-22", rpm=6000))) == []
 
 
 def test_langfuse_source_paces_resumes_and_reports_429s(langfuse: Any) -> None:
     s, _obs = langfuse
     s.server.read_rate_limit_first, s.server.retry_after = 2, 0.05
-    first = lf_source(s.url, page_size=3)
+    first = lf_source(s.url, page_size=3, rpm=None)  # the default pace: 30 requests/min
     got = read_all(first, stop_after=1)
     state = first.snapshot()
     rest = read_all(lf_source(s.url, resume=state, page_size=3))
     assert sorted(e.position.line for e in got + rest) == list(range(8))
     assert s.server.stats.read_rate_limited == 2
     assert "30 requests/min" in LangfuseApiSource(LangfuseSourceConfig(host=s.url, ds="2026-11-21")).describe()
+    # the progress line's part: requests, 429s, and the small default limit said out loud
+    note = first.progress_note()
+    assert "6 requests" in note and "2 rate limited (429)" in note  # 2 refused, a listing, 3 traces and "at most 30 req/min" in note and "as little as 30" in note
+    paced = lf_source(s.url, rpm=600)
+    read_all(paced)
+    assert "at most 600 req/min" in paced.progress_note() and "as little as" not in paced.progress_note()
 
 
 def test_langfuse_wrong_key_is_one_line(langfuse: Any) -> None:
