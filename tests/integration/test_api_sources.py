@@ -270,7 +270,8 @@ def test_langfuse_source_paces_resumes_and_reports_429s(langfuse: Any) -> None:
     assert "30 requests/min" in LangfuseApiSource(LangfuseSourceConfig(host=s.url, ds="2026-11-21")).describe()
     # the progress line's part: requests, 429s, and the small default limit said out loud
     note = first.progress_note()
-    assert "6 requests" in note and "2 rate limited (429)" in note  # 2 refused, a listing, 3 traces and "at most 30 req/min" in note and "as little as 30" in note
+    assert "6 requests" in note and "2 rate limited (429)" in note  # 2 refused, a listing, 3 traces
+    assert "at most 30 req/min" in note and "as little as 30" in note
     paced = lf_source(s.url, rpm=600)
     read_all(paced)
     assert "at most 600 req/min" in paced.progress_note() and "as little as" not in paced.progress_note()
