@@ -298,7 +298,9 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_run_reads_langsmith_and_pushes_feedback_once_per_trace(tmp_path: Path, langsmith: Any) -> None:
+@pytest.mark.parametrize("sink", ["{path: out/}", "{path: out/, format: parquet}"])
+def test_run_reads_langsmith_and_pushes_feedback_once_per_trace(tmp_path: Path, langsmith: Any, sink: str) -> None:
+    """From JSON lines or from Parquet (its ``platform`` column), feedback lands on each root run."""
     s, runs, start, end = langsmith
     run = tmp_path / "run.yaml"
     run.write_text(
@@ -307,7 +309,7 @@ def test_run_reads_langsmith_and_pushes_feedback_once_per_trace(tmp_path: Path, 
 evaluators:
   - name: max_turns
     params: {{max_turns: 50}}
-sink: {{path: out/}}
+sink: {sink}
 push:
   - {{type: langsmith, api_url: "{s.url}", retries: 2}}
 """
@@ -318,6 +320,8 @@ push:
     assert summary["push"]["langsmith"]["delivered"] == 9
     roots = {r["id"] for r in runs if r["parent_run_id"] is None}
     assert {f["run_id"] for f in s.server.feedback.values()} == roots
+    # the project's id came with each trace (platform.session_id), through JSON lines or Parquet
+    assert {f["session_id"] for f in s.server.feedback.values()} == {s.server.projects["agents"]}
     assert len(s.server.feedback) == 9 and s.server.stats.duplicates == 0
     # a wrong key for the source: one line naming it, no traceback
     bad = subprocess.run(
