@@ -124,6 +124,8 @@ class PublishedOutput:
     place: OutputPlace
     published: bool
     rows: Callable[[], Iterator[Mapping[str, Any]]]
+    unpublished: str = "no _SUCCESS"
+    """Why an output that is not published is not (the refusal's message)."""
 
     def close(self) -> None:
         """Release what reading the output opened (an S3 client)."""
@@ -164,6 +166,8 @@ def find_output(config: RunConfig) -> PublishedOutput:
         )
     if kind == "s3" and isinstance(path, str) and path.startswith("s3://"):
         return _s3_output(config, path)
+    if kind == "kafka":
+        return _kafka_output(config)
     if kind == "file" and isinstance(path, str) and path != "-":
         if is_directory_target(path):
             root = Path(path)
@@ -183,6 +187,39 @@ def find_output(config: RunConfig) -> PublishedOutput:
     raise ConfigError(
         f"push: reads the published output from local disk (a directory, a file, a Delta table) or an "
         f"s3:// prefix; the {kind} sink's output cannot be read back for a push"
+    )
+
+
+def _kafka_output(config: RunConfig) -> PublishedOutput:
+    """A results topic: append-only, so "published" is the run's summary on local disk saying the
+    run completed (``<state_dir>/summaries/<sink key>/``, or ``summary_path``), and the rows are
+    the topic's messages of that run (its ``run_id``), read back from the earliest offset to the
+    end the topic had when the push started (:mod:`~assay.connectors.kafka_readback`). A topic
+    that holds many nights is read whole each time: its retention bounds what can be pushed."""
+    from assay.connectors.kafka_readback import iter_topic_values
+    from assay.pipeline.targets import local_summary_path
+
+    sink = config.sink
+    summary = local_summary_path(config)
+    place = LocalPlace(summary, summary.parent / DEAD_DIR)
+    run_id = place.read_summary().get("run_id")
+    topic = str(getattr(sink, "topic", ""))
+
+    def rows() -> Iterator[Mapping[str, Any]]:
+        for value in iter_topic_values(sink, topic):  # type: ignore[arg-type]
+            try:
+                row = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and row.get("run_id") == run_id:
+                yield row
+
+    return PublishedOutput(
+        f"kafka topic {topic}",
+        place,
+        summary.exists() and _complete(summary),
+        rows,
+        f"no summary of a completed run at {summary}",
     )
 
 
@@ -247,7 +284,7 @@ def push_published(
     out = find_output(config)
     if not out.published:
         out.close()
-        raise InputMissingError(f"push: {out.location} is not published (no _SUCCESS): nothing was pushed")
+        raise InputMissingError(f"push: {out.location} is not published ({out.unpublished}): nothing was pushed")
     summary = out.place.read_summary()
     when = stable_day(
         config.ds,
