@@ -423,3 +423,50 @@ push:
     # the same night again: nothing new on Phoenix
     assert cli("run", str(run), "--ds", str(day), "-q", cwd=tmp_path).returncode == 0
     assert len(phoenix_server.annotations(project, list(roots.values()))) == 7
+
+
+def test_kill_9_while_reading_langfuse_then_the_same_command_reads_only_what_is_left(tmp_path: Path) -> None:
+    """A run killed while paging through the API resumes from its checkpoint: every trace once in
+    the output, and the traces already written are not fetched again."""
+    import signal
+    import time
+
+    from tests.support.runs import checkpointed_rows
+
+    observations, _traces, _ = langfuse_blob_export(40, seed=9)
+    with LangfuseServerThread(public_key="pk-lf", secret_key="sk-lf") as s:
+        s.server.load_observations(api_observation(o) for o in observations)
+        run = tmp_path / "run.yaml"
+        run.write_text(
+            f"""source: {{type: langfuse, host: "{s.url}", rpm: 300, page_size: 5}}
+evaluators:
+  - name: max_turns
+    params: {{max_turns: 50}}
+sink: {{path: out/}}
+limits: {{commit_interval_s: 0.2, batch_size: 2}}
+"""
+        )
+        cmd = [sys.executable, "-m", "assay.cli", "run", str(run), "--ds", "2026-11-21", "-q"]
+        env = {**os.environ, **KEYS}
+        started = time.time()
+        proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while checkpointed_rows(tmp_path, started) < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        durable = checkpointed_rows(tmp_path, started)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert 10 <= durable < 40
+        assert not (tmp_path / "out" / "_SUCCESS").exists()
+        before = sum(1 for q in s.server.reads_log if "traceId" in q)
+        done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        rows = [
+            json.loads(line)
+            for p in sorted((tmp_path / "out").glob("part-*.jsonl"))
+            for line in p.read_text().splitlines()
+        ]
+        want = sorted({o["trace_id"] for o in observations})
+        assert sorted(r["trace_id"] for r in rows) == want  # each trace once
+        fetched_again = sum(1 for q in s.server.reads_log if "traceId" in q) - before
+        assert fetched_again <= 40 - durable
