@@ -1,6 +1,7 @@
 """The HTTP side of the platform API sources (:mod:`assay.connectors.api_source`): one JSON request
-at a time, paced to a requests-per-minute limit, retried on 429 (waiting what ``Retry-After`` says),
-5xx and connection errors, and stopped at once on 401/403 (a wrong key does not get better).
+at a time, paced to a requests-per-minute limit, retried on 429 (waiting what ``Retry-After`` says;
+up to :data:`MAX_RATE_LIMITED` times, apart from ``retries``), 5xx and connection errors (``retries``
+times, backing off), and stopped at once on 401/403 (a wrong key does not get better).
 
 A source reads its pages one after the other, so the pacing is a spacing of request starts
 (``60 / rpm`` seconds apart; a 429's wait moves the next start too), not a pool.
@@ -20,7 +21,10 @@ import orjson
 from assay.events import log_event
 from assay.exceptions import ConnectorError
 
-__all__ = ["ApiClient", "ApiStats"]
+__all__ = ["MAX_RATE_LIMITED", "ApiClient", "ApiStats"]
+
+#: 429s one request may meet before the source gives up (they slow it down, not its retries).
+MAX_RATE_LIMITED = 50
 
 
 class ApiStats:
@@ -46,7 +50,7 @@ class ApiClient:
         label: str,
         headers: Mapping[str, str] | None = None,
         rpm: float | None = None,
-        retries: int = 8,
+        retries: int = 6,
         timeout_s: float = 30.0,
         key_hint: str = "",
         max_wait_s: float = 120.0,
@@ -104,7 +108,8 @@ class ApiClient:
         assert self._session is not None, "ApiClient used outside 'async with'"
         url = self.base_url + path
         last = ""
-        for attempt in range(self.retries + 1):
+        failures = limited = 0
+        while True:
             await self._pace()
             self.stats.requests += 1
             wait: float | None = None
@@ -126,18 +131,29 @@ class ApiClient:
             if status in (401, 403):
                 hint = f" (check {self.key_hint})" if self.key_hint else ""
                 raise ConnectorError(f"source ({self.label}): {method} {url} answered {status} unauthorized{hint}")
-            if status == 429:
+            if status == 429:  # the platform's limit: waited out, not a failure (its own cap)
                 self.stats.rate_limited += 1
+                limited += 1
+                if limited > MAX_RATE_LIMITED:
+                    raise ConnectorError(
+                        f"source ({self.label}): {method} {url} still rate limited after {limited} tries; "
+                        "lower the source's rpm"
+                    )
                 wait = _seconds(retry_after)
                 last = "429 rate limited"
-            elif status >= 500:
-                last = f"{status} {_text(raw)}"
-            elif status != 0:
+                if wait is None:
+                    wait = min(self.max_wait_s, self.interval or 1.0) * (1 + random.random())
+            elif status >= 500 or status == 0:
+                if status:
+                    last = f"{status} {_text(raw)}"
+                failures += 1
+                if failures > self.retries:
+                    raise ConnectorError(
+                        f"source ({self.label}): {method} {url} failed after {self.retries} retries: {last}"
+                    )
+                wait = min(self.max_wait_s, 0.5 * 2 ** (failures - 1)) * (0.5 + random.random() / 2)
+            else:
                 raise ConnectorError(f"source ({self.label}): {method} {url} answered {status}: {_text(raw)}")
-            if attempt == self.retries:
-                break
-            if wait is None:
-                wait = min(self.max_wait_s, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
             wait = min(wait, self.max_wait_s)
             self.stats.retries += 1
             log_event(
@@ -145,10 +161,9 @@ class ApiClient:
                 logging.WARNING,
                 f"source ({self.label}): {last}; retrying in {wait:.1f}s",
                 source=self.label,
-                attempt=attempt + 1,
+                attempt=failures + limited,
             )
             self._next_at = max(self._next_at, time.monotonic() + wait)
-        raise ConnectorError(f"source ({self.label}): {method} {url} failed after {self.retries} retries: {last}")
 
 
 def _seconds(value: str | None) -> float | None:

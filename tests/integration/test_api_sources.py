@@ -171,6 +171,15 @@ def test_langsmith_source_waits_out_429s_and_a_wrong_key_is_one_line(langsmith: 
     assert len(read_all(src)) == 9
     assert s.server.stats.read_rate_limited == 3
     assert src.stats_client is not None and src.stats_client.stats.rate_limited == 3
+    # 503s are retried (backing off), up to the source's retries, then one line naming the answer
+    s.server.read_fail_first = 2
+    assert len(read_all(ls_source(s.url, start, end))) == 9
+    s.server.read_fail_first = 10
+    with pytest.raises(ConnectorError, match="failed after 1 retries: 503"):
+        read_all(
+            LangSmithApiSource(LangSmithSourceConfig(api_url=s.url, project="agents", start=start, end=end, retries=1))
+        )
+    s.server.read_fail_first = 0
     os.environ["LANGSMITH_API_KEY"] = "wrong"
     with pytest.raises(ConnectorError) as err:
         read_all(ls_source(s.url, start, end))
