@@ -164,6 +164,17 @@ def test_langsmith_source_resumes_after_a_kill_without_rereading_durable_traces(
     assert read_all(again) == [] and len(s.server.queries) == after
 
 
+def test_langsmith_source_shards_split_the_traces(langsmith: Any) -> None:
+    """``--workers 2``: each writer lists every page and fetches only the traces hashed to it."""
+    s, _, start, end = langsmith
+    cfg = LangSmithSourceConfig(api_url=s.url, project="agents", start=start, end=end, page_size=4)
+    halves = [read_all(LangSmithApiSource(cfg, shard=(i, 2))) for i in range(2)]
+    ids = [set(traces_by_id(h)) for h in halves]
+    assert ids[0] and ids[1] and not ids[0] & ids[1]
+    assert sorted(ids[0] | ids[1]) == sorted(traces_by_id(read_all(LangSmithApiSource(cfg))))
+    assert sum(1 for q in s.server.queries if q.get("trace")) == 9 * 2  # 9 fetched by the shards, 9 whole
+
+
 def test_langsmith_source_waits_out_429s_and_a_wrong_key_is_one_line(langsmith: Any) -> None:
     s, _, start, end = langsmith
     s.server.read_rate_limit_first, s.server.retry_after = 3, 0.05
