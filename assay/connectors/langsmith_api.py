@@ -54,6 +54,7 @@ class LangSmithSourceConfig(ApiSourceConfig):
 class LangSmithApiSource(ApiTraceSource):
     platform = "langsmith"
     default_page_size: ClassVar[int] = 100
+    fetch_chunk = 16  # a request per trace
 
     def __init__(self, config: LangSmithSourceConfig, **kw: Any) -> None:
         if not config.project and not config.project_id:
