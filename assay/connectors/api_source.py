@@ -195,6 +195,8 @@ class ApiTraceSource(Source):
             self._acked.difference_update(range(base, base + size))
             self._pages.pop(0)
             self._cursor, self._base = nxt, base + size
+            if nxt is None or size == 0:  # the last page: a resume must not start over from the first
+                self._finished = True
 
     def stop(self) -> None:
         self._stopped = True

@@ -490,3 +490,23 @@ limits: {{commit_interval_s: 0.2, batch_size: 2}}
         assert sorted(r["trace_id"] for r in rows) == want  # each trace once
         fetched_again = sum(1 for q in s.server.reads_log if "traceId" in q) - before
         assert fetched_again <= 40 - durable
+
+
+def test_a_checkpoint_taken_once_the_last_page_is_written_reads_nothing_again(langsmith: Any) -> None:
+    """The engine may save a checkpoint after the last page's traces are written but before the
+    source has noticed it ended: that checkpoint says finished, never "start from the first page"."""
+    s, _, start, end = langsmith
+    src = ls_source(s.url, start, end, page_size=4)
+
+    async def go() -> Any:
+        states = []
+        async for batch in src.batches():
+            await src.ack([e.position for e in batch])
+            states.append(json.loads(json.dumps(src.snapshot())))  # a commit after each batch
+        return states
+
+    states = anyio.run(go)
+    assert states[-1]["finished"] and states[-1]["cursor"] is None and states[-1]["base"] == 9
+    before = len(s.server.queries)
+    assert read_all(ls_source(s.url, start, end, resume=states[-1], page_size=4)) == []
+    assert len(s.server.queries) == before
