@@ -510,3 +510,41 @@ def test_a_checkpoint_taken_once_the_last_page_is_written_reads_nothing_again(la
     before = len(s.server.queries)
     assert read_all(ls_source(s.url, start, end, resume=states[-1], page_size=4)) == []
     assert len(s.server.queries) == before
+
+
+def _status(method: str, url: str, headers: dict[str, str], body: Any = None) -> int:
+    import urllib.error
+    import urllib.request
+
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={**headers, "content-type": "application/json"}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_the_stand_ins_read_side_is_strict(langsmith: Any, langfuse: Any) -> None:
+    ls, _, _, _ = langsmith
+    pid = ls.server.projects["agents"]
+    key = {"x-api-key": "ls-key"}
+    query = ls.url + "/runs/query"
+    assert _status("POST", query, key, {"session": [pid], "limit": 100}) == 200
+    assert _status("POST", query, key, {"session": [pid], "limit": 101}) == 422
+    assert _status("POST", query, key, {"session": [pid], "bogus": 1}) == 422
+    assert _status("POST", query, key, {"session": [pid], "select": ["nope"]}) == 422
+    assert _status("POST", query, key, {"limit": 10}) == 422  # no project
+    assert _status("POST", query, key, {"session": [pid], "filter": 'has(tags, "x")'}) == 422
+    assert _status("POST", query, {"x-api-key": "nope"}, {"session": [pid]}) == 401
+    lf, _ = langfuse
+    import base64
+
+    auth = {"authorization": "Basic " + base64.b64encode(b"pk-lf:sk-lf").decode()}
+    obs = lf.url + "/api/public/v2/observations"
+    assert _status("GET", obs + "?limit=1000", auth) == 200
+    assert _status("GET", obs + "?limit=1001", auth) == 400
+    assert _status("GET", obs + "?parseIoAsJson=true", auth) == 400
+    assert _status("GET", obs + "?fields=core,everything", auth) == 400
+    assert _status("GET", obs + "?fromTimestamp=2026-11-21T00:00:00Z", auth) == 400  # a v1 name
+    assert _status("GET", obs, {"authorization": "Basic eDp5"}) == 401
