@@ -6,6 +6,8 @@ The end is the high watermark the fetch responses report (the offset after the l
 ListOffsets answers differ between brokers (tansu answers the last batch's base offset), the
 fetch's high watermark does not. A partition is done once the consumer's position reaches the
 high watermark it first saw; messages produced after that are not read (a later push reads them).
+A partition no fetch has reported on for a few seconds is taken as empty only when ListOffsets
+says it is (its end 0).
 
 :func:`iter_topic_values` is a plain iterator for a caller on a worker thread (the push reads rows
 that way): the consumer runs on an event loop of its own in a daemon thread and hands the values
@@ -77,17 +79,21 @@ def iter_topic_values(cfg: KafkaConnection, topic: str, *, deadline_s: float = 6
                     raise ConnectorError(f"kafka: reading {topic} back did not reach its end in {deadline_s:g} s")
                 data = await consumer.getmany(*tps, timeout_ms=POLL_MS, max_records=1000)
                 for tp, msgs in data.items():
-                    end = ends.setdefault(tp, consumer.highwater(tp) or 0)
+                    end = ends.get(tp)
+                    if end is None and consumer.highwater(tp) is not None:
+                        end = ends[tp] = consumer.highwater(tp)
                     for m in msgs:
-                        if m.offset < end and m.value is not None and not put(m.value):
+                        if (end is None or m.offset < end) and m.value is not None and not put(m.value):
                             return
                 idle = 0 if data else idle + 1
                 for tp in tps:
                     if tp not in ends and consumer.highwater(tp) is not None:
                         ends[tp] = consumer.highwater(tp) or 0
-                if idle >= 10 and len(ends) < len(tps):  # no fetch said: ask ListOffsets
+                if idle >= 10 and len(ends) < len(tps):
+                    # no fetch said where these end: ListOffsets can tell an empty partition (0), not
+                    # always the end of another (tansu answers the last batch's base offset)
                     missing = [tp for tp in tps if tp not in ends]
-                    ends.update((await consumer.end_offsets(missing)).items())
+                    ends.update((tp, 0) for tp, end in (await consumer.end_offsets(missing)).items() if end == 0)
                 if len(ends) == len(tps):
                     positions = [await consumer.position(tp) for tp in tps]
                     if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
