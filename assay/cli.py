@@ -135,10 +135,10 @@ def _run_config(
 
 def _push_after_run(config: RunConfig, secrets: Iterable[str], *, quiet: bool) -> int:
     """``push:`` right after the output is published (nothing when it was not: no ``_SUCCESS``)."""
-    from assay.push_command import find_output, push_published
+    from assay.push_command import output_published, push_published
 
     try:
-        if not find_output(config).published:
+        if not output_published(config):
             return 0
         code, _ = push_published(config, echo=lambda line: _echo_push(line, secrets, quiet))
     except AssayError as exc:

@@ -508,16 +508,23 @@ def rows_of_batches(batches: Iterable[Any], long: bool) -> Iterator[dict[str, An
         yield current
 
 
+#: The columns of the output schema that are not result keys.
+_TOP_COLUMNS = frozenset({"trace_id", "run_id", "ds", "position", "platform"})
+
+
 def _as_json_rows(rec: dict[str, Any], long: bool) -> Iterator[dict[str, Any]]:
     top = {"trace_id": rec.get("trace_id"), "run_id": rec.get("run_id"), "position": rec.get("position")}
     if rec.get("ds") is not None:
         top["ds"] = rec["ds"]
+    platform = rec.get("platform")
+    if isinstance(platform, dict):
+        ids = {k: v for k, v in platform.items() if v is not None}
+        if ids:
+            top["platform"] = ids
     if long:
         cells = {rec["key"]: rec}
     else:
-        cells = {
-            k: v for k, v in rec.items() if k not in ("trace_id", "run_id", "ds", "position") and isinstance(v, dict)
-        }
+        cells = {k: v for k, v in rec.items() if k not in _TOP_COLUMNS and isinstance(v, dict)}
     identity = {k: v["identity"] for k, v in cells.items() if v.get("identity") is not None}
     row = {**top, "results": {k: _result(k, v) for k, v in cells.items()}}
     if identity:

@@ -150,7 +150,10 @@ def test_scorer_on_one_batch_without_ray(tmp_path: Path) -> None:
         ]
     )
     out = scorer(batch)
-    assert out.column_names == ["trace_id", "run_id", "ds", "position", "trajectory_strict_match", "read_error"]
+    assert out.column_names == [
+        *("trace_id", "run_id", "ds", "position", "platform"),
+        *("trajectory_strict_match", "read_error"),
+    ]
     rows = out.to_pylist()
     assert [r["trace_id"] for r in rows[:2]] == ["a", "b"]
     assert [r["trajectory_strict_match"]["score"] for r in rows[:2]] == [1.0, 0.0]
