@@ -1,0 +1,213 @@
+"""What the Ray and Spark integrations share: a run file's evaluators over Arrow batches of trace
+rows, on a worker that is not ``assay run`` (a Ray actor, a Spark executor's Python worker).
+
+:class:`BatchScorer` reads each row as ``assay run`` reads a row of a Parquet table (the Parquet
+source's row → trace code, the same ``normalize`` paths, JSON-text columns decoded) and scores the
+traces through the engine's own batch step (:class:`assay.pipeline.runner.Pipeline`): the result
+rows, dead letters, warnings and abandoned traces of a batch are exactly the ones the engine would
+hand its sinks (a :class:`~assay.pipeline.runner.Processed`). Async evaluators (judges) run on an
+event loop in a thread of the worker, with the run's judge pool open between batches.
+
+:func:`score_table` turns a processed batch into the score columns both integrations return: the
+Parquet sink's schema (``trace_id``, ``run_id``, ``ds``, ``position``, one struct per result key)
+plus ``read_error``, one row per input row in input order.
+
+The columnar scorer (``assay.evaluators.columnar``, when a run's evaluators all have a columnar
+form) plugs in per batch in :meth:`BatchScorer.process`; until then every batch takes the object
+path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import pyarrow as pa
+
+from assay.config import RunConfig, build_config, load_run_file, stable_run_id
+from assay.connectors.base import Sink, Source
+from assay.connectors.parquet_schema import TableBuilder
+from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
+from assay.pipeline.assembly import build_evaluators
+from assay.pipeline.runner import Pipeline, Processed, RunOptions
+from assay.records import Envelope, Failure, Position
+from assay.stages.evaluate import EvaluateStage
+
+
+def run_config(
+    run_file: str | Path | None,
+    config: Mapping[str, Any] | RunConfig | None,
+    *,
+    ds: str | None = None,
+    sets: Sequence[str] | None = None,
+    who: str = "assay",
+) -> RunConfig:
+    """The run file (``run_file``), or a run file's contents (``config``: a dict or a
+    :class:`RunConfig`), validated as ``assay run --ds … --set …`` validates it."""
+    if (run_file is None) == (config is None):
+        raise ValueError(f"{who}: pass run_file or config (one of them)")
+    if run_file is not None:
+        return load_run_file(run_file, ds=ds, sets=list(sets) if sets else None)
+    if isinstance(config, RunConfig):
+        return config
+    return build_config(dict(config or {}), ds=ds, sets=list(sets) if sets else None)
+
+
+def default_run_id(config: RunConfig) -> str:
+    """The ``run_id`` column: the run file's, else the stable id ``assay run`` gives the run."""
+    return str(config.run_id) if config.run_id else stable_run_id(config)
+
+
+class _Detached(Source):
+    """The source of a :class:`Pipeline` used for its batch step only: nothing to read or stop."""
+
+    def batches(self) -> Any:  # pragma: no cover - never read
+        raise RuntimeError("a detached pipeline reads nothing")
+
+
+class BatchScorer:
+    """A run's evaluators over Arrow batches (see the module docs). ``run_id``: the rows'
+    ``run_id`` (default: :func:`default_run_id`); ``use_cache``: answer from and store into the
+    run's judge cache."""
+
+    def __init__(self, config: RunConfig, *, run_id: str | None = None, use_cache: bool = True) -> None:
+        self.config = config
+        self.run_id = run_id or default_run_id(config)
+        self.use_cache = use_cache
+        self.evaluators = build_evaluators(config)
+        self.stage = EvaluateStage(self.evaluators)
+        options = RunOptions(
+            batch_size=config.limits.batch_size,
+            normalize=config.normalize,
+            run_id=self.run_id,
+            cluster_by=config.stats.cluster_by,
+        )
+        nowhere = cast(Sink, None)  # the batch step writes nothing
+        self.pipeline = Pipeline(_Detached(), self.stage, nowhere, nowhere, options)
+        self.thresholds: dict[str, float] = {ev.key: ev.threshold for ev in self.evaluators}
+        self._loop: contextlib.ExitStack | None = None
+        self._portal: Any = None
+        self.pool: Any = None
+        self.partitions = 0
+        """Partitions (Spark) this scorer finished."""
+
+    @property
+    def keys(self) -> list[str]:
+        """The result keys the evaluators declare (one per evaluator)."""
+        return [ev.key for ev in self.evaluators]
+
+    # -- the event loop that holds the judges (async evaluators only) --------------------------
+
+    def _start(self) -> None:
+        from anyio.from_thread import start_blocking_portal
+
+        stack = contextlib.ExitStack()
+        self._portal = stack.enter_context(start_blocking_portal())
+        if self.config.judges:
+            from assay.judges.pool import JudgePool
+
+            pool = JudgePool.from_config(
+                self.config.judges,
+                state_dir=Path(self.config.state_dir),
+                use_cache=self.use_cache,
+                budget_usd=self.config.limits.budget_usd,
+            )
+            self.pool = stack.enter_context(self._portal.wrap_async_context_manager(pool))
+        self._loop = stack
+
+    def judge_stats(self) -> dict[str, Any]:
+        """The judges' counts so far (requests, tokens, cost, …; empty without judges)."""
+        return dict(self.pool.stats()) if self.pool is not None else {}
+
+    @property
+    def status(self) -> str:
+        """``ok``, or ``budget`` once the judge budget stopped a batch short."""
+        return self.pipeline.status
+
+    def close(self) -> None:
+        """Close the judges and stop the event loop (also on garbage collection)."""
+        loop, self._loop = self._loop, None
+        self.pool = None
+        if loop is not None:
+            loop.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    async def _process(self, envelopes: list[Envelope]) -> Processed:
+        if self.pool is None:
+            return await self.pipeline._process(envelopes)
+        from assay.judges.pool import use_pool
+
+        with use_pool(self.pool):
+            return await self.pipeline._process(envelopes)
+
+    # -- one batch ------------------------------------------------------------------------------
+
+    def process(self, batch: pa.RecordBatch, name: str, first: int = 0) -> Processed:
+        """Score one batch of trace rows (positions ``name:first+1`` …) as the engine's batch step
+        does: result rows, dead letters, warnings."""
+        rows = BatchRows(batch, columnar_plan(batch.schema))
+        envelopes = [Envelope(b"", Position(name, first + i + 1), record=Row(rows, i)) for i in range(batch.num_rows)]
+        if self.stage.streaming:
+            return self.pipeline._process_streaming(envelopes)
+        if self._loop is None:
+            self._start()
+        out: Processed = self._portal.call(self._process, envelopes)
+        return out
+
+    def observe(self, processed: Processed) -> None:
+        """Remember the pass marks results carry (the score columns' ``passed``)."""
+        for row in processed.rows:
+            for key, r in row["results"].items():
+                if r.threshold is not None:
+                    self.thresholds[key] = r.threshold
+
+
+def as_batch(data: pa.Table | pa.RecordBatch) -> pa.RecordBatch:
+    """One record batch of a table (an empty table: an empty batch of its schema)."""
+    if isinstance(data, pa.RecordBatch):
+        return data
+    if not data.num_rows:
+        return pa.RecordBatch.from_pylist([], schema=data.schema)
+    return data.combine_chunks().to_batches()[0]
+
+
+def score_table(
+    processed: Processed,
+    keys: Iterable[str],
+    *,
+    run_id: str,
+    ds: str | None,
+    thresholds: Mapping[str, float],
+    extra_keys: bool = True,
+) -> pa.Table:
+    """The score columns of a processed batch: one row per input row, in input order; a row the
+    engine dead-letters has no results and its reason in ``read_error``. ``keys``: the result
+    columns (``extra_keys``: also any other key a result carries, after them)."""
+    columns: dict[str, None] = dict.fromkeys(keys)
+    lines: list[tuple[int, dict[str, Any], str | None]] = []
+    for row in processed.rows:
+        results = row["results"]
+        if extra_keys:
+            columns.update(dict.fromkeys(results))
+        out = {**row, "results": {k: r.to_dict() for k, r in results.items()}}
+        lines.append((int(row["position"]["line"]), out, None))
+    for f in processed.failures:
+        if f.severity == "error":
+            lines.append((int(f.position.line or 0), _unread(f, run_id), f.message))
+    lines.sort(key=lambda t: t[0])
+    builder = TableBuilder(list(columns), ds=ds, thresholds={k: thresholds.get(k, 0.5) for k in columns})
+    builder.add_all([row for _, row, _ in lines])
+    table = pa.Table.from_batches([builder.batch()])
+    return table.append_column("read_error", pa.array([err for _, _, err in lines], type=pa.string()))
+
+
+def _unread(failure: Failure, run_id: str) -> dict[str, Any]:
+    return {"trace_id": None, "run_id": run_id, "position": failure.position.to_dict(), "results": {}}
+
+
+__all__ = ["BatchScorer", "as_batch", "default_run_id", "run_config", "score_table"]
