@@ -195,7 +195,8 @@ def test_dead_letters_and_a_failed_gate_exit_as_assay_run_does(tmp_path: Path, s
         assert ours["evaluators"]["trajectory_strict_match"][key] == cli["evaluators"]["trajectory_strict_match"][key]
     dead = [json.loads(line) for p in (tmp_path / "spark" / "_dead_letter").glob("*.jsonl") for line in p.read_text().splitlines()]
     assert len(dead) == 2 and all("messages is a JSON string" in d["error"] for d in dead)
-    assert not (tmp_path / "spark" / "_SUCCESS").exists() and not (tmp_path / "cli" / "_SUCCESS").exists()
+    # the output is whole (a failed gate is a verdict on it): _SUCCESS beside both
+    assert (tmp_path / "spark" / "_SUCCESS").exists() and (tmp_path / "cli" / "_SUCCESS").exists()
     assert any("trajectory_strict_match" in m for m in report.messages)
 
 
