@@ -12,15 +12,20 @@ event loop in a thread of the worker, with the run's judge pool open between bat
 Parquet sink's schema (``trace_id``, ``run_id``, ``ds``, ``position``, one struct per result key)
 plus ``read_error``, one row per input row in input order.
 
-The columnar scorer (``assay.evaluators.columnar``, when a run's evaluators all have a columnar
-form) plugs in per batch in :meth:`BatchScorer.process`; until then every batch takes the object
-path.
+**The columnar path.** When every evaluator of the run has a columnar form for the batch's schema
+(:func:`assay.evaluators.columnar.plan`; the run's ``normalize`` section is the default, as for
+the Parquet source's fast path, and ``ASSAY_COLUMNAR`` is not ``0``), :meth:`BatchScorer.columns`
+scores the batch by columns: no trace object is built, and only the rows the columns cannot
+decide as the object path would (``ColumnarScores.fallback``, a row without an id) go through the
+object path, batched, their score rows put back in place. Otherwise (another schema, an evaluator
+without a columnar form, a judge) the whole batch takes the object path.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,12 +33,14 @@ import pyarrow as pa
 
 from assay.config import RunConfig, build_config, load_run_file, stable_run_id
 from assay.connectors.base import Sink, Source
-from assay.connectors.parquet_schema import TableBuilder
+from assay.connectors.parquet_schema import RESULT_TYPE, TableBuilder
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
+from assay.evaluators.identity import evaluator_identity
 from assay.pipeline.assembly import build_evaluators
 from assay.pipeline.runner import Pipeline, Processed, RunOptions
 from assay.records import Envelope, Failure, Position
 from assay.stages.evaluate import EvaluateStage
+from assay.traces.normalize import DEFAULT_OPTIONS
 
 
 def run_config(
@@ -92,6 +99,7 @@ class BatchScorer:
         self.pool: Any = None
         self.partitions = 0
         """Partitions (Spark) this scorer finished."""
+        self._plans: dict[pa.Schema, Any] = {}
 
     @property
     def keys(self) -> list[str]:
@@ -147,17 +155,102 @@ class BatchScorer:
 
     # -- one batch ------------------------------------------------------------------------------
 
-    def process(self, batch: pa.RecordBatch, name: str, first: int = 0) -> Processed:
-        """Score one batch of trace rows (positions ``name:first+1`` …) as the engine's batch step
-        does: result rows, dead letters, warnings."""
+    def process(
+        self, batch: pa.RecordBatch, name: str, first: int = 0, lines: Sequence[int] | None = None
+    ) -> Processed:
+        """Score one batch of trace rows (positions ``name:first+1`` …, or ``name:line`` for each
+        of ``lines``) as the engine's batch step does: result rows, dead letters, warnings."""
         rows = BatchRows(batch, columnar_plan(batch.schema))
-        envelopes = [Envelope(b"", Position(name, first + i + 1), record=Row(rows, i)) for i in range(batch.num_rows)]
+        at = range(first + 1, first + batch.num_rows + 1) if lines is None else lines
+        envelopes = [Envelope(b"", Position(name, line), record=Row(rows, i)) for i, line in enumerate(at)]
         if self.stage.streaming:
             return self.pipeline._process_streaming(envelopes)
         if self._loop is None:
             self._start()
         out: Processed = self._portal.call(self._process, envelopes)
         return out
+
+    # -- the columnar path ---------------------------------------------------------------------
+
+    @cached_property
+    def may_use_columns(self) -> bool:
+        """Whether this run may score by columns at all (see the module docs)."""
+        from assay.evaluators.columnar import columnar_enabled
+
+        return columnar_enabled() and self.config.normalize == DEFAULT_OPTIONS and not self.stage.reads_scenario
+
+    def columnar_plan(self, schema: pa.Schema) -> Any:
+        """The columnar plan of the run's evaluators for ``schema`` (None: the object path)."""
+        if not self.may_use_columns:
+            return None
+        if schema not in self._plans:
+            from assay.evaluators.columnar import plan
+
+            self._plans[schema] = plan(self.evaluators, schema)
+        return self._plans[schema]
+
+    def read_columns(self, schema: pa.Schema) -> list[str] | None:
+        """The top-level columns the columnar plan reads (None: every column, for the object path)."""
+        p = self.columnar_plan(schema)
+        return None if p is None else list(p.columns)
+
+    @cached_property
+    def identities(self) -> dict[str, str]:
+        return {ev.key: evaluator_identity(ev) for ev in self.evaluators}
+
+    def columns(self, batch: pa.RecordBatch, name: str, *, first: int = 0, ds: str | None = None) -> pa.Table:
+        """The score columns of one batch (:func:`score_table`'s, for the evaluators' keys): by
+        columns where the run has a columnar plan for the batch's schema, else by the object path."""
+        p = self.columnar_plan(batch.schema)
+        if p is None:
+            processed = self.process(batch, name, first)
+            self.observe(processed)
+            return score_table(
+                processed, self.keys, run_id=self.run_id, ds=ds, thresholds=self.thresholds, extra_keys=False
+            )
+        import numpy as np
+        import pyarrow.compute as pc
+
+        n = batch.num_rows
+        scores = p.score(batch)
+        ids = batch.column(p.layout.id_column).cast(pa.string()) if p.layout.id_column else pa.nulls(n, pa.string())
+        fallback = np.asarray(ids.is_null(), dtype=bool)
+        if scores.fallback is not None:
+            fallback |= scores.fallback.to_numpy(zero_copy_only=False)
+        lines = pa.array(np.arange(first + 1, first + n + 1), pa.int64())
+        position = pc.binary_join_element_wise(pa.scalar(name), lines.cast(pa.string()), ":")
+        cols: dict[str, pa.Array] = {
+            "trace_id": ids,
+            "run_id": pa.array([self.run_id] * n, pa.string()),
+            "ds": pa.array([ds] * n, pa.string()),
+            "position": position,
+        }
+        for key in self.keys:
+            kc = scores.results[key]
+            none_i = pa.nulls(n, pa.int64())
+            fields = [
+                kc.score,
+                kc.value_text(),
+                kc.passed,
+                kc.comment,
+                kc.error if kc.error is not None else pa.nulls(n, pa.string()),
+            ]
+            fields += [none_i, none_i, pa.nulls(n, pa.float64()), pa.array([self.identities.get(key)] * n, pa.string())]
+            cols[key] = pa.StructArray.from_arrays(fields, fields=list(RESULT_TYPE))
+        cols["read_error"] = pa.nulls(n, pa.string())
+        table = pa.table(cols)
+        if not fallback.any():
+            return table
+        redo = np.flatnonzero(fallback)
+        keep = np.flatnonzero(~fallback)
+        processed = self.process(batch.take(pa.array(redo)), name, lines=[first + int(i) + 1 for i in redo])
+        self.observe(processed)
+        slow = score_table(
+            processed, self.keys, run_id=self.run_id, ds=ds, thresholds=self.thresholds, extra_keys=False
+        )
+        merged = pa.concat_tables([table.take(pa.array(keep)), slow.cast(table.schema)])
+        order = np.argsort(np.concatenate([keep, redo]), kind="stable")
+        return merged.take(pa.array(order))
 
     def observe(self, processed: Processed) -> None:
         """Remember the pass marks results carry (the score columns' ``passed``)."""
@@ -196,9 +289,8 @@ def score_table(
             columns.update(dict.fromkeys(results))
         out = {**row, "results": {k: r.to_dict() for k, r in results.items()}}
         lines.append((int(row["position"]["line"]), out, None))
-    for f in processed.failures:
-        if f.severity == "error":
-            lines.append((int(f.position.line or 0), _unread(f, run_id), f.message))
+    dead = [f for f in processed.failures if f.severity == "error"]
+    lines.extend((int(f.position.line or 0), _unread(f, run_id), f.message) for f in dead)
     lines.sort(key=lambda t: t[0])
     builder = TableBuilder(list(columns), ds=ds, thresholds={k: thresholds.get(k, 0.5) for k in columns})
     builder.add_all([row for _, row, _ in lines])

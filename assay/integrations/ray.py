@@ -87,7 +87,10 @@ class AssayScorer(BatchScorer):
 
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
         """Score one batch: its rows as traces → one row of score columns per input row."""
-        processed = self.process(as_batch(batch), self.name)
+        batch = as_batch(batch)
+        if self.columnar_plan(batch.schema) is not None:  # every key is an evaluator's own
+            return self.columns(batch, self.name, ds=self.ds)
+        processed = self.process(batch, self.name)
         self.observe(processed)
         return score_table(processed, self.keys, run_id=self.run_id, ds=self.ds, thresholds=self.thresholds)
 

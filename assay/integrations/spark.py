@@ -59,7 +59,7 @@ from assay.connectors.base import Source, threaded_batches
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
 from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, build_sink
 from assay.exceptions import AssayError, ConnectorError
-from assay.integrations.arrow_scoring import BatchScorer, default_run_id, run_config, score_table
+from assay.integrations.arrow_scoring import BatchScorer, default_run_id, run_config
 from assay.pipeline.assembly import build_evaluators, sweep_leftovers
 from assay.pipeline.batch_run import batch_phase, has_batch_judges
 from assay.pipeline.commit import Committer
@@ -119,12 +119,12 @@ class _ScoreColumns:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         scorer = _scorer(self.job, self.config, self.run_id, self.use_cache)
-        for processed in _processed(scorer, batches):
-            scorer.observe(processed)
-            table = score_table(
-                processed, scorer.keys, run_id=self.run_id, ds=self.ds, thresholds=scorer.thresholds, extra_keys=False
-            )
-            yield from table.to_batches()
+        name = f"partition-{_partition()}"
+        first = 0
+        for batch in batches:
+            if batch.num_rows:
+                yield from scorer.columns(batch, name, first=first, ds=self.ds).to_batches()
+                first += batch.num_rows
 
 
 class _WireBatches:
@@ -165,47 +165,60 @@ class _ArrowIPC:
 # --- the columns the evaluators read -------------------------------------------------------------
 
 
-def read_columns(df: DataFrame, scorer_evaluators: Sequence[Any]) -> DataFrame:
-    """``df`` with only what the evaluators read: without an evaluator that reads message text,
-    the message-list columns (``messages``, the reference) lose their ``content`` (and, when no
-    evaluator pairs calls with results, the calls' ids), as the Parquet source leaves them unread."""
+def read_columns(df: DataFrame, evaluators: Sequence[Any], columns: Sequence[str] | None = None) -> DataFrame:
+    """``df`` with only what the evaluators read: ``columns`` (the columnar plan's, when there is
+    one) or every column; without an evaluator that reads message text, the message-list columns
+    (``messages``, the reference) lose their ``content``, and the calls their ``type`` (and, when
+    no evaluator pairs calls with results, the ids that do), as the Parquet source leaves them
+    unread."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StructType
 
     from assay.traces.normalize import REFERENCE_KEYS
 
-    if any(ev.reads_text for ev in scorer_evaluators):
-        return df
-    call_ids = any(ev.reads_call_ids for ev in scorer_evaluators)
+    text = any(ev.reads_text for ev in evaluators)
+    call_ids = any(ev.reads_call_ids for ev in evaluators)
     out = []
     for field in df.schema.fields:
+        if columns is not None and field.name not in columns:
+            continue
         t = field.dataType
         is_messages = field.name == "messages" or field.name in REFERENCE_KEYS
-        if not (is_messages and isinstance(t, ArrayType) and isinstance(t.elementType, StructType)):
+        if text or not (is_messages and isinstance(t, ArrayType) and isinstance(t.elementType, StructType)):
             out.append(F.col(field.name))
             continue
-        message = t.elementType
-
-        def keep(m: Any, message: StructType = message) -> Any:
-            parts = []
-            for f in message.fields:
-                if f.name == "content" or (not call_ids and f.name == "tool_call_id"):
-                    continue
-                if f.name == "tool_calls" and isinstance(f.dataType, ArrayType):
-                    call = f.dataType.elementType
-                    if isinstance(call, StructType):
-                        names = [c.name for c in call.fields if c.name != "type" and (call_ids or c.name != "id")]
-                        parts.append(
-                            F.transform(
-                                m[f.name], lambda c, names=names: F.struct(*[c[n].alias(n) for n in names])
-                            ).alias(f.name)
-                        )
-                        continue
-                parts.append(m[f.name].alias(f.name))
-            return F.struct(*parts)
-
-        out.append(F.transform(F.col(field.name), keep).alias(field.name))
+        out.append(F.transform(F.col(field.name), _message_fields(t.elementType, call_ids)).alias(field.name))
     return df.select(*out)
+
+
+def _message_fields(message: Any, call_ids: bool) -> Any:
+    """A one-argument Spark lambda: a message struct without its text (see :func:`read_columns`)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StructType
+
+    def keep(m: Any) -> Any:
+        parts = []
+        for f in message.fields:
+            if f.name == "content" or (not call_ids and f.name == "tool_call_id"):
+                continue
+            call = f.dataType.elementType if isinstance(f.dataType, ArrayType) else None
+            if f.name == "tool_calls" and isinstance(call, StructType):
+                names = [c.name for c in call.fields if c.name != "type" and (call_ids or c.name != "id")]
+                parts.append(F.transform(m[f.name], _struct_of(names)).alias(f.name))
+            else:
+                parts.append(m[f.name].alias(f.name))
+        return F.struct(*parts)
+
+    return keep
+
+
+def _struct_of(names: list[str]) -> Any:
+    from pyspark.sql import functions as F
+
+    def pick(c: Any) -> Any:
+        return F.struct(*[c[n].alias(n) for n in names])
+
+    return pick
 
 
 # --- score: the score columns as a DataFrame -----------------------------------------------------
@@ -227,16 +240,19 @@ def score(
     ``use_cache``: answer judges from and into the run's judge cache. One struct column per
     evaluator key (a result key an evaluator adds beyond its own is left out: :func:`run` writes
     every key)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     from assay.connectors.parquet_schema import result_schema
 
     cfg = run_config(run_file, config, ds=ds, sets=sets, who="score")
-    evaluators = build_evaluators(cfg)
-    rid = run_id or default_run_id(cfg)
-    arrow = result_schema([ev.key for ev in evaluators], "wide").append(pa.field("read_error", pa.string()))
-    fn = _ScoreColumns(uuid.uuid4().hex, cfg, rid, use_cache, ds)
-    return read_columns(df, evaluators).mapInArrow(fn, from_arrow_schema(arrow))
+    scorer = BatchScorer(cfg, run_id=run_id, use_cache=use_cache)  # (on the driver: which columns)
+    arrow = result_schema(scorer.keys, "wide").append(pa.field("read_error", pa.string()))
+    fn = _ScoreColumns(uuid.uuid4().hex, cfg, scorer.run_id, use_cache, ds)
+    try:
+        columns = scorer.read_columns(to_arrow_schema(df.schema))
+    except (TypeError, ValueError):  # a column type Arrow cannot say: every column, the object path
+        columns = None
+    return read_columns(df, scorer.evaluators, columns).mapInArrow(fn, from_arrow_schema(arrow))
 
 
 # --- run: the whole of `assay run` ---------------------------------------------------------------

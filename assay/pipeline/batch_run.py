@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

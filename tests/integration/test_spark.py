@@ -65,8 +65,10 @@ def spark() -> Iterator[Any]:
         session.stop()
 
 
-def _rows(bad: int = 0) -> list[dict[str, Any]]:
-    """N traces: a third whose reference asks for one call more; ``bad`` more rows that are no trace."""
+def _rows(bad: int = 0, *, native: bool = False) -> list[dict[str, Any]]:
+    """N traces: a third whose reference asks for one call more; ``bad`` more rows that are no
+    trace. Messages as JSON text, or (``native``) as Arrow lists of message structs."""
+    encode: Any = (lambda m: m) if native else json.dumps
     rows: list[dict[str, Any]] = []
     for i in range(N):
         calls = [("search", {"q": f"q{i}"}), ("fetch", {"id": str(i)})]
@@ -74,8 +76,8 @@ def _rows(bad: int = 0) -> list[dict[str, Any]]:
         rows.append(
             {
                 "id": f"t{i}",
-                "messages": json.dumps(agent_messages(*calls, final=f"answer {i}")),
-                "reference": json.dumps(agent_messages(*ref, final=f"answer {i}")),
+                "messages": encode(agent_messages(*calls, final=f"answer {i}")),
+                "reference": encode(agent_messages(*ref, final=f"answer {i}")),
             }
         )
     rows.extend({"id": f"bad{j}", "messages": "not a trace", "reference": None} for j in range(bad))
@@ -114,16 +116,20 @@ TRAJECTORY = [
 
 
 def test_a_delta_table_scores_the_same_on_spark_as_with_assay_run(tmp_path: Path, spark: Any) -> None:
+    """Messages as Arrow lists of structs: the executors score by columns (the rows the columns
+    leave to the object path, an empty message list and a missing reference, included)."""
     from assay.integrations.spark import run, score
 
-    files = _delta_table(tmp_path / "traces", _rows())
+    rows = _rows(native=True)
+    rows[4]["messages"] = []
+    rows[7]["reference"] = None
+    files = _delta_table(tmp_path / "traces", rows)
     assert len(files) == 2
     local = [f.removeprefix("file://") for f in files]
     expected: dict[str, dict[str, Any]] = {}
     for n, f in enumerate(local):  # assay run over each current file of the table
         cfg = {
             "source": {"path": f},
-            "normalize": {"reference": "reference"},
             "evaluators": TRAJECTORY,
             "sink": {"path": str(tmp_path / f"cli{n}") + "/"},
             "state_dir": str(tmp_path / "state"),
@@ -133,25 +139,26 @@ def test_a_delta_table_scores_the_same_on_spark_as_with_assay_run(tmp_path: Path
         for part in (tmp_path / f"cli{n}").glob("part-*.jsonl"):
             for row in map(json.loads, part.read_text().splitlines()):
                 expected[row["trace_id"]] = {k: (r["score"], r["value"]) for k, r in row["results"].items()}
-    assert len(expected) == N
+    assert N - 1 <= len(expected) <= N  # (an empty message list may be a dead letter)
+    strict_passes = sum(1 for v in expected.values() if v["trajectory_strict_match"][0] == 1.0)
+    assert 0 < strict_passes < len(expected)
 
     df = spark.read.parquet(*files).repartition(2)
     cfg = {
         "source": {"path": "spark"},
-        "normalize": {"reference": "reference"},
         "evaluators": TRAJECTORY,
         "sink": {"path": str(tmp_path / "spark_out") + "/"},
         "state_dir": str(tmp_path / "state"),
     }
     keys = ["trajectory_strict_match", "trajectory_unordered_match", "tool_call_accuracy"]
     scored = score(df, config=cfg, ds="2026-11-24").collect()
-    assert len(scored) == N and all(r["read_error"] is None for r in scored)
+    assert len(scored) == N and sum(r["read_error"] is None for r in scored) == len(expected)
     assert {r["ds"] for r in scored} == {"2026-11-24"}
-    got = {r["trace_id"]: {k: (r[k]["score"], r[k]["passed"]) for k in keys} for r in scored}
+    got = {r["trace_id"]: {k: (r[k]["score"], r[k]["passed"]) for k in keys} for r in scored if r["trace_id"]}
     assert {t: {k: s for k, (s, _) in v.items()} for t, v in got.items()} == {
         t: {k: s for k, (s, _) in v.items()} for t, v in expected.items()
     }
-    assert sum(1 for v in got.values() if v["trajectory_strict_match"][1]) == N - N // 3
+    assert sum(1 for v in got.values() if v["trajectory_strict_match"][1]) == strict_passes
 
     # the whole run: rows through the run file's sink, the summary published, exit 0
     report = run(df, _write_run_file(tmp_path, "spark.yaml", cfg))
@@ -161,10 +168,12 @@ def test_a_delta_table_scores_the_same_on_spark_as_with_assay_run(tmp_path: Path
         for part in (tmp_path / "spark_out").glob("part-*.jsonl")
         for row in map(json.loads, part.read_text().splitlines())
     ]
-    assert {row["trace_id"]: {k: (r["score"], r["value"]) for k, r in row["results"].items()} for row in rows} == expected
+    assert {
+        row["trace_id"]: {k: (r["score"], r["value"]) for k, r in row["results"].items()} for row in rows
+    } == expected
     summary = json.loads((tmp_path / "spark_out" / "_SUMMARY.json").read_text())
-    assert summary["counts"]["read"] == summary["counts"]["scored"] == N
-    assert summary["evaluators"]["trajectory_strict_match"]["passed"] == N - N // 3
+    assert summary["counts"]["read"] == N and summary["counts"]["scored"] == len(expected)
+    assert summary["evaluators"]["trajectory_strict_match"]["passed"] == strict_passes
     assert (tmp_path / "spark_out" / "_SUCCESS").exists()
 
 
@@ -193,7 +202,11 @@ def test_dead_letters_and_a_failed_gate_exit_as_assay_run_does(tmp_path: Path, s
     assert ours["dead_letter_reasons"] == cli["dead_letter_reasons"]
     for key in ("mean", "pass_rate", "passed", "mean_ci"):
         assert ours["evaluators"]["trajectory_strict_match"][key] == cli["evaluators"]["trajectory_strict_match"][key]
-    dead = [json.loads(line) for p in (tmp_path / "spark" / "_dead_letter").glob("*.jsonl") for line in p.read_text().splitlines()]
+    dead = [
+        json.loads(line)
+        for p in (tmp_path / "spark" / "_dead_letter").glob("*.jsonl")
+        for line in p.read_text().splitlines()
+    ]
     assert len(dead) == 2 and all("messages is a JSON string" in d["error"] for d in dead)
     # the output is whole (a failed gate is a verdict on it): _SUCCESS beside both
     assert (tmp_path / "spark" / "_SUCCESS").exists() and (tmp_path / "cli" / "_SUCCESS").exists()
