@@ -142,6 +142,8 @@ class BatchScorer:
             loop.close()
 
     def __del__(self) -> None:
+        if self._loop is None:  # nothing to close (at exit, a module's globals may be gone already)
+            return
         with contextlib.suppress(Exception):
             self.close()
 

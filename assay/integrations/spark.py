@@ -107,7 +107,7 @@ def _processed(scorer: BatchScorer, batches: Iterator[pa.RecordBatch]) -> Iterat
     first = 0
     for batch in batches:
         if batch.num_rows:
-            yield scorer.process(batch, name, first)
+            yield scorer.process(assemble(batch), name, first)
             first += batch.num_rows
 
 
@@ -123,7 +123,7 @@ class _ScoreColumns:
         first = 0
         for batch in batches:
             if batch.num_rows:
-                yield from scorer.columns(batch, name, first=first, ds=self.ds).to_batches()
+                yield from scorer.columns(assemble(batch), name, first=first, ds=self.ds).to_batches()
                 first += batch.num_rows
 
 
@@ -154,7 +154,7 @@ class _ArrowIPC:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         part = _partition()
-        for batch in batches:
+        for batch in map(assemble, batches):
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, batch.schema) as writer:
                 writer.write_batch(batch)
@@ -165,12 +165,19 @@ class _ArrowIPC:
 # --- the columns the evaluators read -------------------------------------------------------------
 
 
+#: Between a message-list column's name and a field's in the columns :func:`read_columns` selects.
+FIELD_MARK = "\x1f"
+
+
 def read_columns(df: DataFrame, evaluators: Sequence[Any], columns: Sequence[str] | None = None) -> DataFrame:
     """``df`` with only what the evaluators read: ``columns`` (the columnar plan's, when there is
-    one) or every column; without an evaluator that reads message text, the message-list columns
-    (``messages``, the reference) lose their ``content``, and the calls their ``type`` (and, when
-    no evaluator pairs calls with results, the ids that do), as the Parquet source leaves them
-    unread."""
+    one) or every column. Without an evaluator that reads message text, each message-list column
+    (``messages``, the reference) is selected field by field (``messages.role``,
+    ``messages.tool_calls``, …) without ``content`` (nor, when no evaluator pairs calls with
+    results, ``tool_call_id``): Spark then reads only those leaves of the Parquet files (nested
+    schema pruning), and the executors put the list of messages back together
+    (:func:`assemble`) before scoring — what the Parquet source reads, as it leaves the same
+    leaves unread."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StructType
 
@@ -187,38 +194,45 @@ def read_columns(df: DataFrame, evaluators: Sequence[Any], columns: Sequence[str
         if text or not (is_messages and isinstance(t, ArrayType) and isinstance(t.elementType, StructType)):
             out.append(F.col(field.name))
             continue
-        out.append(F.transform(F.col(field.name), _message_fields(t.elementType, call_ids)).alias(field.name))
+        kept = [
+            f.name
+            for f in t.elementType.fields
+            if f.name != "content" and (call_ids or f.name != "tool_call_id") and FIELD_MARK not in f.name
+        ]
+        out.extend(F.col(field.name)[f].alias(f"{field.name}{FIELD_MARK}{f}") for f in kept)
     return df.select(*out)
 
 
-def _message_fields(message: Any, call_ids: bool) -> Any:
-    """A one-argument Spark lambda: a message struct without its text (see :func:`read_columns`)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, StructType
+def assemble(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of :func:`read_columns`' columns with each message-list column put back together
+    (``list<struct<role, tool_calls, …>>`` from its fields' lists, which share their offsets)."""
+    if not any(FIELD_MARK in name for name in batch.schema.names):
+        return batch
+    arrays: dict[str, Any] = {}
+    parts: dict[str, list[tuple[str, Any]]] = {}
+    for name, col in zip(batch.schema.names, batch.columns, strict=True):
+        if FIELD_MARK in name:
+            column, field = name.split(FIELD_MARK, 1)
+            parts.setdefault(column, []).append((field, col))
+            arrays.setdefault(column, None)
+        else:
+            arrays[name] = col
+    for column, fields in parts.items():
+        first = fields[0][1]
+        offsets = first.offsets
+        values = pa.StructArray.from_arrays(
+            [_values(col, offsets) for _, col in fields], names=[name for name, _ in fields]
+        )
+        mask = first.is_null() if first.null_count else None
+        arrays[column] = pa.ListArray.from_arrays(offsets, values, mask=mask)
+    return pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays))
 
-    def keep(m: Any) -> Any:
-        parts = []
-        for f in message.fields:
-            if f.name == "content" or (not call_ids and f.name == "tool_call_id"):
-                continue
-            call = f.dataType.elementType if isinstance(f.dataType, ArrayType) else None
-            if f.name == "tool_calls" and isinstance(call, StructType):
-                names = [c.name for c in call.fields if c.name != "type" and (call_ids or c.name != "id")]
-                parts.append(F.transform(m[f.name], _struct_of(names)).alias(f.name))
-            else:
-                parts.append(m[f.name].alias(f.name))
-        return F.struct(*parts)
 
-    return keep
-
-
-def _struct_of(names: list[str]) -> Any:
-    from pyspark.sql import functions as F
-
-    def pick(c: Any) -> Any:
-        return F.struct(*[c[n].alias(n) for n in names])
-
-    return pick
+def _values(col: Any, offsets: Any) -> Any:
+    """A field's flat values under the shared ``offsets`` (its own, when Spark wrote them alike)."""
+    if col.offsets.equals(offsets):
+        return col.values
+    raise ValueError("the fields of a message list do not line up")  # pragma: no cover - Spark writes them alike
 
 
 # --- score: the score columns as a DataFrame -----------------------------------------------------
