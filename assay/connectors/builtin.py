@@ -56,6 +56,7 @@ def make_parquet_source(config: Any, ctx: SourceContext) -> Source:
         s3=s3_options(ctx.options),
         skip_text=not getattr(ctx, "reads_text", True),
         skip_call_ids=not getattr(ctx, "reads_call_ids", True),
+        skip_args=not getattr(ctx, "reads_args", True),
     )
     # LangSmith / Langfuse exports: one record per trace id
     return AssembleExports(source, across_shard=ctx.shard, spill_bytes=export_memory(config))

@@ -261,6 +261,33 @@ class ParquetSink(Sink):
         columns as :meth:`write_batch` makes of their JSON."""
         await self._write(rows)
 
+    async def write_columns(self, trace_ids: Any, run_id: str, positions: Any, results: Mapping[str, Any]) -> None:
+        """Rows already as columns (the columnar engine): ``trace_ids`` and ``positions`` string
+        arrays, one ``SEGMENT_RESULT_TYPE`` struct array per result key; the same segment columns
+        :meth:`write_results` makes of the same rows. Rows written before are converted first, so
+        the order holds. Wide layout only."""
+        if not len(trace_ids):
+            return
+        self._check()
+        self._dirty = True
+        await self._in_thread(lambda: self._write_columns(trace_ids, run_id, positions, results))
+
+    def _write_columns(self, trace_ids: Any, run_id: str, positions: Any, results: Mapping[str, Any]) -> None:
+        import pyarrow as pa
+
+        from assay.connectors.parquet_schema import SEGMENT_RESULT_TYPE
+
+        self._convert()  # the rows written before these, first
+        builder = self._builder_for(set(results))
+        n = len(trace_ids)
+        top = [trace_ids, pa.repeat(pa.scalar(run_id, pa.string()), n), pa.repeat(pa.scalar(self.ds, pa.string()), n)]
+        top.append(positions)
+        arrays = top + [results.get(k, pa.nulls(n, SEGMENT_RESULT_TYPE)) for k in builder.keys]
+        if self._segment is None:
+            self._segment = Segment(self.staging_dir / segment_name(self.shard, self.seq), builder.schema)
+            self.seq += 1
+        self._segment.write(pa.RecordBatch.from_arrays(arrays, schema=builder.schema))
+
     async def _write(self, rows: Sequence[Any]) -> None:
         if not rows:
             return

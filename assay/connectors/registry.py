@@ -65,6 +65,8 @@ class SourceContext:
     """False: no evaluator reads message text; a columnar source may skip those columns."""
     reads_call_ids: bool = True
     """False: no evaluator reads tool-call ids; a columnar source may skip those columns."""
+    reads_args: bool = True
+    """False: no evaluator compares tool-call arguments; a columnar source may skip them."""
     owns_input: bool = False
     """The processes of this run own their share of the input outright (the run writes files or
     S3, which one run owns at a time): a source split by a consumer group takes a fixed share

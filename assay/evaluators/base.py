@@ -87,6 +87,15 @@ class BaseEvaluator(ABC, Generic[P]):
     #: unread too (they are most of what a trajectory match would decode). True unless a class says
     #: otherwise.
     reads_call_ids: ClassVar[bool] = True
+
+    @property
+    def reads_args(self) -> bool:
+        """Whether scoring compares tool-call arguments. When no evaluator of a run does, a columnar
+        source may leave them unread (the calls then read as having none, and argument defects
+        are not reported). True unless an evaluator's params say otherwise (a name-level
+        trajectory match: ``tool_args_match_mode: ignore``)."""
+        return True
+
     #: Example params shown by ``assay evaluators show``.
     example: ClassVar[dict[str, Any]] = {}
 

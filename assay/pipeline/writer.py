@@ -20,6 +20,7 @@ from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, SourceConte
 from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.assembly import build_evaluators, judge_pool
 from assay.pipeline.checkpoint import CheckpointStore
+from assay.pipeline.columnar_run import make_pipeline
 from assay.pipeline.commit import Committer
 from assay.pipeline.progress import ProgressSink, sample_gauges
 from assay.pipeline.runner import Pipeline, RunOptions
@@ -112,6 +113,7 @@ async def run_writer(
                 options=config.s3,
                 reads_text=any(ev.reads_text for ev in evaluators),
                 reads_call_ids=any(ev.reads_call_ids for ev in evaluators),
+                reads_args=any(ev.reads_args for ev in evaluators),
                 owns_input=not scales_by_group(config),
             ),
         )
@@ -161,7 +163,7 @@ async def run_writer(
             run_id=config.run_id or RunOptions().run_id,
             cluster_by=config.stats.cluster_by,
         )
-        pipeline = Pipeline(
+        pipeline = make_pipeline(  # the columnar path where the source and every evaluator allow it
             source,
             EvaluateStage(evaluators),
             sinks["results"],

@@ -53,13 +53,8 @@ comparators, a sampled evaluator, another schema) has no columnar form: :func:`p
 
 from __future__ import annotations
 
-from assay.evaluators.columnar.api import (
-    ColumnarPlan,
-    ColumnarScores,
-    KeyColumns,
-    columnar_enabled,
-    plan,
-)
+from assay.evaluators.columnar.api import ColumnarPlan, ColumnarScores, columnar_enabled, plan
+from assay.evaluators.columnar.columns import KeyColumns
 from assay.evaluators.columnar.forms import FORMS
 
 __all__ = ["FORMS", "ColumnarPlan", "ColumnarScores", "KeyColumns", "columnar_enabled", "plan"]

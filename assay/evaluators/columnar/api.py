@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from assay.evaluators.columnar.columns import KeyColumns
+from assay.evaluators.columnar.forms import Form, form_for
 from assay.evaluators.columnar.view import BatchView, Layout, layout_of
 
 if TYPE_CHECKING:
     from assay.evaluators.base import BaseEvaluator
-    from assay.evaluators.columnar.forms import Form
 
 #: The environment switch: ``ASSAY_COLUMNAR=0`` (or ``off``, ``false``, ``no``) scores every batch
 #: with the object path, as before this package existed (for comparisons and as an escape hatch).
@@ -28,42 +29,6 @@ def columnar_enabled() -> bool:
     True
     """
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in {"0", "off", "false", "no"}
-
-
-@dataclass(frozen=True, slots=True)
-class KeyColumns:
-    """One result key's results for every row of a batch (Arrow arrays of the batch's length).
-
-    ``score``: float64, null where not scored; ``value``: the raw value, bool (pass/fail checks)
-    or string (``tool_call_accuracy``'s ``"2/3"``), null where not scored; ``passed``: bool,
-    ``score >= threshold``, null where not scored; ``comment``: string; ``error``: string or None
-    when no row has an error (the object path's ``Result`` fields, column by column)."""
-
-    key: str
-    score: pa.Array
-    value: pa.Array
-    passed: pa.Array
-    comment: pa.Array
-    error: pa.Array | None = None
-    threshold: float = 0.5
-
-    def value_text(self) -> pa.Array:
-        """``value`` as the Parquet schema writes it (JSON text for non-strings: ``true``)."""
-        if pa.types.is_boolean(self.value.type):
-            import pyarrow.compute as pc
-
-            text = pc.if_else(self.value, pa.scalar("true"), pa.scalar("false"))
-            return text.cast(pa.string())
-        return self.value.cast(pa.string())
-
-    def struct(self) -> pa.StructArray:
-        """``struct<score, value (text), passed, comment, error>``."""
-        n = len(self.score)
-        error = self.error if self.error is not None else pa.nulls(n, pa.string())
-        return pa.StructArray.from_arrays(
-            [self.score, self.value_text(), self.passed, self.comment, error],
-            names=["score", "value", "passed", "comment", "error"],
-        )
 
 
 @dataclass(slots=True)
@@ -141,8 +106,6 @@ def plan(evaluators: Sequence[BaseEvaluator[Any]], schema: pa.Schema, *, partial
     None when the schema is not one the forms read, when no evaluator has a columnar form, or
     (unless ``partial``) when some evaluator has none. With ``partial=True`` those evaluators are
     listed in :attr:`ColumnarPlan.object_evaluators` for the object path to score (per key)."""
-    from assay.evaluators.columnar.forms import form_for
-
     layout = layout_of(schema)
     if layout is None:
         return None

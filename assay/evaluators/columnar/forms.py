@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 
 from assay.evaluators.base import BaseEvaluator
 from assay.evaluators.columnar import kernels as k
-from assay.evaluators.columnar.api import KeyColumns
 from assay.evaluators.columnar.canon import canonical
+from assay.evaluators.columnar.columns import KeyColumns
 from assay.evaluators.columnar.view import ARGS, TEXT, BatchView, Layout, Side
 from assay.evaluators.heuristic import Contains, ExactMatch, JsonValid, RegexMatch
 from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse
@@ -41,20 +41,41 @@ class Form(Protocol):
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _describe(side: Side, calls: list[int]) -> list[str]:
-    """``describe_call`` of the given flat calls of one side: ``name({sorted args})``."""
-    if not calls:
-        return []
+def _describe(side: Side, calls: np.ndarray) -> pa.Array:
+    """``describe_call`` of the given flat calls of one side, ``name({sorted args})``, as a string
+    array: the arguments' text is made once per distinct argument text of the calls."""
     idx = pa.array(calls, pa.int64())
-    names = side.names.take(idx).to_pylist()
-    raws = side.args.take(idx).to_pylist() if side.args is not None else [None] * len(calls)
-    out = []
-    for name, raw in zip(names, raws, strict=True):
-        args = orjson.dumps(parse_args(raw)[0], option=orjson.OPT_SORT_KEYS, default=str).decode()
-        if len(args) > 120:
-            args = args[:117] + "..."
-        out.append(f"{name}({args})")
-    return out
+    names = side.names.take(idx)
+    if pa.types.is_dictionary(names.type):
+        names = names.cast(pa.string())
+    if side.args is None:
+        return _join([names, "({})"])
+    raw = side.args.take(idx)
+    raw = raw.cast(pa.string()) if not pa.types.is_string(raw.type) else raw
+    enc = pc.dictionary_encode(raw, null_encoding="encode")
+    shown = []
+    for text in enc.dictionary.to_pylist():
+        args = orjson.dumps(parse_args(text)[0], option=orjson.OPT_SORT_KEYS, default=str).decode()
+        shown.append(args if len(args) <= 120 else args[:117] + "...")
+    return _join([names, "(", pa.array(shown, pa.string()).take(enc.indices), ")"])
+
+
+Reasons = list[tuple[np.ndarray, pa.Array]]
+"""The failing rows' reasons: (rows, their texts) in groups."""
+
+
+def _reason_column(n: int, groups: Reasons) -> pa.Array | None:
+    """Per row: its reason, null where it has none (None: no row has one)."""
+    groups = [(rows, texts) for rows, texts in groups if len(rows)]
+    if not groups:
+        return None
+    where = np.full(n, -1, dtype=np.int64)
+    start = 0
+    for rows, _ in groups:
+        where[rows] = np.arange(start, start + len(rows))
+        start += len(rows)
+    texts = pa.concat_arrays([t.cast(pa.string()) for _, t in groups])
+    return texts.take(pa.array(where, pa.int64(), mask=where < 0))
 
 
 def _passed(score: np.ndarray, scored: np.ndarray, threshold: float) -> pa.Array:
@@ -104,208 +125,294 @@ class TrajectoryForm:
         out = view.out
         ref = view.ref
         has_ref = view.has_ref & ~view.fallback()
-        oc, rc = view.call_codes(self.exact)
         n_out = out.row_ncalls
         n_ref = ref.row_ncalls if ref is not None else np.zeros(n, dtype=np.int64)
         ok = np.zeros(n, dtype=bool)
-        why: dict[int, str] = {}
+        why: Callable[[], Reasons] = list
         if ref is not None and has_ref.any():
             if self.mode == "strict" and not self.flat:
-                ok, why = self._strict_messages(view, out, ref, oc, rc, has_ref)
+                ok, why = _strict_messages(view, out, ref, self.exact, has_ref)
             elif self.mode == "strict":
-                ok, why = self._strict_calls(out, ref, oc, rc, has_ref)
+                ok, why = _strict_calls(view, out, ref, self.exact, has_ref)
             elif self.mode == "subsequence":
-                ok, why = self._subsequence(out, ref, oc, rc, has_ref)
+                ok, why = _subsequence(view, out, ref, self.exact, has_ref)
             else:
-                ok, why = self._multiset(out, ref, oc, rc, has_ref)
+                ok, why = _multiset(view, out, ref, self.exact, has_ref, self.mode)
         score = ok.astype(np.float64)
-        head = f"{self.label} match "
-        summary = _join(
-            [
-                pc.if_else(pa.array(ok), head + "pass: ", head + "fail: "),
-                _num(n_out),
-                " agent tool call(s) vs ",
-                _num(n_ref),
-                " reference",
-            ]
-        )
-        if why:
-            rows = sorted(why)
-            mask = np.zeros(n, dtype=bool)
-            mask[rows] = True
-            texts = summary.take(pa.array(rows)).to_pylist()
-            filled = [f"{s}; {why[r]}" for s, r in zip(texts, rows, strict=True)]
-            full: list[str | None] = [None] * n
-            for r, t in zip(rows, filled, strict=True):
-                full[r] = t
-            summary = pc.if_else(pa.array(mask), _texts(full), summary)
         no_ref = ~has_ref
-        if no_ref.any():
-            summary = pc.if_else(pa.array(no_ref), "no reference trajectory to compare with", summary)
+        head = f"{self.label} match "
+
+        def comment() -> pa.Array:
+            summary = _join(
+                [
+                    pc.if_else(pa.array(ok), head + "pass: ", head + "fail: "),
+                    _num(n_out),
+                    " agent tool call(s) vs ",
+                    _num(n_ref),
+                    " reference",
+                ]
+            )
+            reason = _reason_column(n, why())
+            if reason is not None:
+                summary = pc.if_else(pc.is_valid(reason), _join([summary, "; ", reason]), summary)
+            if no_ref.any():
+                summary = pc.if_else(pa.array(no_ref), "no reference trajectory to compare with", summary)
+            return summary.cast(pa.string())
+
         return KeyColumns(
             self.key,
             pa.array(score, pa.float64(), mask=no_ref),
             pa.array(ok, pa.bool_(), mask=no_ref),
             _passed(score, has_ref, self.threshold),
-            summary.cast(pa.string()),
+            comment,
             None,
             self.threshold,
         )
 
-    # the modes: (ok per row, the reason of each failing row)
 
-    def _multiset(
-        self, out: Side, ref: Side, oc: np.ndarray, rc: np.ndarray, has_ref: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, str]]:
-        n = out.n
+# the modes: (ok per row, the reasons of the failing rows, rendered on demand); what several keys
+# of one batch share (codes, equal lists, unmatched calls) is computed once per view
+
+
+def _same(view: BatchView, out: Side, ref: Side, exact: bool) -> np.ndarray:
+    def make() -> np.ndarray:
+        oc, rc = view.call_codes(exact)
+        return k.same_sequences(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
+
+    same: np.ndarray = view.cached(("same", exact), make)
+    return same
+
+
+def _misses(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, of_reference: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The calls of the rows whose lists differ, and which of them greedy first-fit leaves
+    unmatched: reference calls against the agent's (``of_reference``), or agent calls against
+    the reference's."""
+
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        todo = has_ref & ~_same(view, out, ref, exact)
+        oc, rc = view.call_codes(exact)
         width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-        same = k.same_sequences(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
-        todo = has_ref & ~same
-        ok = has_ref & same
-        if not todo.any():
-            return ok, {}
-        # only the rows whose lists differ go through the multiset comparison
-        o_sel = todo[out.call_row]
-        r_sel = todo[ref.call_row]
-        o_idx = np.flatnonzero(o_sel)
-        r_idx = np.flatnonzero(r_sel)
-        o_keys = k.keys(out.call_row[o_idx], oc[o_idx], width)
-        r_keys = k.keys(ref.call_row[r_idx], rc[r_idx], width)
-        sup_miss = np.full(n, -1, dtype=np.int64)  # first reference call without an agent call
-        sub_miss = np.full(n, -1, dtype=np.int64)  # first agent call without a reference call
-        if self.mode in ("superset", "unordered"):
-            miss = k.unmatched(o_keys, r_keys)
-            sup_miss = _first(miss, r_idx, ref, n)
-        if self.mode in ("subset", "unordered"):
-            miss = k.unmatched(r_keys, o_keys)
-            sub_miss = _first(miss, o_idx, out, n)
-        fail = (sup_miss >= 0) | (sub_miss >= 0)
-        ok |= todo & ~fail
-        why: dict[int, str] = {}
+        rows = np.flatnonzero(todo)
+        o_idx, o_rows = out.calls_of(rows)
+        r_idx, r_rows = ref.calls_of(rows)
+        o_keys = k.keys(o_rows, oc[o_idx], width)
+        r_keys = k.keys(r_rows, rc[r_idx], width)
+        if of_reference:
+            return r_idx, k.unmatched(o_keys, r_keys)
+        return o_idx, k.unmatched(r_keys, o_keys)
+
+    found: tuple[np.ndarray, np.ndarray] = view.cached(("miss", exact, of_reference, has_ref.tobytes()), make)
+    return found
+
+
+def _multiset(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, mode: str
+) -> tuple[np.ndarray, Callable[[], Reasons]]:
+    n = out.n
+    same = _same(view, out, ref, exact)
+    todo = has_ref & ~same
+    ok = has_ref & same
+    if not todo.any():
+        return ok, list
+    sup_miss = np.full(n, -1, dtype=np.int64)  # first reference call without an agent call
+    sub_miss = np.full(n, -1, dtype=np.int64)  # first agent call without a reference call
+    if mode in ("superset", "unordered"):
+        idx, miss = _misses(view, out, ref, exact, has_ref, True)
+        sup_miss = _first(miss, idx, ref, n)
+    if mode in ("subset", "unordered"):
+        idx, miss = _misses(view, out, ref, exact, has_ref, False)
+        sub_miss = _first(miss, idx, out, n)
+    fail = (sup_miss >= 0) | (sub_miss >= 0)
+    ok = ok | (todo & ~fail)
+
+    def why() -> Reasons:
         rows_sup = np.flatnonzero(todo & (sup_miss >= 0))
         rows_sub = np.flatnonzero(todo & (sup_miss < 0) & (sub_miss >= 0))
-        if len(rows_sup):
-            pos = sup_miss[rows_sup]
-            descs = _describe(ref, (ref.row_calls[rows_sup] + pos).tolist())
-            for r, i, d in zip(rows_sup.tolist(), pos.tolist(), descs, strict=True):
-                why[r] = f"reference call {i} {d} not found among the agent's calls"
-        if len(rows_sub):
-            pos = sub_miss[rows_sub]
-            descs = _describe(out, (out.row_calls[rows_sub] + pos).tolist())
-            for r, i, d in zip(rows_sub.tolist(), pos.tolist(), descs, strict=True):
-                why[r] = f"agent call {i} {d} is not in the reference"
-        return ok, why
+        pos_sup, pos_sub = sup_miss[rows_sup], sub_miss[rows_sub]
+        return [
+            (
+                rows_sup,
+                _join(
+                    [
+                        "reference call ",
+                        _num(pos_sup),
+                        " ",
+                        _describe(ref, ref.row_calls[rows_sup] + pos_sup),
+                        " not found among the agent's calls",
+                    ]
+                ),
+            ),
+            (
+                rows_sub,
+                _join(
+                    [
+                        "agent call ",
+                        _num(pos_sub),
+                        " ",
+                        _describe(out, out.row_calls[rows_sub] + pos_sub),
+                        " is not in the reference",
+                    ]
+                ),
+            ),
+        ]
 
-    def _strict_calls(
-        self, out: Side, ref: Side, oc: np.ndarray, rc: np.ndarray, has_ref: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, str]]:
-        n = out.n
-        lens_eq = out.row_ncalls == ref.row_ncalls
-        rows = np.flatnonzero(has_ref & lens_eq)
-        first = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, rows, n)
-        ok = has_ref & lens_eq & (first < 0)
-        why: dict[int, str] = {}
-        for r in np.flatnonzero(has_ref & ~lens_eq).tolist():
-            why[r] = f"{out.row_ncalls[r]} agent tool calls vs {ref.row_ncalls[r]} in the reference"
+    return ok, why
+
+
+def _strict_calls(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
+) -> tuple[np.ndarray, Callable[[], Reasons]]:
+    n = out.n
+    oc, rc = view.call_codes(exact)
+    lens_eq = out.row_ncalls == ref.row_ncalls
+    same = _same(view, out, ref, exact)
+    rows = np.flatnonzero(has_ref & lens_eq & ~same)
+    first = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, rows, n)
+    ok = has_ref & lens_eq & (first < 0)
+
+    def why() -> Reasons:
+        short = np.flatnonzero(has_ref & ~lens_eq)
         bad = np.flatnonzero(has_ref & lens_eq & (first >= 0))
-        if len(bad):
-            pos = first[bad]
-            a = _describe(out, (out.row_calls[bad] + pos).tolist())
-            b = _describe(ref, (ref.row_calls[bad] + pos).tolist())
-            for r, i, da, db in zip(bad.tolist(), pos.tolist(), a, b, strict=True):
-                why[r] = f"tool call {i}: agent {da} vs reference {db}"
-        return ok, why
+        pos = first[bad]
+        return [
+            (
+                short,
+                _join(
+                    [
+                        _num(out.row_ncalls[short]),
+                        " agent tool calls vs ",
+                        _num(ref.row_ncalls[short]),
+                        " in the reference",
+                    ]
+                ),
+            ),
+            (
+                bad,
+                _join(
+                    [
+                        "tool call ",
+                        _num(pos),
+                        ": agent ",
+                        _describe(out, out.row_calls[bad] + pos),
+                        " vs reference ",
+                        _describe(ref, ref.row_calls[bad] + pos),
+                    ]
+                ),
+            ),
+        ]
 
-    def _subsequence(
-        self, out: Side, ref: Side, oc: np.ndarray, rc: np.ndarray, has_ref: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, str]]:
-        j = k.subsequence(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
-        ok = has_ref & (j == ref.row_ncalls)
+    return ok, why
+
+
+def _subsequence(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
+) -> tuple[np.ndarray, Callable[[], Reasons]]:
+    oc, rc = view.call_codes(exact)
+    same = _same(view, out, ref, exact)
+    j = ref.row_ncalls.copy()  # equal lists: every reference call matched in order
+    rest = has_ref & ~same
+    if rest.any():
+        sel = np.flatnonzero(rest)
+        j[sel] = k.subsequence(oc, out.row_calls[sel], out.row_ncalls[sel], rc, ref.row_calls[sel], ref.row_ncalls[sel])
+    ok = has_ref & (j == ref.row_ncalls)
+
+    def why() -> Reasons:
         bad = np.flatnonzero(has_ref & ~ok)
-        why: dict[int, str] = {}
-        if len(bad):
-            pos = j[bad]
-            descs = _describe(ref, (ref.row_calls[bad] + pos).tolist())
-            for r, i, d in zip(bad.tolist(), pos.tolist(), descs, strict=True):
-                why[r] = f"reference call {i} {d} does not appear in order after the earlier matches"
-        return ok, why
+        pos = j[bad]
+        text = _join(
+            [
+                "reference call ",
+                _num(pos),
+                " ",
+                _describe(ref, ref.row_calls[bad] + pos),
+                " does not appear in order after the earlier matches",
+            ]
+        )
+        return [(bad, text)]
 
-    def _strict_messages(
-        self, view: BatchView, out: Side, ref: Side, oc: np.ndarray, rc: np.ndarray, has_ref: np.ndarray
-    ) -> tuple[np.ndarray, dict[int, str]]:
-        nm_o, nm_r = out.row_nmsgs, ref.row_nmsgs
-        why: dict[int, str] = {}
-        for r in np.flatnonzero(has_ref & (nm_o != nm_r)).tolist():
-            why[r] = f"{nm_o[r]} messages vs {nm_r[r]} in the reference"
-        rows = np.flatnonzero(has_ref & (nm_o == nm_r) & (nm_o > 0))
-        ok = has_ref & (nm_o == nm_r)
-        if not len(rows):
-            return ok, why
-        lens = nm_o[rows]
-        total = int(lens.sum())
-        group_start = np.cumsum(lens) - lens
-        within = np.arange(total, dtype=np.int64) - np.repeat(group_start, lens)
-        om = np.repeat(out.row_msgs[rows], lens) + within
-        rm = np.repeat(ref.row_msgs[rows], lens) + within
-        pair_row = np.repeat(rows, lens)
-        ac = out.msg_ncalls[om]
-        bc = ref.msg_ncalls[rm]
-        role_diff = out.roles[om] != ref.roles[rm]
-        reason = np.zeros(total, dtype=np.int8)
-        miss = np.full(total, -1, dtype=np.int64)
-        both = (ac == bc) & (ac > 0) & ~role_diff
-        pairs = np.flatnonzero(both)
-        if len(pairs):
-            cnt = ac[pairs]
-            ctotal = int(cnt.sum())
-            cstart = np.cumsum(cnt) - cnt
-            cwithin = np.arange(ctotal, dtype=np.int64) - np.repeat(cstart, cnt)
-            a_idx = np.repeat(out.msg_calls[om[pairs]], cnt) + cwithin
-            b_idx = np.repeat(ref.msg_calls[rm[pairs]], cnt) + cwithin
-            a_codes, b_codes = oc[a_idx], rc[b_idx]
-            differ = a_codes != b_codes
+    return ok, why
+
+
+def _strict_messages(
+    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray
+) -> tuple[np.ndarray, Callable[[], Reasons]]:
+    oc, rc = view.call_codes(exact)
+    nm_o, nm_r = out.row_nmsgs, ref.row_nmsgs
+    ok = has_ref & (nm_o == nm_r)
+    rows = np.flatnonzero(ok & (nm_o > 0))
+    lens = nm_o[rows]
+    total = int(lens.sum())
+    group_start = np.cumsum(lens) - lens
+    within = np.arange(total, dtype=np.int64) - np.repeat(group_start, lens)
+    om = np.repeat(out.row_msgs[rows], lens) + within
+    rm = np.repeat(ref.row_msgs[rows], lens) + within
+    pair_row = np.repeat(rows, lens)
+    ac = out.msg_ncalls[om]
+    bc = ref.msg_ncalls[rm]
+    role_diff = out.roles[om] != ref.roles[rm]
+    miss = np.full(total, -1, dtype=np.int64)
+    pairs = np.flatnonzero((ac == bc) & (ac > 0) & ~role_diff)
+    if len(pairs):
+        cnt = ac[pairs]
+        ctotal = int(cnt.sum())
+        cstart = np.cumsum(cnt) - cnt
+        cwithin = np.arange(ctotal, dtype=np.int64) - np.repeat(cstart, cnt)
+        a_codes = oc[np.repeat(out.msg_calls[om[pairs]], cnt) + cwithin]
+        b_codes = rc[np.repeat(ref.msg_calls[rm[pairs]], cnt) + cwithin]
+        differ = a_codes != b_codes
+        if differ.any():
+            # only the messages whose calls differ in order are compared as multisets
             pid = np.repeat(np.arange(len(pairs), dtype=np.int64), cnt)
-            if differ.any():
-                # only the pairs whose calls differ in order are compared as multisets
-                dpairs = np.unique(pid[differ])
-                dsel = np.isin(pid, dpairs)
-                width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-                agent_keys = k.keys(pid[dsel], a_codes[dsel], width)
-                ref_keys = k.keys(pid[dsel], b_codes[dsel], width)
-                unm = k.unmatched(ref_keys, agent_keys)
-                hit = np.flatnonzero(unm)
-                if len(hit):
-                    owner = pid[dsel][hit]
-                    uniq, first = np.unique(owner, return_index=True)
-                    miss[pairs[uniq]] = cwithin[dsel][hit[first]]
-        reason[miss >= 0] = 5
-        reason[(ac > 0) & (bc > 0) & (ac != bc)] = 4
-        reason[(ac > 0) & (bc == 0)] = 3
-        reason[(ac == 0) & (bc > 0)] = 2
-        reason[role_diff] = 1
-        failing = np.flatnonzero(reason > 0)
-        if not len(failing):
-            return ok, why
-        owner_rows, first = np.unique(pair_row[failing], return_index=True)
-        fp = failing[first]  # the first failing pair of each failing row
-        ok[owner_rows] = False
-        i_of = within[fp]
-        call5 = [int(out.msg_calls[om[p]] + miss[p]) for p in fp.tolist() if reason[p] == 5]
-        descs = iter(_describe(out, call5))
-        for r, p, i in zip(owner_rows.tolist(), fp.tolist(), i_of.tolist(), strict=True):
-            kind = reason[p]
+            dsel = np.isin(pid, np.unique(pid[differ]))
+            width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
+            unm = k.unmatched(k.keys(pid[dsel], b_codes[dsel], width), k.keys(pid[dsel], a_codes[dsel], width))
+            hit = np.flatnonzero(unm)
+            if len(hit):
+                owner = pid[dsel][hit]
+                uniq, first = np.unique(owner, return_index=True)
+                miss[pairs[uniq]] = cwithin[dsel][hit[first]]
+    reason = np.zeros(total, dtype=np.int8)
+    reason[miss >= 0] = 5
+    reason[(ac > 0) & (bc > 0) & (ac != bc)] = 4
+    reason[(ac > 0) & (bc == 0)] = 3
+    reason[(ac == 0) & (bc > 0)] = 2
+    reason[role_diff] = 1
+    failing = np.flatnonzero(reason > 0)
+    owner_rows, first_of = np.unique(pair_row[failing], return_index=True)
+    fp = failing[first_of]  # the first failing message pair of each failing row
+    ok[owner_rows] = False
+
+    def why() -> Reasons:
+        counts = np.flatnonzero(has_ref & (nm_o != nm_r))
+        groups: Reasons = [
+            (counts, _join([_num(nm_o[counts]), " messages vs ", _num(nm_r[counts]), " in the reference"]))
+        ]
+        kinds = reason[fp]
+        at = _num(within[fp])
+        for kind in (1, 2, 3, 4, 5):
+            sel = np.flatnonzero(kinds == kind)
+            if not len(sel):
+                continue
+            rows, p, head = owner_rows[sel], fp[sel], _join(["message ", at.take(pa.array(sel)), ": "])
             if kind == 1:
-                a, b = out.role_names(int(om[p])), ref.role_names(int(rm[p]))
-                why[r] = f"message {i}: role {a!r} vs {b!r} in the reference"
+                a = pa.array([repr(out.role_names(int(m))) for m in om[p]], pa.string())
+                b = pa.array([repr(ref.role_names(int(m))) for m in rm[p]], pa.string())
+                text = _join([head, "role ", a, " vs ", b, " in the reference"])
             elif kind == 2:
-                why[r] = f"message {i}: agent message has no tool calls, the reference message does"
+                text = _join([head, "agent message has no tool calls, the reference message does"])
             elif kind == 3:
-                why[r] = f"message {i}: agent message has tool calls, the reference message does not"
+                text = _join([head, "agent message has tool calls, the reference message does not"])
             elif kind == 4:
-                why[r] = f"message {i}: {ac[p]} tool calls vs {bc[p]} in the reference"
+                text = _join([head, _num(ac[p]), " tool calls vs ", _num(bc[p]), " in the reference"])
             else:
-                why[r] = f"message {i}: agent call {next(descs)} has no match in the reference message"
-        return ok, why
+                desc = _describe(out, out.msg_calls[om[p]] + miss[p])
+                text = _join([head, "agent call ", desc, " has no match in the reference message"])
+            groups.append((rows, text))
+        return groups
+
+    return ok, why
 
 
 def _first(miss: np.ndarray, idx: np.ndarray, side: Side, n: int) -> np.ndarray:
@@ -316,7 +423,7 @@ def _first(miss: np.ndarray, idx: np.ndarray, side: Side, n: int) -> np.ndarray:
     if not len(hit):
         return out
     calls = idx[hit]
-    rows = side.call_row[calls]
+    rows = side.rows_of_calls(calls)
     uniq, first = np.unique(rows, return_index=True)
     out[uniq] = calls[first] - side.row_calls[uniq]
     return out
@@ -340,34 +447,30 @@ class AccuracyForm:
             return _placeholder(self.key, n, self.threshold)
         out, ref = view.out, view.ref
         n_ref = ref.row_ncalls if ref is not None else np.zeros(n, dtype=np.int64)
-        scored = view.has_ref & (n_ref > 0) & ~view.fallback()
+        has_ref = view.has_ref & ~view.fallback()
+        scored = has_ref & (n_ref > 0)
         hits = np.zeros(n, dtype=np.int64)
         if ref is not None and scored.any():
-            oc, rc = view.call_codes(self.exact)
-            width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-            same = k.same_sequences(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
+            same = _same(view, out, ref, self.exact)
             hits[same] = n_ref[same]
-            todo = scored & ~same
+            todo = has_ref & ~same
             if todo.any():
-                o_idx = np.flatnonzero(todo[out.call_row])
-                r_idx = np.flatnonzero(todo[ref.call_row])
-                miss = k.unmatched(
-                    k.keys(out.call_row[o_idx], oc[o_idx], width), k.keys(ref.call_row[r_idx], rc[r_idx], width)
-                )
-                matched = np.bincount(ref.call_row[r_idx][~miss], minlength=n)
+                r_idx, miss = _misses(view, out, ref, self.exact, has_ref, True)
+                matched = np.bincount(ref.rows_of_calls(r_idx[~miss]), minlength=n)
                 hits[todo] = matched[todo]
-        denom = np.where(scored, n_ref, 1)
-        score = hits / denom
-        h, d = _num(hits), _num(n_ref)
-        value = _join([h, "/", d])
-        comment = _join(["reproduced ", h, " of ", d, " reference tool calls"])
-        comment = pc.if_else(pa.array(scored), comment, "no reference tool calls to score against")
+        score = hits / np.where(scored, n_ref, 1)
+        value = _join([_num(hits), "/", _num(n_ref)])
+
+        def comment() -> pa.Array:
+            text = _join(["reproduced ", _num(hits), " of ", _num(n_ref), " reference tool calls"])
+            return pc.if_else(pa.array(scored), text, "no reference tool calls to score against").cast(pa.string())
+
         return KeyColumns(
             self.key,
             pa.array(score, pa.float64(), mask=~scored),
             pc.if_else(pa.array(scored), value, pa.scalar(None, pa.string())),
             _passed(score, scored, self.threshold),
-            comment.cast(pa.string()),
+            comment,
             None,
             self.threshold,
         )
@@ -399,14 +502,14 @@ class ToolUseForm:
         out = view.out
         ok = np.zeros(n, dtype=bool)
         code = view.code_of_name(self.tool)
-        if code is not None and len(out.call_row):
+        if code is not None and len(out.row_calls) and out.row_calls[-1]:
             oc, _ = view.name_codes()
             hit = oc == code
             if self.expected_args is not None:
                 args, _ = view.arg_codes()
                 want = view.canon_code(self.expected_args)
                 hit &= args == want if want is not None else False
-            ok[out.call_row[hit]] = True
+            ok[out.rows_of_calls(np.flatnonzero(hit))] = True
         score = ok.astype(np.float64)
         every = np.ones(n, dtype=bool)
         return KeyColumns(

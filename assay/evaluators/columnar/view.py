@@ -10,6 +10,7 @@ and the rows the object path would read differently (:meth:`BatchView.fallback_m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,9 +75,21 @@ def _leaf_needed(parts: list[str], needs: set[str]) -> bool:
     return False
 
 
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with dictionary-encoded text as plain text (the forms read both alike)."""
+    if pa.types.is_dictionary(t):
+        return t.value_type if is_text(t.value_type) else t
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _plain_type(t.value_type)
+        return pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain_type(f.type), f.nullable) for f in t])
+    return t
+
+
 def layout_of(schema: pa.Schema) -> Layout | None:
     """The layout of a schema the forms read, or None (then nothing is scored by columns)."""
-    ok, ref = columnar_plan(schema)
+    ok, ref = columnar_plan(pa.schema([pa.field(f.name, _plain_type(f.type)) for f in schema]))
     names = set(schema.names)
     if not ok or "scenario" in names:  # a scenario's tool calls count when the messages have none
         return None
@@ -122,7 +135,7 @@ class Side:
     def __init__(self, arr: pa.Array) -> None:
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
-        self.n = n = len(arr)
+        self.n = len(arr)
         self.valid = _valid(arr)
         row_msgs = _offsets(arr)
         msgs = arr.values
@@ -135,17 +148,17 @@ class Side:
         counts = np.diff(row_msgs)
         if not self.valid.all() and (counts[~self.valid] != 0).any():
             raise Decline("a null message list spanning messages")
-        self.msg_row = np.repeat(np.arange(n, dtype=np.int64), counts)
         role = _field(msgs, "role")
         if role is None or pa.types.is_null(role.type):
             self.roles = np.full(m, -1, dtype=np.int64)
         else:
             idx = pc.index_in(role, value_set=_ROLE_SET)
             self.roles = np.asarray(idx.fill_null(-1), dtype=np.int64)
-        bad = np.zeros(n, dtype=bool)
-        bad |= self.valid & (counts == 0)
-        if m and (self.roles < 0).any():
-            bad[self.msg_row[self.roles < 0]] = True
+        bad = self.valid & (counts == 0)
+        if m:
+            unknown = np.flatnonzero(self.roles < 0)
+            if len(unknown):
+                bad[np.searchsorted(row_msgs, unknown, side="right") - 1] = True
         calls_list = _field(msgs, "tool_calls")
         self.names: pa.Array = pa.array([], pa.string())
         self.args: pa.Array | None = None
@@ -153,9 +166,8 @@ class Side:
             self.msg_calls = np.zeros(m + 1, dtype=np.int64)
         else:
             offs = _offsets(calls_list)
-            cvalid = _valid(calls_list)
-            ncalls = np.diff(offs)
-            if not cvalid.all() and (ncalls[~cvalid] != 0).any():
+            self.msg_ncalls = np.diff(offs)
+            if calls_list.null_count and (self.msg_ncalls[~_valid(calls_list)] != 0).any():
                 raise Decline("a null tool-call list spanning calls")
             calls = calls_list.values.slice(int(offs[0]), int(offs[-1] - offs[0]))
             if calls.null_count:
@@ -167,58 +179,84 @@ class Side:
             names = _field(fn, "name")
             self.names = names if names is not None else pa.nulls(len(calls), pa.string())
             self.args = _field(fn, "arguments")
-            if len(calls):
-                missing = np.asarray(pc.fill_null(pc.equal(_text_len(self.names), 0), True), dtype=bool)
-                if missing.any():
-                    call_msg = np.repeat(np.arange(m, dtype=np.int64), np.diff(self.msg_calls))
-                    bad[self.msg_row[call_msg[missing]]] = True
-        self.msg_ncalls = np.diff(self.msg_calls)
+        if not hasattr(self, "msg_ncalls"):
+            self.msg_ncalls = np.diff(self.msg_calls)
         self.row_calls = self.msg_calls[row_msgs]
         self.row_ncalls = np.diff(self.row_calls)
         self.row_nmsgs = counts
         self.bad = bad
-        self.call_row = np.repeat(np.arange(n, dtype=np.int64), self.row_ncalls)
+        self._msg_row: np.ndarray | None = None
+        self._call_row: np.ndarray | None = None
+
+    @property
+    def msg_row(self) -> np.ndarray:
+        """The row of each message."""
+        if self._msg_row is None:
+            self._msg_row = np.repeat(np.arange(self.n, dtype=np.int64), self.row_nmsgs)
+        return self._msg_row
+
+    @property
+    def call_row(self) -> np.ndarray:
+        """The row of each flat call."""
+        if self._call_row is None:
+            self._call_row = np.repeat(np.arange(self.n, dtype=np.int64), self.row_ncalls)
+        return self._call_row
+
+    def calls_of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The flat calls of some rows, in order, and the row of each."""
+        lens = self.row_ncalls[rows]
+        total = int(lens.sum())
+        starts = np.repeat(self.row_calls[rows], lens)
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        owner: np.ndarray = np.repeat(rows, lens)
+        return starts + within, owner
+
+    def rows_of_calls(self, calls: np.ndarray) -> np.ndarray:
+        """The rows of a few flat calls (without the per-call row array)."""
+        rows: np.ndarray = np.searchsorted(self.row_calls, calls, side="right") - 1
+        return rows
 
     def role_names(self, i: int) -> str | None:
         code = int(self.roles[i])
         return ROLES[code] if code >= 0 else None
 
 
-def _text_len(arr: pa.Array) -> pa.Array:
-    if pa.types.is_dictionary(arr.type):
-        lengths = pc.utf8_length(arr.dictionary)
-        return pc.take(lengths, arr.indices)
-    if pa.types.is_null(arr.type):
-        return pa.nulls(len(arr), pa.int32())
-    return pc.utf8_length(arr)
-
-
-def _codes(arrays: list[pa.Array]) -> list[np.ndarray]:
+def _codes(arrays: list[pa.Array]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Integer codes of the values of several string arrays, one dictionary for all (equal
-    strings, equal codes); a dictionary-encoded array is mapped through its own dictionary."""
+    strings, equal codes; a dictionary-encoded array is mapped through its own dictionary), and
+    per array which values are null or empty (a call without a name)."""
     plain: list[pa.Array] = []
     for a in arrays:
         if pa.types.is_dictionary(a.type):
-            plain.append(a.dictionary)
+            plain.append(a.dictionary.cast(pa.string()))
         elif pa.types.is_null(a.type):
             plain.append(pa.array([], pa.string()))
         else:
-            plain.append(a.cast(pa.string()) if not pa.types.is_string(a.type) else a)
-    joined = pa.concat_arrays([p.cast(pa.string()) for p in plain]) if plain else pa.array([], pa.string())
-    enc = pc.dictionary_encode(joined, null_encoding="encode")
+            plain.append(a if pa.types.is_string(a.type) else a.cast(pa.string()))
+    enc = pc.dictionary_encode(pa.concat_arrays(plain), null_encoding="encode")
     idx = np.asarray(enc.indices, dtype=np.int64)
-    out: list[np.ndarray] = []
+    empty_codes = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(enc.dictionary, ""), True), dtype=bool))
+    codes: list[np.ndarray] = []
+    missing: list[np.ndarray] = []
     start = 0
     for a, p in zip(arrays, plain, strict=True):
         part = idx[start : start + len(p)]
         start += len(p)
         if pa.types.is_dictionary(a.type):
-            out.append(part[np.asarray(a.indices.fill_null(0), dtype=np.int64)] if len(a) else part[:0])
+            nulls = np.asarray(a.indices.is_null(), dtype=bool) if a.indices.null_count else None
+            c = part[np.asarray(a.indices.fill_null(0), dtype=np.int64)] if len(part) else np.zeros(len(a), np.int64)
+            miss = np.isin(c, empty_codes)
+            if nulls is not None:
+                miss |= nulls
         elif pa.types.is_null(a.type):
-            out.append(np.full(len(a), -1, dtype=np.int64))
+            c = np.zeros(len(a), dtype=np.int64)
+            miss = np.ones(len(a), dtype=bool)
         else:
-            out.append(part)
-    return out
+            c = part
+            miss = np.isin(c, empty_codes) if len(empty_codes) else np.zeros(len(c), dtype=bool)
+        codes.append(c)
+        missing.append(miss)
+    return codes, missing
 
 
 class BatchView:
@@ -238,6 +276,7 @@ class BatchView:
         self._names: tuple[np.ndarray, np.ndarray] | None = None
         self._args: tuple[np.ndarray, np.ndarray] | None = None
         self._canon: dict[bytes, int] = {}
+        self._cache: dict[Any, Any] = {}
         self.name_dictionary: dict[str, int] | None = None
         try:
             self.out = Side(batch.column(layout.messages))
@@ -251,8 +290,15 @@ class BatchView:
         if self.ref is not None:
             self.has_ref = self.ref.valid.copy()
             self._fallback |= self.ref.valid & self.ref.bad
-        if ARGS in needs:
-            self.arg_codes()
+        self.name_codes()  # a call without a name: the object path's general reading
+        if ARGS in needs or self.out.args is not None or (self.ref is not None and self.ref.args is not None):
+            self.arg_codes()  # the object path parses arguments it reads: a defect is its warning row
+
+    def cached(self, key: Any, make: Callable[[], Any]) -> Any:
+        """A value several forms of one batch share, made once."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     # -- codes ------------------------------------------------------------------------------------
 
@@ -260,9 +306,12 @@ class BatchView:
         """The flat calls' tool-name codes, agent side and reference side (one dictionary)."""
         if self._names is None:
             assert self.out is not None
-            ref_names = self.ref.names if self.ref is not None else pa.array([], pa.string())
-            a, b = _codes([self.out.names, ref_names])
-            self._names = (a, b)
+            sides = [self.out, *([self.ref] if self.ref is not None else [])]
+            codes, missing = _codes([side.names for side in sides])
+            for side, miss in zip(sides, missing, strict=True):
+                if miss.any():
+                    self._fallback[side.rows_of_calls(np.flatnonzero(miss))] = True
+            self._names = (codes[0], codes[1] if len(codes) > 1 else np.zeros(0, dtype=np.int64))
         return self._names
 
     def code_of_name(self, name: str) -> int | None:
@@ -289,7 +338,7 @@ class BatchView:
             codes, defects, self._canon = argument_codes(arrays)
             for side, bad in zip(sides, defects, strict=True):
                 if bad.any():
-                    self._fallback[side.call_row[bad]] = True
+                    self._fallback[side.rows_of_calls(np.flatnonzero(bad))] = True
             self._args = (codes[0], codes[1] if len(codes) > 1 else np.zeros(0, dtype=np.int64))
         return self._args
 
@@ -303,9 +352,14 @@ class BatchView:
         a, b = self.name_codes()
         if not with_args:
             return a, b
-        x, y = self.arg_codes()
-        width = int(max(x.max(initial=0), y.max(initial=0))) + 1
-        return a * width + x, b * width + y
+
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            x, y = self.arg_codes()
+            width = int(max(x.max(initial=0), y.max(initial=0))) + 1
+            return a * width + x, b * width + y
+
+        codes: tuple[np.ndarray, np.ndarray] = self.cached("call_codes", make)
+        return codes
 
     # -- texts ------------------------------------------------------------------------------------
 
