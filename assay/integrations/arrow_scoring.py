@@ -214,9 +214,16 @@ class BatchScorer:
         import pyarrow.compute as pc
 
         n = batch.num_rows
+        ids = _trace_ids(batch, p.layout.id_column)
+        if ids is None:  # ids the object path reads otherwise (JSON text, another type): every row
+            processed = self.process(batch, name, first)
+            self.observe(processed)
+            return score_table(
+                processed, self.keys, run_id=self.run_id, ds=ds, thresholds=self.thresholds, extra_keys=False
+            )
         scores = p.score(batch)
-        ids = batch.column(p.layout.id_column).cast(pa.string()) if p.layout.id_column else pa.nulls(n, pa.string())
-        fallback = np.asarray(ids.is_null(), dtype=bool)
+        # a row without an id (its trace id is its position) or whose id is JSON text: the object path
+        fallback = np.asarray(ids.is_null(), dtype=bool) | _json_text(ids)
         if scores.fallback is not None:
             fallback |= scores.fallback.to_numpy(zero_copy_only=False)
         lines = pa.array(np.arange(first + 1, first + n + 1), pa.int64())
@@ -298,6 +305,30 @@ def score_table(
     builder.add_all([row for _, row, _ in lines])
     table = pa.Table.from_batches([builder.batch()])
     return table.append_column("read_error", pa.array([err for _, _, err in lines], type=pa.string()))
+
+
+def _trace_ids(batch: pa.RecordBatch, column: str | None) -> pa.Array | None:
+    """The id column as text (null where the row has none), or None when its type is one the
+    object path reads otherwise (neither text nor an integer)."""
+    n = batch.num_rows
+    if column is None:
+        return pa.nulls(n, pa.string())
+    ids = batch.column(column)
+    t = ids.type
+    if pa.types.is_null(t):
+        return pa.nulls(n, pa.string())
+    if pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t):
+        return ids.cast(pa.string())
+    return None
+
+
+def _json_text(ids: pa.Array) -> Any:
+    """Which ids look like JSON objects or arrays (the object path decodes those)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    found = pc.match_substring_regex(ids, r"^\s*[\[{]").fill_null(False)
+    return np.asarray(found, dtype=bool)
 
 
 def _unread(failure: Failure, run_id: str) -> dict[str, Any]:

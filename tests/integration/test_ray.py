@@ -270,7 +270,7 @@ def test_scorer_by_columns_gives_the_object_paths_table() -> None:
         calls = [(rng.choice(names), {"q": rng.randint(0, 2)}) for _ in range(rng.randint(0, 4))]
         ref = [(rng.choice(names), {"q": rng.randint(0, 2)}) for _ in range(rng.randint(0, 4))]
         row: dict[str, Any] = {"id": f"t{i}", "messages": agent_messages(*calls), "reference": agent_messages(*ref)}
-        row["id"] = None if i % 17 == 0 else row["id"]
+        row["id"] = None if i % 17 == 0 else '{"json": "text"}' if i == 5 else row["id"]
         row["messages"] = [] if i % 23 == 0 else None if i % 29 == 0 else row["messages"]
         row["reference"] = None if i % 31 == 0 else row["reference"]
         rows.append(row)

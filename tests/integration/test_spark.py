@@ -268,3 +268,47 @@ def test_a_day_of_a_delta_table_through_the_delta_sink(tmp_path: Path, spark: An
     assert {d: len(ids) for d, ids in by_day.items()} == {"2026-11-23": N, "2026-11-24": N}
     assert sorted(by_day["2026-11-24"]) == sorted(f"t{i}" for i in range(N))
     assert report.summary["counts"]["dead_letters"] == 1
+
+
+def test_batch_judges_are_submitted_and_collected_from_the_driver(tmp_path: Path, spark: Any) -> None:
+    """A judge with ``mode: batch``: the driver reads the DataFrame, submits the batches and
+    collects them through the ledger (exit 75 while they are pending, as ``assay run``); the
+    executors then find every answer in the judge cache: no real-time call reaches the provider."""
+    from assay.integrations.spark import run
+    from assay.testing.batch_server import BatchServerThread
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    records = [{"id": f"t{i}", "inputs": f"question {i}", "outputs": f"answer {i}"} for i in range(N)]
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "traces.parquet")
+    df = spark.read.parquet(str(tmp_path / "traces.parquet")).repartition(2)
+    with BatchServerThread(delay=0.5) as server:
+        cfg = {
+            "source": {"path": "spark"},
+            "judges": {
+                "gpt": {
+                    "provider": "openai",
+                    "base_url": f"{server.url}/v1",
+                    "model": "judge-1",
+                    "mode": "batch",
+                    "batch": {"max_requests": 20, "poll_interval_s": 0.2},
+                }
+            },
+            "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "gpt"}}],
+            "sink": {"path": str(tmp_path / "out") + "/"},
+            "state_dir": str(tmp_path / "state"),
+        }
+        run_file = _write_run_file(tmp_path, "run.yaml", cfg)
+        first = run(df, run_file)
+        assert first.exit_code == 75 and "pending" in first.messages[0]
+        assert not (tmp_path / "out" / "_SUCCESS").exists()
+        done = run(df, run_file, wait=True)
+        stats = server.stats
+        realtime = server.server.judge.stats.requests
+    assert done.exit_code == 0, done.messages
+    assert len(stats.submissions) == N and set(stats.submissions.values()) == {1}  # each line once
+    assert stats.batches == 2  # 30 lines, 20 a batch
+    assert realtime == 0  # no executor called the provider
+    rows = [json.loads(line) for p in (tmp_path / "out").glob("part-*.jsonl") for line in p.read_text().splitlines()]
+    assert sorted(r["trace_id"] for r in rows) == sorted(f"t{i}" for i in range(N))
+    assert all(r["results"]["correctness"]["score"] in (0.0, 1.0) for r in rows)
+    assert done.summary["totals"]["batch"]["lines"] == N
