@@ -261,12 +261,57 @@ class BatchScorer:
         order = np.argsort(np.concatenate([keep, redo]), kind="stable")
         return merged.take(pa.array(order))
 
+    def columnar_processed(self, batch: pa.RecordBatch, name: str, first: int = 0) -> Any:
+        """One batch scored by columns as the engine's columnar path hands it to its sink stage
+        (:class:`~assay.pipeline.columnar_run.ColumnarProcessed`: staged result structs, the
+        key columns for the summary), or None when the batch must take the object path (no
+        columnar plan, an id the object path reads otherwise, a row the columns cannot decide)."""
+        import pyarrow.compute as pc
+
+        from assay.connectors.parquet_schema import SEGMENT_RESULT_TYPE
+        from assay.pipeline.columnar_run import ColumnarProcessed
+
+        p = self.columnar_plan(batch.schema)
+        if p is None or not batch.num_rows:
+            return None
+        n = batch.num_rows
+        ids = _trace_ids(batch, p.layout.id_column)
+        if ids is None or _json_text(ids).any():
+            return None
+        scores = p.score(batch)
+        if scores.fallback is not None:
+            return None
+        lines = pa.array(range(first + 1, first + n + 1), pa.int64()).cast(pa.string())
+        positions = pc.binary_join_element_wise(pa.scalar(f"{name}:"), lines, "")
+        structs: dict[str, Any] = {}
+        for key, cols in scores.results.items():
+            error = cols.error if cols.error is not None else pa.nulls(n, pa.string())
+            fields = [cols.score, cols.value_text(), pc.greater_equal(cols.score, pa.scalar(0.5)), cols.comment, error]
+            fields += [pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.float64())]
+            fields += [pa.repeat(pa.scalar(self.identities.get(key), pa.string()), n), pa.nulls(n, pa.float64())]
+            structs[key] = pa.StructArray.from_arrays(fields, fields=list(SEGMENT_RESULT_TYPE))
+        unit = RowsOf(name, first, n)
+        return ColumnarProcessed(unit, pc.coalesce(ids, positions), positions, structs, scores.results)
+
     def observe(self, processed: Processed) -> None:
         """Remember the pass marks results carry (the score columns' ``passed``)."""
         for row in processed.rows:
             for key, r in row["results"].items():
                 if r.threshold is not None:
                     self.thresholds[key] = r.threshold
+
+
+class RowsOf:
+    """Rows ``first+1`` … ``first+num_rows`` of ``name``: the unit of a batch scored by columns
+    away from its source (what the engine's columnar sink stage counts and acknowledges)."""
+
+    def __init__(self, name: str, first: int, num_rows: int) -> None:
+        self.name, self.first, self.num_rows = name, first, num_rows
+
+    def span(self) -> Position:
+        from assay.connectors.parquet_source import RowSpan
+
+        return RowSpan(self.name, self.first + 1, last=self.first + self.num_rows)
 
 
 def as_batch(data: pa.Table | pa.RecordBatch) -> pa.RecordBatch:

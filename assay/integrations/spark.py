@@ -62,10 +62,11 @@ from assay.exceptions import AssayError, ConnectorError
 from assay.integrations.arrow_scoring import BatchScorer, default_run_id, run_config
 from assay.pipeline.assembly import build_evaluators, sweep_leftovers
 from assay.pipeline.batch_run import batch_phase, has_batch_judges
+from assay.pipeline.columnar_run import ColumnarPipeline
 from assay.pipeline.commit import Committer
 from assay.pipeline.outputs import RunPlan
 from assay.pipeline.run import conclude
-from assay.pipeline.runner import Pipeline, Processed, RunOptions
+from assay.pipeline.runner import Pipeline, RunOptions
 from assay.pipeline.summary import RunStats, merge_judge_stats
 from assay.pipeline.targets import dead_letter_of
 from assay.pipeline.verdict import RunReport
@@ -73,6 +74,7 @@ from assay.pipeline.writer import WriterResult, unwrap
 from assay.records import Envelope, Position
 from assay.stages.evaluate import EvaluateStage
 from assay.stats.labels import load_labels
+from assay.traces.normalize import DEFAULT_OPTIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -101,16 +103,6 @@ def _partition() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
-def _processed(scorer: BatchScorer, batches: Iterator[pa.RecordBatch]) -> Iterator[Processed]:
-    """A partition's batches scored (positions ``partition-<i>:<row>``, 1-based in the partition)."""
-    name = f"partition-{_partition()}"
-    first = 0
-    for batch in batches:
-        if batch.num_rows:
-            yield scorer.process(assemble(batch), name, first)
-            first += batch.num_rows
-
-
 class _ScoreColumns:
     """The ``mapInArrow`` function of :func:`score`."""
 
@@ -131,13 +123,24 @@ class _WireBatches:
     """The ``mapInArrow`` function of :func:`run`: each scored batch as the engine's sink stage
     takes it (pickled), then the worker's judge counts and status after the partition."""
 
-    def __init__(self, job: str, config: RunConfig, run_id: str, use_cache: bool) -> None:
+    def __init__(self, job: str, config: RunConfig, run_id: str, use_cache: bool, by_columns: bool) -> None:
         self.job, self.config, self.run_id, self.use_cache = job, config, run_id, use_cache
+        self.by_columns = by_columns
+        """The driver's sink stage takes batches scored by columns (the engine's columnar path)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         scorer = _scorer(self.job, self.config, self.run_id, self.use_cache)
-        for processed in _processed(scorer, batches):
-            yield _wire("rows", processed)
+        name = f"partition-{_partition()}"
+        first = 0
+        for batch in map(assemble, batches):
+            if not batch.num_rows:
+                continue
+            scored = scorer.columnar_processed(batch, name, first) if self.by_columns else None
+            if scored is not None:
+                yield _wire("columns", scored)
+            else:
+                yield _wire("rows", scorer.process(batch, name, first))
+            first += batch.num_rows
         scorer.partitions += 1
         worker = {"scorer": id(scorer), "job": self.job, "seq": scorer.partitions}
         yield _wire("judges", {**worker, "judges": scorer.judge_stats(), "status": scorer.status})
@@ -312,12 +315,24 @@ async def _run(df: DataFrame, config: RunConfig, origin: str, use_cache: bool, w
     plan = RunPlan(config)
     sweep_leftovers(config)
     states = await plan.prepare(1, fresh=True)
-    wire = projected.mapInArrow(_WireBatches(uuid.uuid4().hex, config, str(config.run_id), use_cache), WIRE_SCHEMA)
-    result = await _write(plan, states.get(0) or {}, wire, origin)
-    return await conclude(plan, [result], started_at=started_at, wall_s=time.perf_counter() - t0)
+    result = await _write(plan, states.get(0) or {}, projected, origin, use_cache)
+    spark = result.extra.pop("spark")
+    return await conclude(plan, [result], started_at=started_at, wall_s=time.perf_counter() - t0, spark=spark)
 
 
-async def _write(plan: RunPlan, state: dict[str, Any], wire: DataFrame, origin: str) -> WriterResult:
+def _takes_columns(config: RunConfig, sink: Any, evaluators: Sequence[Any]) -> bool:
+    """Whether the driver's sink stage takes batches scored by columns (the engine's columnar
+    path: a wide Parquet sink, no clusters or labels, every evaluator with a columnar form)."""
+    from assay.evaluators.columnar import FORMS, columnar_enabled
+
+    if not columnar_enabled() or not hasattr(sink, "write_columns") or getattr(sink, "layout", "wide") != "wide":
+        return False
+    if config.stats.cluster_by or config.calibration is not None or config.normalize != DEFAULT_OPTIONS:
+        return False
+    return bool(evaluators) and all(type(ev) in FORMS and ev.sampler is None for ev in evaluators)
+
+
+async def _write(plan: RunPlan, state: dict[str, Any], df: DataFrame, origin: str, use_cache: bool) -> WriterResult:
     """The driver's writer: the executors' scored batches through the engine's sink stage."""
     config = plan.config
     started = time.perf_counter()
@@ -335,7 +350,9 @@ async def _write(plan: RunPlan, state: dict[str, Any], wire: DataFrame, origin: 
         )
         for role, section in (("results", config.sink), ("dead_letter", dead_letter_of(config)))
     }
-    source = _WireSource(wire)
+    by_columns = _takes_columns(config, sinks["results"], evaluators)
+    wire_fn = _WireBatches(uuid.uuid4().hex, config, str(config.run_id), use_cache, by_columns)
+    source = _WireSource(df.mapInArrow(wire_fn, WIRE_SCHEMA))
 
     def checkpoint_state() -> dict[str, Any]:
         return {"stats": stats.to_dict(), "judges": source.judges(), "writer": 0, "n": 1}
@@ -377,7 +394,7 @@ async def _write(plan: RunPlan, state: dict[str, Any], wire: DataFrame, origin: 
         time.perf_counter() - started,
         error,
         committer.commits,
-        extra={"read_now": stats.counts["read"]},
+        extra={"read_now": stats.counts["read"], "spark": source.counts},
     )
 
 
@@ -395,13 +412,14 @@ def _error(exc: BaseException) -> AssayError:
     return err
 
 
-class _Forward(Pipeline):
+class _Forward(ColumnarPipeline):
     """The engine with its batch step done already (on the executors): each envelope carries a
-    :class:`Processed`, which goes to the sink stage as it is."""
+    :class:`Processed` (or a batch scored by columns), which goes to the sink stage as it is."""
 
-    async def _process(self, batch: list[Envelope]) -> Processed:
-        processed: Processed = batch[0].record
-        return processed
+    _pump = Pipeline._pump  # (the wire source's envelopes, not a Parquet source's Arrow batches)
+
+    async def _process(self, batch: Any) -> Any:
+        return batch[0].record
 
 
 class _WireSource(Source):
@@ -414,6 +432,8 @@ class _WireSource(Source):
         self._stop = False
         self._workers: dict[tuple[str, int], dict[str, Any]] = {}
         self.status = "ok"
+        self.counts = {"batches_by_columns": 0, "batches_by_objects": 0, "partitions": 0}
+        """What the summary's ``spark`` section reports."""
 
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
@@ -434,10 +454,12 @@ class _WireSource(Source):
         n = 0
         for row in self.wire.toLocalIterator(prefetchPartitions=True):
             obj = pickle.loads(row["data"])
-            if row["kind"] == "rows":
+            if row["kind"] in ("rows", "columns"):
                 n += 1
+                self.counts["batches_by_columns" if row["kind"] == "columns" else "batches_by_objects"] += 1
                 yield Envelope(b"", Position("spark", n), record=obj)
                 continue
+            self.counts["partitions"] += 1
             key = (obj["job"], obj["scorer"])
             if obj["seq"] >= self._workers.get(key, {}).get("seq", 0):
                 self._workers[key] = obj

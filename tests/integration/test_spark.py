@@ -176,6 +176,33 @@ def test_a_delta_table_scores_the_same_on_spark_as_with_assay_run(tmp_path: Path
     assert summary["evaluators"]["trajectory_strict_match"]["passed"] == strict_passes
     assert (tmp_path / "spark_out" / "_SUCCESS").exists()
 
+    # into a Parquet sink, the rows the columns decide go as columns (the engine's columnar path)
+    clean = df.where("id not in ('t4', 't7')")  # (the rows the columns leave to the object path)
+    cfg["sink"] = {"path": str(tmp_path / "spark_parquet") + "/", "format": "parquet"}
+    report = run(clean, _write_run_file(tmp_path, "parquet.yaml", cfg))
+    assert report.exit_code == 0
+    assert report.summary["spark"] == {"batches_by_columns": 2, "batches_by_objects": 0, "partitions": 2}
+    cfg["sink"] = {"path": str(tmp_path / "spark_jsonl") + "/"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASSAY_COLUMNAR", "0")  # (the driver's choice; the executors follow it)
+        report = run(clean, _write_run_file(tmp_path, "jsonl.yaml", cfg))
+    assert report.exit_code == 0 and report.summary["spark"]["batches_by_columns"] == 0
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pq.read_table(tmp_path / "spark_parquet").to_pylist()
+    by_columns = {r["trace_id"]: {k: (r[k]["score"], r[k]["value"]) for k in keys} for r in table}
+    assert len(by_columns) == N - 2
+    assert by_columns == {
+        t: {k: (s, _text(v)) for k, (s, v) in res.items()} for t, res in expected.items() if t in by_columns
+    }
+    a = json.loads((tmp_path / "spark_parquet" / "_SUMMARY.json").read_text())
+    b = json.loads((tmp_path / "spark_jsonl" / "_SUMMARY.json").read_text())
+    assert a["counts"] == b["counts"] and a["evaluators"] == b["evaluators"]  # the summary of either path
+
+
+def _text(value: Any) -> str | None:
+    """A result's value as the Parquet sink writes it (text; JSON for anything else)."""
+    return value if value is None or isinstance(value, str) else json.dumps(value)
+
 
 def test_dead_letters_and_a_failed_gate_exit_as_assay_run_does(tmp_path: Path, spark: Any) -> None:
     from assay.integrations.spark import run
