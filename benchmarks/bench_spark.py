@@ -6,8 +6,8 @@ times into one directory (10 × 100,000 = 10⁶ rows by default). The evaluators
 trajectory checks: ``trajectory_match`` strict and unordered with ``tool_args_match_mode: ignore``,
 and ``tool_call_accuracy`` with ``args_match_mode: ignore``.
 
-Each measurement is a fresh process, timed by GNU time (wall, user + system CPU of the whole tree:
-the JVM and Spark's Python workers included):
+Each measurement is a fresh process, timed by GNU time (wall time; CPU time for ``assay run`` only:
+the JVM Spark starts is not a child GNU time waits for):
 
 * ``assay run --workers 2``, the directory → a Parquet directory sink;
 * ``spark score``: :func:`assay.integrations.spark.score` over ``spark.read.parquet(dir)`` written
@@ -224,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     for label, _, _, _ in variants:
         m = best[label]
         job = m.job_s if m.job_s is not None else m.wall_s
+        cpu = "—" if m.job_s is not None else f"{m.cpu_s:.1f}"  # (GNU time does not see the JVM's CPU)
         print(
-            f"| {label} | {m.wall_s:.1f} | {m.cpu_s:.1f} | {job:.1f} | {job / base.wall_s:.2f}× | "
+            f"| {label} | {m.wall_s:.1f} | {cpu} | {job:.1f} | {job / base.wall_s:.2f}× | "
             f"{m.wall_s / base.wall_s:.2f}× | {rows / job:,.0f} |"
         )
     return 0

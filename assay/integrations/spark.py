@@ -188,6 +188,7 @@ def read_columns(df: DataFrame, evaluators: Sequence[Any], columns: Sequence[str
 
     text = any(ev.reads_text for ev in evaluators)
     call_ids = any(ev.reads_call_ids for ev in evaluators)
+    args = any(ev.reads_args for ev in evaluators)
     out = []
     for field in df.schema.fields:
         if columns is not None and field.name not in columns:
@@ -197,13 +198,42 @@ def read_columns(df: DataFrame, evaluators: Sequence[Any], columns: Sequence[str
         if text or not (is_messages and isinstance(t, ArrayType) and isinstance(t.elementType, StructType)):
             out.append(F.col(field.name))
             continue
-        kept = [
-            f.name
-            for f in t.elementType.fields
-            if f.name != "content" and (call_ids or f.name != "tool_call_id") and FIELD_MARK not in f.name
-        ]
-        out.extend(F.col(field.name)[f].alias(f"{field.name}{FIELD_MARK}{f}") for f in kept)
+        for f in t.elementType.fields:
+            if f.name == "content" or (not call_ids and f.name == "tool_call_id") or FIELD_MARK in f.name:
+                continue
+            leaf = F.col(field.name)[f.name]
+            if f.name == "tool_calls":
+                leaf = _calls(leaf, f.dataType, call_ids=call_ids, args=args)
+            out.append(leaf.alias(f"{field.name}{FIELD_MARK}{f.name}"))
     return df.select(*out)
+
+
+def _calls(column: Any, t: Any, *, call_ids: bool, args: bool) -> Any:
+    """The ``tool_calls`` lists of a message column (``array<array<call>>``) with only what is
+    read of each call: ``function.name``, its ``arguments`` when an evaluator compares them, the
+    call's ``id`` when one pairs calls with results (never ``type``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StructType
+
+    call = t.elementType if isinstance(t, ArrayType) else None
+    fields = {f.name: f.dataType for f in call.fields} if isinstance(call, StructType) else {}
+    function = fields.get("function")
+    if not isinstance(function, StructType) or {f.name for f in function.fields} - {"name", "arguments"}:
+        return column  # (a shape the Parquet source reads another way: as it is)
+    keep_id = call_ids and "id" in fields
+    keep_args = args and "arguments" in {f.name for f in function.fields}
+
+    def one(c: Any) -> Any:
+        fn = [c["function"]["name"].alias("name")]
+        if keep_args:
+            fn.append(c["function"]["arguments"].alias("arguments"))
+        parts = [c["id"].alias("id")] if keep_id else []
+        return F.struct(*parts, F.struct(*fn).alias("function"))
+
+    def each(calls: Any) -> Any:
+        return F.transform(calls, one)
+
+    return F.transform(column, each)
 
 
 def assemble(batch: pa.RecordBatch) -> pa.RecordBatch:
