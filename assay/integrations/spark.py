@@ -57,7 +57,7 @@ import anyio
 from assay.config import RunConfig
 from assay.connectors.base import Source, threaded_batches
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
-from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, build_sink
+from assay.connectors.registry import EMPTY_SINK_STATE
 from assay.exceptions import AssayError, ConnectorError
 from assay.integrations.arrow_scoring import BatchScorer, default_run_id, run_config
 from assay.pipeline.assembly import build_evaluators, sweep_leftovers
@@ -68,7 +68,6 @@ from assay.pipeline.outputs import RunPlan
 from assay.pipeline.run import conclude
 from assay.pipeline.runner import Pipeline, RunOptions
 from assay.pipeline.summary import RunStats, merge_judge_stats
-from assay.pipeline.targets import dead_letter_of
 from assay.pipeline.verdict import RunReport
 from assay.pipeline.writer import WriterResult, unwrap
 from assay.records import Envelope, Position
@@ -344,8 +343,8 @@ async def _run(df: DataFrame, config: RunConfig, origin: str, use_cache: bool, w
         config = phase.config
     plan = RunPlan(config)
     sweep_leftovers(config)
-    states = await plan.prepare(1, fresh=True)
-    result = await _write(plan, states.get(0) or {}, projected, origin, use_cache)
+    await plan.prepare(1, fresh=True)  # (always from the start: no checkpoint to resume from)
+    result = await _write(plan, projected, origin, use_cache)
     spark = result.extra.pop("spark")
     return await conclude(plan, [result], started_at=started_at, wall_s=time.perf_counter() - t0, spark=spark)
 
@@ -362,7 +361,7 @@ def _takes_columns(config: RunConfig, sink: Any, evaluators: Sequence[Any]) -> b
     return bool(evaluators) and all(type(ev) in FORMS and ev.sampler is None for ev in evaluators)
 
 
-async def _write(plan: RunPlan, state: dict[str, Any], df: DataFrame, origin: str, use_cache: bool) -> WriterResult:
+async def _write(plan: RunPlan, df: DataFrame, origin: str, use_cache: bool) -> WriterResult:
     """The driver's writer: the executors' scored batches through the engine's sink stage."""
     config = plan.config
     started = time.perf_counter()
@@ -372,14 +371,7 @@ async def _write(plan: RunPlan, state: dict[str, Any], df: DataFrame, origin: st
         level=config.stats.ci_level,
         labels=load_labels(config.calibration.labels) if config.calibration else None,
     )
-    staged = bool(state.get("staged"))
-    sinks = {
-        role: build_sink(
-            section,
-            SinkContext(role, 0, EMPTY_SINK_STATE, config.s3, staged=staged, state_dir=config.state_dir),
-        )
-        for role, section in (("results", config.sink), ("dead_letter", dead_letter_of(config)))
-    }
+    sinks = {role: plan._sink(role, 0, EMPTY_SINK_STATE) for role in ("results", "dead_letter")}  # (as prepared)
     by_columns = _takes_columns(config, sinks["results"], evaluators)
     wire_fn = _WireBatches(uuid.uuid4().hex, config, str(config.run_id), use_cache, by_columns)
     source = _WireSource(df.mapInArrow(wire_fn, WIRE_SCHEMA))
