@@ -40,6 +40,14 @@ cluster of several nodes each node keeps the cache on its own disk at the same `
 an actor restarted on *another* node pays again for the answers of the batch it redoes.
 ``use_cache=False`` turns the cache off.
 
+Batches whose messages are Arrow lists of structs are scored **by columns** when every evaluator
+of the run has a columnar form (:mod:`assay.evaluators.columnar`; ``ASSAY_COLUMNAR=0`` turns it
+off): no trace object is built, and the rows the columns cannot decide as the object path would
+take the object path, in place. The table is the object path's either way. Read only the columns
+the plan needs with ``ray.data.read_parquet(path, columns=scorer.read_columns(schema))`` (None:
+every column). The scorer is :class:`~assay.integrations.arrow_scoring.BatchScorer`, which the
+Spark integration's executors run too.
+
 Rows are traces one by one: multi-row exports (LangSmith runs, Langfuse observations) are
 assembled by ``assay run``, not here (their rows of one trace may be in different batches).
 """
