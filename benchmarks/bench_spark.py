@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     variants: list[tuple[str, list[str], dict[str, str], Path]] = []
     out = work / "out-assay-run"
     rf = run_file(work, table, out)
-    variants.append(("assay run --workers 2", [sys.executable, "-m", "assay.cli", "run", str(rf), "-q", "--workers", "2"], {}, out))
+    cli = [sys.executable, "-m", "assay.cli", "run", str(rf), "-q", "--workers", "2"]
+    variants.append(("assay run --workers 2", cli, {}, out))
     for label, mode, env in (
         ("spark score (columns)", "score", {}),
         ("spark score (object path)", "score", {"ASSAY_COLUMNAR": "0"}),
