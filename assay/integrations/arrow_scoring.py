@@ -24,6 +24,7 @@ without a columnar form, a judge) the whole batch takes the object path.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -99,6 +100,8 @@ class BatchScorer:
         self.pool: Any = None
         self.partitions = 0
         """Partitions (Spark) this scorer finished."""
+        self.uid = uuid.uuid4().hex
+        """Which scorer (of which worker process) reports its judge counts."""
         self._plans: dict[pa.Schema, Any] = {}
 
     @property

@@ -141,7 +141,7 @@ class _WireBatches:
                 yield _wire("rows", scorer.process(batch, name, first))
             first += batch.num_rows
         scorer.partitions += 1
-        worker = {"scorer": id(scorer), "job": self.job, "seq": scorer.partitions}
+        worker = {"scorer": scorer.uid, "job": self.job, "seq": scorer.partitions}
         yield _wire("judges", {**worker, "judges": scorer.judge_stats(), "status": scorer.status})
 
 
@@ -452,7 +452,7 @@ class _WireSource(Source):
         super().__init__()
         self.wire = wire
         self._stop = False
-        self._workers: dict[tuple[str, int], dict[str, Any]] = {}
+        self._workers: dict[tuple[str, str], dict[str, Any]] = {}
         self.status = "ok"
         self.counts = {"batches_by_columns": 0, "batches_by_objects": 0, "partitions": 0}
         """What the summary's ``spark`` section reports."""

@@ -246,7 +246,7 @@ def test_executors_share_one_judge_budget_through_redis(tmp_path: Path, spark: A
     together, and the judge refuses none."""
     import redis
 
-    from assay.integrations.spark import score
+    from assay.integrations.spark import run
 
     store = redis_server.url.rsplit("/", 1)[0] + "/6"
     client = redis.Redis.from_url(store)
@@ -263,12 +263,17 @@ def test_executors_share_one_judge_budget_through_redis(tmp_path: Path, spark: A
             "state_dir": str(tmp_path / "state"),
         }
         df = spark.read.parquet(str(tmp_path / "traces.parquet")).repartition(2)
-        rows = score(df, config=cfg, use_cache=False).collect()
+        report = run(df, _write_run_file(tmp_path, "run.yaml", cfg), use_cache=False)
         stats = server.stats
-    assert len(rows) == N and all(r["correctness"]["score"] is not None for r in rows)
+    assert report.exit_code == 0, report.messages
+    rows = [json.loads(line) for p in (tmp_path / "out").glob("part-*.jsonl") for line in p.read_text().splitlines()]
+    assert len(rows) == N and all(r["results"]["correctness"]["score"] is not None for r in rows)
     assert stats.rate_limited == 0, stats.to_dict()  # never above the budget in any one second
     assert stats.requests == N  # one call per trace, none repeated
     assert client.dbsize() > 0  # the budget lived in the shared store
+    # the summary adds up both executors' judge counts
+    assert report.summary["spark"]["partitions"] == 2
+    assert report.summary["totals"]["requests"] == N and report.summary["totals"]["rate_limited_429"] == 0
 
 
 def test_a_day_of_a_delta_table_through_the_delta_sink(tmp_path: Path, spark: Any) -> None:
