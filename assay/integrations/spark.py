@@ -89,8 +89,12 @@ _SCORERS: dict[str, BatchScorer] = {}
 
 
 def _scorer(job: str, config: RunConfig, run_id: str, use_cache: bool) -> BatchScorer:
+    """This worker's scorer for ``job`` (a worker runs one task at a time: the scorers of earlier
+    jobs are closed, their judges with them, when a new job's first partition comes)."""
     scorer = _SCORERS.get(job)
     if scorer is None:
+        for old in list(_SCORERS):
+            _SCORERS.pop(old).close()
         scorer = _SCORERS[job] = BatchScorer(config, run_id=run_id, use_cache=use_cache)
     return scorer
 
