@@ -50,7 +50,7 @@ def _lake() -> Any:
     return module
 
 
-def run(label: str, source: Path, sink: dict[str, Any], work: Path, columnar: bool) -> dict[str, Any]:
+def run(label: str, source: Path, sink: dict[str, Any], work: Path, columnar: bool, workers: int = 1) -> dict[str, Any]:
     out = work / f"out-{label}"
     state = work / f"state-{label}"
     for d in (out, state):
@@ -66,12 +66,23 @@ def run(label: str, source: Path, sink: dict[str, Any], work: Path, columnar: bo
     stats = work / f"{label}.time"
     cmd = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", str(stats), sys.executable, "-m", "assay.cli", "run"]
     env = {**os.environ, "ASSAY_COLUMNAR": "1" if columnar else "0"}
-    proc = subprocess.run([*cmd, str(run_file), "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.run(
+        [*cmd, str(run_file), "-q", "--workers", str(workers)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     if proc.returncode not in (0, 3):
         print(f"{label}: exit {proc.returncode}\n{proc.stderr.decode(errors='replace')[-2000:]}", file=sys.stderr)
     wall, user, system, rss_kb = stats.read_text().split()[-4:]
     rows = json.loads((out / "_SUMMARY.json").read_text())["counts"]["read"]
-    return {"label": label, "rows": rows, "wall_s": float(wall), "cpu_s": float(user) + float(system), "rss_mb": int(rss_kb) / 1024}
+    return {
+        "label": label,
+        "rows": rows,
+        "wall_s": float(wall),
+        "cpu_s": float(user) + float(system),
+        "rss_mb": int(rss_kb) / 1024,
+    }
 
 
 def _score_alone(path: str, batch_rows: int = 65_536) -> tuple[int, float, float]:
@@ -92,7 +103,17 @@ def _score_alone(path: str, batch_rows: int = 65_536) -> tuple[int, float, float
         if pa.types.is_list(t):
             return pa.list_(encoded(t.value_type))
         if pa.types.is_struct(t):
-            return pa.struct([pa.field(f.name, name if f.name == "name" and pa.types.is_string(f.type) and t.num_fields == 1 else encoded(f.type)) for f in t])
+            return pa.struct(
+                [
+                    pa.field(
+                        f.name,
+                        name
+                        if f.name == "name" and pa.types.is_string(f.type) and t.num_fields == 1
+                        else encoded(f.type),
+                    )
+                    for f in t
+                ]
+            )
         return t
 
     table = table.cast(pa.schema([pa.field(f.name, encoded(f.type)) for f in table.schema]))
@@ -124,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--mem-factors", default="10,100", help="multiples of N for the peak-RSS runs")
+    ap.add_argument("--workers", type=int, default=1, help="--workers of every timed run")
     args = ap.parse_args(argv)
 
     lake = _lake()
@@ -141,12 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     for _ in range(args.repeat):
         for label, (src, sink, columnar) in kinds.items():
-            runs[label].append(run(label, src, sink, work, columnar))
+            runs[label].append(run(label, src, sink, work, columnar, args.workers))
     best = {k: min(v, key=lambda r: r["wall_s"]) for k, v in runs.items()}
 
     import pyarrow.parquet as pq
 
-    same_table = pq.read_table(work / "out-parquet-columnar").equals(pq.read_table(work / "out-parquet-object"))
+    # (the run ids differ: each run file names its own output)
+    tables = [pq.read_table(work / f"out-{k}").drop_columns(["run_id"]) for k in ("parquet-columnar", "parquet-object")]
+    same_table = tables[0].equals(tables[1])
     means_j, means_c = lake.means(work / "out-jsonl"), lake.means(work / "out-parquet-columnar")
 
     rows, score_s, comment_s = _score_alone(str(src_parquet))
@@ -162,20 +186,24 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()
 
     j = best["jsonl"]
-    print(f"N = {args.n:,} traces; {', '.join(EVALUATORS)}; --workers 1; best of {args.repeat}")
+    print(f"N = {args.n:,} traces; {', '.join(EVALUATORS)}; --workers {args.workers}; best of {args.repeat}")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (2 cores)")
-    print(f"| run | wall s | CPU s | traces/s | × JSON lines | peak RSS |")
+    print("| run | wall s | CPU s | traces/s | × JSON lines | peak RSS |")
     print("|---|---:|---:|---:|---:|---:|")
     for label, r in best.items():
-        rate = r["rows"] / r["wall_s"]
-        print(f"| {label} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {rate:,.0f} | {j['wall_s'] / r['wall_s']:.2f}× | {r['rss_mb']:.0f} MB |")
-    print(f"scoring alone, 1 process: {rows / score_s:,.0f} traces/s ({score_s:.3f} s for {rows:,}); comments {rows / comment_s:,.0f} rows/s")
+        rate, times = r["rows"] / r["wall_s"], j["wall_s"] / r["wall_s"]
+        print(f"| {label} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {rate:,.0f} | {times:.2f}× | {r['rss_mb']:.0f} MB |")
+    print(f"scoring alone, 1 process: {rows / score_s:,.0f} traces/s ({score_s:.3f} s for {rows:,})")
+    print(f"comments built afterwards: {rows / comment_s:,.0f} rows/s")
     print(f"scoring alone, 2 processes at once: {two_rate:,.0f} traces/s")
     for m in memory:
-        print(f"memory: {m['rows']:,} rows Parquet -> Parquet (columnar): peak RSS {m['rss_mb']:.0f} MB, wall {m['wall_s']:.1f} s, {m['rows'] / m['wall_s']:,.0f} traces/s")
+        rate = m["rows"] / m["wall_s"]
+        print(f"memory: {m['rows']:,} rows Parquet -> Parquet (columnar): peak RSS {m['rss_mb']:.0f} MB, ", end="")
+        print(f"wall {m['wall_s']:.1f} s, {rate:,.0f} traces/s")
     for label, rs in runs.items():
         print(f"  {label} runs: wall {[r['wall_s'] for r in rs]} CPU {[round(r['cpu_s'], 2) for r in rs]}")
-    print(f"Parquet outputs equal (columnar vs object path): {same_table}; JSON lines means == Parquet means: {means_j == means_c}")
+    print(f"Parquet outputs equal (columnar vs object path): {same_table}")
+    print(f"JSON lines means == Parquet means: {means_j == means_c}")
     return 0 if same_table and means_j == means_c else 1
 
 

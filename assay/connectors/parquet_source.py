@@ -156,12 +156,13 @@ class ArrowUnit:
         """The batch's rows as one position (1-based, inclusive)."""
         return RowSpan(self.name, self.first + 1, last=self.first + self.num_rows)
 
-    def envelopes(self) -> list[Envelope]:
-        """The batch's rows as the envelopes :meth:`ParquetSource.batches` gives (done rows left out)."""
+    def envelopes(self, only: Sequence[int] | None = None) -> list[Envelope]:
+        """The batch's rows as the envelopes :meth:`ParquetSource.batches` gives (done rows left
+        out); ``only``: these rows of the batch (0-based, in order)."""
         rows = BatchRows(self.batch, columnar_plan(self.batch.schema))
         out = []
         done = self.done
-        for i in range(self.num_rows):
+        for i in range(self.num_rows) if only is None else only:
             row = self.first + i + 1
             if done is not None and done(row):
                 continue
@@ -315,8 +316,11 @@ class ParquetSource(Source):
                 opened = open_files[name] = (pf, self._columns(pf))
             pf, columns = opened
             done = self._resume.checker(name)
+            intervals = self._resume.done.get(name) or []
             for first, batch in inp.batches(pf, [group], columns=columns):
-                yield ArrowUnit(name, first, batch, done)
+                last = first + batch.num_rows  # rows first + 1 .. last, 1-based
+                touched = done is not None and any(s <= last and first + 1 <= e for s, e in intervals)
+                yield ArrowUnit(name, first, batch, done if touched else None)
                 self._rows_done += batch.num_rows
 
     def _iter_envelopes(self) -> Iterator[Envelope]:

@@ -5,12 +5,12 @@ sink, wide layout), and every evaluator of the run has a columnar form for the b
 (:mod:`assay.evaluators.columnar`), a batch is never turned into envelopes, traces and
 ``Result`` objects: it is scored by :meth:`~assay.evaluators.columnar.ColumnarPlan.score`,
 written by :meth:`~assay.connectors.parquet_sink.ParquetSink.write_columns`, counted into the
-summary from the result columns, and acknowledged as one span of rows. Any other batch — a
-schema without a columnar form, a row the columns cannot decide (a defective record, arguments
-that are not JSON), rows an earlier attempt completed — goes the object path, whole, through the
-same pipeline; so rows, dead letters, the summary, gates and ``_SUCCESS`` are the object path's
-(``tests/e2e/test_columnar_run.py`` compares both outputs). ``ASSAY_COLUMNAR=0`` turns the
-columnar path off.
+summary from the result columns, and acknowledged as one span of rows. The rows the columns
+cannot decide (a defective record, arguments that are not JSON) are scored by the object path and
+merged back in row order; a batch whose schema has no columnar form, or holding rows an earlier
+attempt completed, goes the object path whole, through the same pipeline. So rows, dead letters,
+the summary, gates and ``_SUCCESS`` are the object path's (``tests/integration/test_columnar_run.py``
+compares both outputs). ``ASSAY_COLUMNAR=0`` turns the columnar path off.
 
 :func:`make_pipeline` is the one hook: the writer builds its pipeline through it.
 """
@@ -18,7 +18,7 @@ columnar path off.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
@@ -31,6 +31,7 @@ from assay.exceptions import AssayError
 from assay.pipeline.commit import Committer
 from assay.pipeline.runner import Pipeline, Processed, RunOptions
 from assay.pipeline.summary import MAX_UNSCORED_REASONS, OTHER_REASONS, KeyStats, RunStats
+from assay.records import Failure
 from assay.stages.evaluate import EvaluateStage
 
 
@@ -76,13 +77,27 @@ def make_pipeline(
 
 @dataclass(slots=True)
 class ColumnarProcessed:
-    """One batch scored by columns (what the sink loop writes and counts)."""
+    """One batch scored by columns (what the sink loop writes and counts): its result rows as
+    columns (``results``: a staged struct per key; ``columns``: what the summary counts), and the
+    rows the object path scored in between (``fallback_rows``, their dead letters and warnings)."""
 
     unit: Any
     trace_ids: Any
     positions: Any
     results: dict[str, Any]
     columns: dict[str, Any]
+    fallback_rows: list[int] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    warnings: int = 0
+
+
+@dataclass(slots=True)
+class _Merged:
+    """A key's merged result columns as the summary reads them."""
+
+    score: Any
+    comment: Any
+    error: Any
 
 
 class ColumnarPipeline(Pipeline):
@@ -95,10 +110,32 @@ class ColumnarPipeline(Pipeline):
         self.columnar_batches = 0
         self.object_batches = 0
 
+    #: Batches scored at once: the scoring's array operations release the GIL, so two batches in
+    #: worker threads use both cores; the sink loop writes them back in reading order.
+    BATCHES_IN_FLIGHT = 2
+
     async def run(self) -> Any:
         if getattr(self.parquet, "has_exports", False):  # rows assembled into traces: the wrapper's reading
             self._pump = super()._pump  # type: ignore[method-assign]
+        elif self.options.workers is None:
+            self.options.workers = self.BATCHES_IN_FLIGHT
         return await super().run()
+
+    async def _sink_loop(self, recv: Any) -> None:
+        """Write what the workers send in the order the batches were read (``(seq, processed)``)."""
+        waiting: dict[int, Any] = {}
+        expected = 0
+        async with recv:
+            async for item in recv:
+                if not isinstance(item, tuple):
+                    await self._write(item)
+                    continue
+                seq, processed = item
+                waiting[seq] = processed
+                while expected in waiting:  # (a batch dropped while stopping leaves a gap: nothing after it is written)
+                    await self._write(waiting.pop(expected))
+                    expected += 1
+            await self._read_errors()
 
     def _plan(self, schema: Any) -> Any:
         from assay.evaluators.columnar import plan
@@ -114,9 +151,11 @@ class ColumnarPipeline(Pipeline):
                 with anyio.CancelScope() as self._reading:
                     if self._reading_stopped:
                         self._reading.cancel()
+                    seq = 0
                     async for unit in self.parquet.arrow_batches():
                         self.emitted += unit.pending_rows()
-                        await send.send(unit)
+                        await send.send((seq, unit))
+                        seq += 1
                         if self.status != "ok":
                             break
             except AssayError as exc:
@@ -125,12 +164,18 @@ class ColumnarPipeline(Pipeline):
     async def _process(self, batch: Any) -> Any:
         if isinstance(batch, list):
             return await super()._process(batch)
-        unit = batch
+        seq, unit = batch
+        return seq, await self._process_unit(unit)
+
+    async def _process_unit(self, unit: Any) -> Any:
         scored = await anyio.to_thread.run_sync(self._score, unit)
         if scored is None:
             self.object_batches += 1
             return await super()._process(unit.envelopes())
         self.columnar_batches += 1
+        if scored.fallback_rows:  # those rows by the object path, their results merged in row order
+            done = await super()._process(unit.envelopes(scored.fallback_rows))
+            scored = await anyio.to_thread.run_sync(self._merge, scored, done)
         return scored
 
     def _score(self, unit: Any) -> ColumnarProcessed | None:
@@ -150,7 +195,8 @@ class ColumnarPipeline(Pipeline):
         if ids is None:
             return None
         scores = plan.score(batch)
-        if scores.fallback is not None:
+        fallback = scores.fallback_rows()
+        if len(fallback) == batch.num_rows:
             return None
         n = batch.num_rows
         identity = self._identities()
@@ -174,7 +220,52 @@ class ColumnarPipeline(Pipeline):
                 ],
                 fields=list(SEGMENT_RESULT_TYPE),
             )
-        return ColumnarProcessed(unit, ids, _positions(unit), structs, scores.results)
+        return ColumnarProcessed(unit, ids, _positions(unit), structs, scores.results, fallback)
+
+    def _merge(self, scored: ColumnarProcessed, done: Processed) -> ColumnarProcessed:
+        """The columns of the rows scored by columns and the object path's rows of the others
+        (converted by the Parquet sink's own converter), in row order; the object path's dead
+        letters and warnings kept."""
+        import numpy as np
+        import pyarrow as pa
+
+        from assay.connectors.parquet_schema import TableBuilder, result_columns
+        from assay.records import encode_row
+
+        unit = scored.unit
+        keys = list(scored.results)
+        keep = np.ones(unit.num_rows, dtype=bool)
+        keep[scored.fallback_rows] = False
+        kept = np.flatnonzero(keep)
+        builder = TableBuilder(keys, own_threshold=True)
+        converted = result_columns(done.rows) if done.rows else None
+        if converted is not None:
+            builder.add_columns(converted[0])
+        else:
+            import orjson
+
+            for row in done.rows:
+                builder.add(orjson.loads(encode_row(row)))
+        extra = builder.batch()
+        extra_rows = np.array([row["position"]["line"] - unit.first - 1 for row in done.rows], dtype=np.int64)
+        order = pa.array(np.argsort(np.concatenate([kept, extra_rows]), kind="stable"), pa.int64())
+        mask = pa.array(keep, pa.bool_())
+
+        def merged(mine: Any, theirs: Any) -> Any:
+            return pa.concat_arrays([mine.filter(mask), theirs]).take(order)
+
+        results = {k: merged(scored.results[k], extra.column(k)) for k in keys}
+        columns = {k: _Merged(v.field("score"), v.field("comment"), v.field("error")) for k, v in results.items()}
+        return ColumnarProcessed(
+            unit,
+            merged(scored.trace_ids, extra.column("trace_id")),
+            merged(scored.positions, extra.column("position")),
+            results,
+            columns,
+            scored.fallback_rows,
+            done.failures,
+            done.warnings,
+        )
 
     def _identities(self) -> dict[str, str]:
         if self._identity is None:
@@ -185,17 +276,23 @@ class ColumnarPipeline(Pipeline):
         if isinstance(p, Processed):
             await super()._write(p)
             return
-        n = p.unit.num_rows
+        written = len(p.trace_ids)
         await self.sink.write_columns(p.trace_ids, self.options.run_id, p.positions, p.results)  # type: ignore[attr-defined]
+        if p.failures:
+            await self.dead_letter.write_failures(p.failures)
         stats = self.stats
-        stats.counts["read"] += n
-        stats.counts["scored"] += n
+        stats.counts["read"] += p.unit.num_rows
+        stats.counts["scored"] += written
+        stats.counts["warnings"] += p.warnings
+        for f in p.failures:
+            if f.severity == "error":
+                stats.add_dead_letter(f)
         for key, cols in p.columns.items():
             add_columns(stats, key, cols)
         await self._read_errors()
         commit = self.committer
         if commit is not None:
-            commit.add([p.unit.span()], n)
+            commit.add([p.unit.span()], written)
             await commit.maybe_commit()
         if self.on_progress is not None:
             self.on_progress(stats)

@@ -2,7 +2,8 @@
 off (``ASSAY_COLUMNAR=0``): the same result table (every value of every column, the schema), the
 same dead letters and the same summary (but its clock), for a name-level run (arguments left
 unread) and for a run that compares arguments and reads text (defective rows go the object path,
-with their warning rows). An in-process run says which path scored how many batches."""
+with their warning rows, and are merged back in row order). An in-process run says which path
+scored how many batches and rows."""
 
 from __future__ import annotations
 
@@ -106,24 +107,58 @@ def test_columnar_run_equals_the_object_path_run(tmp_path: Path, evaluators: lis
 
 def test_the_columnar_path_scores_the_batches_it_can(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _input(tmp_path)
-    seen: dict[str, int] = {"columnar": 0, "object": 0}
+    seen: dict[str, int] = {"columnar": 0, "object": 0, "rows_by_objects": 0}
     original = columnar_run.ColumnarPipeline._score
 
     def spy(self: Any, unit: Any) -> Any:
         got = original(self, unit)
         seen["columnar" if got is not None else "object"] += 1
+        seen["rows_by_objects"] += len(got.fallback_rows) if got is not None else 0
         return got
 
     monkeypatch.setattr(columnar_run.ColumnarPipeline, "_score", spy)
     monkeypatch.setenv("ASSAY_COLUMNAR", "1")
     for evaluators in (NAME_LEVEL, EXACT):
-        seen.update(columnar=0, object=0)
+        seen.update(columnar=0, object=0, rows_by_objects=0)
         config = load_run_file(_run_file(tmp_path, evaluators, "inproc"))
         report = anyio.run(lambda c=config: execute(c, fresh=True))
         assert report.summary["counts"]["scored"] + report.summary["counts"]["dead_letters"] >= 3000
-        assert seen["columnar"] > 0, seen
-        assert seen["object"] > 0, seen  # the batch holding defective rows
+        # every batch by columns; the defective rows of b.parquet by the object path, merged in
+        assert seen["columnar"] == 4 and seen["object"] == 0, seen
+        assert 0 < seen["rows_by_objects"] < 150, seen
     monkeypatch.setenv("ASSAY_COLUMNAR", "0")
-    seen.update(columnar=0, object=0)
+    seen.update(columnar=0, object=0, rows_by_objects=0)
     anyio.run(lambda: execute(load_run_file(_run_file(tmp_path, NAME_LEVEL, "off")), fresh=True))
-    assert seen == {"columnar": 0, "object": 0}
+    assert seen == {"columnar": 0, "object": 0, "rows_by_objects": 0}
+
+
+def test_a_columnar_run_that_failed_resumes_to_the_same_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches acknowledged as row spans: a run that fails after some commits resumes where it
+    stopped, and its output equals a clean run's with the columnar path off."""
+    from assay.exceptions import ConnectorError
+
+    _input(tmp_path)
+    f = _run_file(tmp_path, NAME_LEVEL, "resume")
+    cfg = json.loads(f.read_text())
+    cfg["limits"]["commit_interval_s"] = 0.001
+    f.write_text(json.dumps(cfg))
+    monkeypatch.setenv("ASSAY_COLUMNAR", "1")
+    writes = {"n": 0}
+    original = columnar_run.ColumnarPipeline._write
+
+    async def failing(self: Any, p: Any) -> None:
+        writes["n"] += 1
+        if writes["n"] == 3:
+            raise ConnectorError("the disk went away")
+        await original(self, p)
+
+    monkeypatch.setattr(columnar_run.ColumnarPipeline, "_write", failing)
+    first = anyio.run(lambda: execute(load_run_file(f), fresh=True))
+    assert first.exit_code != 0 and not (tmp_path / "out" / "_SUCCESS").exists()
+    monkeypatch.setattr(columnar_run.ColumnarPipeline, "_write", original)
+    second = anyio.run(lambda: execute(load_run_file(f)))
+    assert second.exit_code in (0, 3, 4), second.error
+    resumed = pq.read_table(tmp_path / "out")
+    _, clean, _, summary = _run(f, columnar=False)
+    assert resumed.equals(clean)
+    assert second.summary["counts"]["scored"] == summary["counts"]["scored"] == clean.num_rows

@@ -46,7 +46,7 @@ def _describe(side: Side, calls: np.ndarray) -> pa.Array:
     array: the arguments' text is made once per distinct argument text of the calls."""
     idx = pa.array(calls, pa.int64())
     names = side.names.take(idx)
-    if pa.types.is_dictionary(names.type):
+    if not pa.types.is_string(names.type):  # dictionary-encoded, large or view text
         names = names.cast(pa.string())
     if side.args is None:
         return _join([names, "({})"])

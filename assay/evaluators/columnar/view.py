@@ -123,6 +123,14 @@ def _field(struct: pa.Array, name: str) -> pa.Array | None:
     return None if idx < 0 else struct.field(idx)
 
 
+def _role_codes(role: pa.Array | None, m: int) -> np.ndarray:
+    """Each message's role as its index in :data:`ROLES` (-1: null or any other text)."""
+    if role is None or pa.types.is_null(role.type) or not m:
+        return np.full(m, -1, dtype=np.int64)
+    idx = pc.index_in(role, value_set=_ROLE_SET)
+    return np.asarray(idx.fill_null(-1), dtype=np.int64)
+
+
 class Side:
     """One message-list column of a batch (the agent's or the reference's), flattened.
 
@@ -148,13 +156,11 @@ class Side:
         counts = np.diff(row_msgs)
         if not self.valid.all() and (counts[~self.valid] != 0).any():
             raise Decline("a null message list spanning messages")
-        role = _field(msgs, "role")
-        if role is None or pa.types.is_null(role.type):
-            self.roles = np.full(m, -1, dtype=np.int64)
-        else:
-            idx = pc.index_in(role, value_set=_ROLE_SET)
-            self.roles = np.asarray(idx.fill_null(-1), dtype=np.int64)
-        bad = self.valid & (counts == 0)
+        self.roles = _role_codes(_field(msgs, "role"), m)
+        self.empty = self.valid & (counts == 0)
+        """Rows whose list is empty: the general reading's (an empty reference list is a reference
+        with no messages; an empty agent list is a trace the normalizer warns about)."""
+        bad = np.zeros(len(counts), dtype=bool)
         if m:
             unknown = np.flatnonzero(self.roles < 0)
             if len(unknown):
@@ -286,10 +292,10 @@ class BatchView:
             self.declined = str(exc)
             self._fallback[:] = True
             return
-        self._fallback |= ~self.out.valid | self.out.bad
+        self._fallback |= ~self.out.valid | self.out.empty | self.out.bad
         if self.ref is not None:
             self.has_ref = self.ref.valid.copy()
-            self._fallback |= self.ref.valid & self.ref.bad
+            self._fallback |= self.ref.valid & self.ref.bad  # (an empty list: a reference with no messages)
         self.name_codes()  # a call without a name: the object path's general reading
         if ARGS in needs or self.out.args is not None or (self.ref is not None and self.ref.args is not None):
             self.arg_codes()  # the object path parses arguments it reads: a defect is its warning row
@@ -320,7 +326,7 @@ class BatchView:
         ref_names = self.ref.names if self.ref is not None else pa.array([], pa.string())
         a, b = self.name_codes()
         for arr, codes in ((self.out.names, a), (ref_names, b)):
-            plain = arr.cast(pa.string()) if pa.types.is_dictionary(arr.type) else arr
+            plain = arr if pa.types.is_string(arr.type) or pa.types.is_null(arr.type) else arr.cast(pa.string())
             if pa.types.is_null(plain.type) or not len(plain):
                 continue
             hit = pc.index(plain, pa.scalar(name, pa.string())).as_py()
@@ -376,11 +382,15 @@ class BatchView:
         return final
 
     def reference_texts(self) -> list[Any]:
-        """Each row's ``trace.reference.final_output`` (None without text or without a reference)."""
+        """Each row's ``trace.reference.final_output`` (None without text or without a reference;
+        an empty reference list reads as the value ``[]``, as the normalizer reads it)."""
         if self.ref is None:
             return [None] * self.n
         last = self.last_assistant_text(self.ref)
-        return last if last is not None else [None] * self.n
+        texts = last if last is not None else [None] * self.n
+        for i in np.flatnonzero(self.ref.empty).tolist():
+            texts[i] = []
+        return texts
 
     @staticmethod
     def last_assistant_text(side: Side) -> list[Any] | None:

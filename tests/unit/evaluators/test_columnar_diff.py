@@ -23,6 +23,10 @@ from assay.connectors.parquet_traces import BatchRows, columnar_plan
 from assay.evaluators import ToolCallAccuracy, ToolUse, TrajectoryMatch
 from assay.evaluators.base import BaseEvaluator
 from assay.evaluators.columnar import ColumnarScores, plan
+from assay.exceptions import NormalizationError
+from assay.stages.normalize import trace_warnings
+from assay.traces.model import Trace
+from assay.traces.normalize import DEFAULT_OPTIONS, normalize_record
 from tests.support.columnar_corpus import spread, universe
 
 ROWS = int(os.environ.get("ASSAY_COLUMNAR_DIFF_ROWS", "1000000"))
@@ -45,6 +49,18 @@ def evaluators() -> list[BaseEvaluator[Any]]:
     return evs
 
 
+def object_trace(rows: BatchRows, i: int) -> Trace | None:
+    """Row ``i`` as the engine reads it: the Parquet fast path, else the general normalizer
+    (None: a dead letter)."""
+    trace = rows.trace(i)
+    if trace is not None:
+        return trace
+    try:
+        return normalize_record(rows.record(i), DEFAULT_OPTIONS)
+    except (NormalizationError, TypeError, ValueError, KeyError, AttributeError, IndexError):
+        return None
+
+
 def object_path(
     batch: pa.RecordBatch, evs: list[BaseEvaluator[Any]]
 ) -> tuple[np.ndarray, dict[str, dict[str, pa.Array]]]:
@@ -57,11 +73,11 @@ def object_path(
         ev.key: {f: [] for f in ("score", "value", "passed", "comment")} for ev in evs
     }
     for i in range(n):
-        trace = rows.trace(i)
-        if trace is None or trace.args_defects:
-            fallback[i] = True
+        trace = object_trace(rows, i)
+        if trace is None or trace_warnings(trace):
+            fallback[i] = True  # a dead letter, or a warning row beside the result: the object path's
         for ev in evs:
-            r = ev.score_trace(trace)[0] if not fallback[i] else None
+            r = ev.score_trace(trace)[0] if trace is not None else None
             c = cols[ev.key]
             c["score"].append(None if r is None else r.score)
             c["value"].append(None if r is None else r.value)
@@ -89,9 +105,12 @@ def check(
     got_fallback = np.zeros(scores.num_rows, dtype=bool)
     if scores.fallback is not None:
         got_fallback = np.asarray(scores.fallback.to_numpy(zero_copy_only=False), dtype=bool)
-    want_fallback = fallback if idx is None else fallback[idx]
-    assert np.array_equal(got_fallback, want_fallback), "the rows sent to the object path differ"
-    keep = pa.array(~want_fallback)
+    must = fallback if idx is None else fallback[idx]
+    # every row the object path reads with a dead letter or a warning row goes back to it; the
+    # columnar forms may send back a few more (a role alias, a call without a name), never many
+    assert (got_fallback | ~must).all(), "a row the object path dead-letters or warns about was scored by columns"
+    assert got_fallback.sum() <= must.sum() + 0.02 * len(must)
+    keep = pa.array(~got_fallback)
     take = None if idx is None else pa.array(idx)
     for key, want in expected.items():
         got = scores.results[key]
