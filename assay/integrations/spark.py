@@ -18,9 +18,12 @@ The DataFrame holds one trace per row, in the columns the Parquet source underst
 
 Both evaluate on the executors, in ``mapInArrow`` (Arrow batches in, Arrow batches out), through
 :class:`~assay.integrations.arrow_scoring.BatchScorer` (the Ray integration's scorer): each Python
-worker builds the evaluators once and keeps its judges open between partitions. Only the columns
-the evaluators need cross into Python: without an evaluator that reads message text, the
-``content`` of the message-list columns is left out (as the Parquet source leaves it unread).
+worker builds the evaluators once and keeps its judges open between partitions. A batch is scored
+by columns when every evaluator has a columnar form (:mod:`assay.evaluators.columnar`), else as
+trace objects. Only the columns the evaluators need cross into Python (:func:`read_columns`): the
+columnar plan's, and without an evaluator that reads message text the message fields without
+``content`` and the calls without what no evaluator compares — Spark then reads only those leaves
+of the Parquet files, as the Parquet source does.
 
 Judges share one rate budget across every executor when the run file sets ``rate_store:
 redis://…`` (or a judge's ``shared_limit``), as the Ray actors do. Judges with ``mode: batch``
@@ -78,7 +81,8 @@ from assay.traces.normalize import DEFAULT_OPTIONS
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: The columns a wire batch of :func:`run` has: what it is (``rows``, ``judges``) and its pickle.
+#: The columns a wire batch of :func:`run` has: what it is (``rows``: a processed batch of result
+#: rows; ``columns``: a batch scored by columns; ``judges``: a worker's judge counts) and its pickle.
 WIRE_SCHEMA = "kind string, data binary"
 
 
