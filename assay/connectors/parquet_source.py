@@ -14,7 +14,7 @@
 * **Shards** (``--workers`` / ``--shard i/N``): the (file, row group) units, in order, whose index
   is ``i`` modulo ``N``; the files of a multi-row export (LangSmith runs, Langfuse observations:
   :func:`~assay.traces.exports.export_columns`) are read by every shard, since a trace's rows may be
-  in any of them (:class:`~assay.stages.exports.AssembleExports` keeps each shard's traces).
+  in any of them (:class:`~assay.connectors.exports.AssembleExports` keeps each shard's traces).
 
 >>> import anyio, tempfile, pathlib, pyarrow as pa, pyarrow.parquet as pq
 >>> d = pathlib.Path(tempfile.mkdtemp())

@@ -36,6 +36,7 @@ from assay.traces.normalize import USAGE_KEYS, trace_from_args
 
 if TYPE_CHECKING:
     from assay.judges.base import Judge, JudgeRequest
+    from assay.judges.pool import JudgePool
     from assay.sampling import Sampler
 
 #: The optional hooks of an evaluator (see :meth:`BaseEvaluator.offers`).
@@ -103,6 +104,9 @@ class BaseEvaluator(ABC, Generic[P]):
     sampler: Sampler | None = None
     """Which traces it scores when its run-file spec has ``sample:`` (see :mod:`assay.sampling`;
     set by the run's ``build_evaluators``); None: every trace."""
+    judge_pool: JudgePool | None = None
+    """Where the judges this evaluator names are found: the run's pool, handed by the engine
+    (:meth:`use_judges`); None until then (see :meth:`judges`)."""
 
     def __init__(self, params: P | dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         if isinstance(params, EvaluatorParams):
@@ -121,6 +125,26 @@ class BaseEvaluator(ABC, Generic[P]):
 
     def default_key(self) -> str:
         return self.name
+
+    def use_judges(self, pool: JudgePool) -> None:
+        """Find this evaluator's judges in ``pool``: the engine hands every evaluator it builds the
+        run's pool (an argument, never an ambient one). A judge evaluator checks the names it
+        refers to (ConfigError naming the known ones)."""
+        self.judge_pool = pool
+
+    def calls_judges(self) -> bool:
+        """Whether scoring calls a judge endpoint (it offers ``resolve_judge``, or names a judge)."""
+        return self.offers("resolve_judge") or getattr(self.params, "judge", None) is not None
+
+    def judges(self) -> JudgePool:
+        """The pool this evaluator's judges are found in: the one handed to it, else a pool of its
+        own for inline configs (each endpoint built once, so repeated ``evaluate()`` calls share
+        its limits and statistics)."""
+        if self.judge_pool is None:
+            from assay.judges.pool import JudgePool  # lazy: keeps aiohttp out of `import assay`
+
+            self.judge_pool = JudgePool({})
+        return self.judge_pool
 
     def setup(self) -> None:
         """Build-time work (compile patterns, validate schemas); raise ConfigError on bad params."""

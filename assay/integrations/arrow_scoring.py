@@ -37,10 +37,11 @@ from assay.connectors.base import Sink, Source
 from assay.connectors.parquet_schema import RESULT_TYPE, TableBuilder
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
 from assay.evaluators.identity import evaluator_identity
+from assay.exceptions import BudgetExceeded
 from assay.pipeline.assembly import build_evaluators
 from assay.pipeline.runner import Pipeline, Processed, RunOptions
-from assay.records import Envelope, Failure, Position
-from assay.stages.evaluate import EvaluateStage
+from assay.records import Envelope, Failure, Position, Result
+from assay.stages.evaluate import EvaluateStage, PartialBatch
 from assay.traces.normalize import DEFAULT_OPTIONS
 
 
@@ -80,12 +81,24 @@ class BatchScorer:
     ``run_id`` (default: :func:`default_run_id`); ``use_cache``: answer from and store into the
     run's judge cache."""
 
-    def __init__(self, config: RunConfig, *, run_id: str | None = None, use_cache: bool = True) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        run_id: str | None = None,
+        use_cache: bool = True,
+        scope: str = "ray",
+        cut_as_errors: bool = True,
+    ) -> None:
         self.config = config
         self.run_id = run_id or default_run_id(config)
         self.use_cache = use_cache
+        self.scope = scope
+        """Which integration: the judge budget is shared under ``<scope>:<run_id>``."""
         self.evaluators = build_evaluators(config)
-        self.stage = EvaluateStage(self.evaluators)
+        self.stage = (
+            _CutAsErrors(self.evaluators, config.limits.budget_usd) if cut_as_errors else EvaluateStage(self.evaluators)
+        )
         options = RunOptions(
             batch_size=config.limits.batch_size,
             normalize=config.normalize,
@@ -124,8 +137,12 @@ class BatchScorer:
                 state_dir=Path(self.config.state_dir),
                 use_cache=self.use_cache,
                 budget_usd=self.config.limits.budget_usd,
+                budget_scope=f"{self.scope}:{self.run_id}",  # one budget for every worker of the job (and its reruns)
+                budget_store=self.config.rate_store,
             )
             self.pool = stack.enter_context(self._portal.wrap_async_context_manager(pool))
+            for ev in self.evaluators:
+                ev.use_judges(self.pool)
         self._loop = stack
 
     def judge_stats(self) -> dict[str, Any]:
@@ -151,12 +168,7 @@ class BatchScorer:
             self.close()
 
     async def _process(self, envelopes: list[Envelope]) -> Processed:
-        if self.pool is None:
-            return await self.pipeline._process(envelopes)
-        from assay.judges.pool import use_pool
-
-        with use_pool(self.pool):
-            return await self.pipeline._process(envelopes)
+        return await self.pipeline._process(envelopes)
 
     # -- one batch ------------------------------------------------------------------------------
 
@@ -315,6 +327,27 @@ class RowsOf:
         from assay.connectors.parquet_source import RowSpan
 
         return RowSpan(self.name, self.first + 1, last=self.first + self.num_rows)
+
+
+class _CutAsErrors(EvaluateStage):
+    """The evaluate stage of a worker that must answer every row (a Ray actor, Spark's ``score``):
+    when the judge budget cuts a batch short, the traces not judged get an error result
+    (``BudgetExceeded: judge budget … reached``) for every judged key, instead of being left out
+    for a resume as ``assay run`` leaves them."""
+
+    def __init__(self, evaluators: Sequence[Any], budget_usd: float | None) -> None:
+        super().__init__(evaluators)
+        self.budget_usd = budget_usd
+
+    async def process(self, traces: Sequence[Any]) -> tuple[list[dict[str, Result]], list[bool]]:
+        try:
+            return await super().process(traces)
+        except PartialBatch as cut:
+            spent = f"judge budget of ${self.budget_usd} reached"
+            for res in cut.results:
+                for ev in self.async_:
+                    res.setdefault(ev.key, Result.from_error(ev.key, BudgetExceeded(spent)))
+            return cut.results, [True] * len(cut.results)
 
 
 def as_batch(data: pa.Table | pa.RecordBatch) -> pa.RecordBatch:

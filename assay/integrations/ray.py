@@ -40,6 +40,14 @@ cluster of several nodes each node keeps the cache on its own disk at the same `
 an actor restarted on *another* node pays again for the answers of the batch it redoes.
 ``use_cache=False`` turns the cache off.
 
+``limits.budget_usd`` is the whole job's, not each actor's: the actors reserve every judge call's
+cost in ``<state_dir>/budget.sqlite`` under the job's run id (:mod:`assay.judges.budget_store`), so
+together they stop within one call's cost of the cap; the traces of a batch the budget cut short get
+an error result (``BudgetExceeded: judge budget … reached``) in their judged columns. What a run id
+spent stays counted: the same job run again under the same cap sends nothing; a raised cap goes on
+(the answers already paid come from the cache). SQLite is one machine's: on a cluster of several
+nodes set ``rate_store: redis://…``, and the budget is kept in that Redis instead.
+
 Batches whose messages are Arrow lists of structs are scored **by columns** when every evaluator
 of the run has a columnar form (:mod:`assay.evaluators.columnar`; ``ASSAY_COLUMNAR=0`` turns it
 off): no trace object is built, and the rows the columns cannot decide as the object path would

@@ -92,14 +92,17 @@ _SCORERS: dict[str, BatchScorer] = {}
 """The scorers of this Python worker, by job (Spark reuses a worker for many tasks)."""
 
 
-def _scorer(job: str, config: RunConfig, run_id: str, use_cache: bool) -> BatchScorer:
+def _scorer(job: str, config: RunConfig, run_id: str, use_cache: bool, *, whole: bool = True) -> BatchScorer:
     """This worker's scorer for ``job`` (a worker runs one task at a time: the scorers of earlier
     jobs are closed, their judges with them, when a new job's first partition comes)."""
     scorer = _SCORERS.get(job)
     if scorer is None:
         for old in list(_SCORERS):
             _SCORERS.pop(old).close()
-        scorer = _SCORERS[job] = BatchScorer(config, run_id=run_id, use_cache=use_cache)
+        # whole: every row gets its row (score); else a budget stop leaves rows out, as the engine does (run)
+        scorer = _SCORERS[job] = BatchScorer(
+            config, run_id=run_id, use_cache=use_cache, scope="spark", cut_as_errors=whole
+        )
     return scorer
 
 
@@ -136,7 +139,7 @@ class _WireBatches:
         """The driver's sink stage takes batches scored by columns (the engine's columnar path)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        scorer = _scorer(self.job, self.config, self.run_id, self.use_cache)
+        scorer = _scorer(self.job, self.config, self.run_id, self.use_cache, whole=False)
         name = f"partition-{_partition()}"
         first = 0
         for batch in map(assemble, batches):
@@ -299,7 +302,7 @@ def score(
     from assay.connectors.parquet_schema import result_schema
 
     cfg = run_config(run_file, config, ds=ds, sets=sets, who="score")
-    scorer = BatchScorer(cfg, run_id=run_id, use_cache=use_cache)  # (on the driver: which columns)
+    scorer = BatchScorer(cfg, run_id=run_id, use_cache=use_cache, scope="spark")  # (on the driver: which columns)
     arrow = result_schema(scorer.keys, "wide").append(pa.field("read_error", pa.string()))
     fn = _ScoreColumns(uuid.uuid4().hex, cfg, scorer.run_id, use_cache, ds)
     try:

@@ -195,13 +195,13 @@ async def _collect(
     """One pass over the input: every batch judge's cache misses into the ledger. The misses found."""
     from assay.connectors.registry import SourceContext, build_source
     from assay.evaluators.base import offers
-    from assay.judges.pool import use_pool
     from assay.stages.evaluate import EvaluateStage
     from assay.stages.normalize import RecordParser
     from assay.traces.model import Trace
 
     endpoints = rounds.begin_collect(state, pool)
-    evaluators = [ev for ev in build_evaluators(config, origin) if ev.is_async and offers(ev, "resolve_judge")]
+    built = build_evaluators(config, origin, judges=pool)
+    evaluators = [ev for ev in built if ev.is_async and offers(ev, "resolve_judge")]
     stage = EvaluateStage(evaluators)
     parse = RecordParser(config.normalize)
     if make_source is not None:
@@ -210,13 +210,12 @@ async def _collect(
         source = build_source(
             config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
         )
-    with use_pool(pool):
-        async with source as src:
-            async for batch in src.batches():
-                traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
-                if traces and evaluators:
-                    await stage.process(traces)
-        return await rounds.end_collect(state, endpoints)
+    async with source as src:
+        async for batch in src.batches():
+            traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
+            if traces and evaluators:
+                await stage.process(traces)
+    return await rounds.end_collect(state, endpoints)
 
 
 # --- reporting -------------------------------------------------------------------------------------
