@@ -26,7 +26,9 @@ columnar plan's, and without an evaluator that reads message text the message fi
 of the Parquet files, as the Parquet source does.
 
 Judges share one rate budget across every executor when the run file sets ``rate_store:
-redis://…`` (or a judge's ``shared_limit``), as the Ray actors do. Judges with ``mode: batch``
+redis://…`` (or a judge's ``shared_limit``), as the Ray actors do; ``limits.budget_usd`` is the
+whole job's (every worker reserves under ``spark:<run id>`` in ``<state_dir>/budget.sqlite``, or in
+that Redis). Judges with ``mode: batch``
 never call a provider from an executor: :func:`run` submits and collects their batches through
 the ledger from the driver first (``assay run``'s batch phase, with the DataFrame as its input;
 exit 75 while batches are pending), and the executors then find every answer in the judge cache.
