@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import orjson
 
 from assay.config import RunConfig
 from assay.connectors import registry
+from assay.connectors.base import Source
 from assay.exceptions import EXIT_INTERRUPTED, EXIT_PENDING, ConfigError
 from assay.judges.batch import rounds
 from assay.judges.batch.ledger import Ledger
@@ -78,8 +80,11 @@ async def batch_phase(
     use_cache: bool = True,
     wait: bool = False,
     handle_signals: bool = False,
+    source: Callable[[], Source] | None = None,
 ) -> PhaseResult:
-    """Recover, poll, collect, submit (see the module doc); a pending report or the config to score."""
+    """Recover, poll, collect, submit (see the module doc); a pending report or the config to score.
+    ``source``: what the collect pass reads (default: the run file's source; the Spark integration
+    gives its DataFrame)."""
     configs = batch_judges(config)
     if not configs:
         return PhaseResult(config=config)
@@ -95,7 +100,7 @@ async def batch_phase(
     interrupted = False
     try:
         try:
-            ready = await _guarded(config, origin, shard, state, wait, handle_signals)
+            ready = await _guarded(config, origin, shard, state, wait, handle_signals, source)
         except BaseExceptionGroup as group:
             raise unwrap(group) from None
         interrupted = ready is None
@@ -110,7 +115,13 @@ async def batch_phase(
 
 
 async def _guarded(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: BatchState, wait: bool, handle_signals: bool
+    config: RunConfig,
+    origin: str,
+    shard: tuple[int, int] | None,
+    state: BatchState,
+    wait: bool,
+    handle_signals: bool,
+    source: Callable[[], Source] | None = None,
 ) -> bool | None:
     """:func:`_invocation` under a SIGINT/SIGTERM watcher (None: interrupted)."""
     interrupted = False
@@ -128,13 +139,18 @@ async def _guarded(
                         return
 
             tg.start_soon(watch)
-        ready = await _invocation(config, origin, shard, state, wait)
+        ready = await _invocation(config, origin, shard, state, wait, source)
         tg.cancel_scope.cancel()
     return None if interrupted else ready
 
 
 async def _invocation(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: BatchState, wait: bool
+    config: RunConfig,
+    origin: str,
+    shard: tuple[int, int] | None,
+    state: BatchState,
+    wait: bool,
+    source: Callable[[], Source] | None = None,
 ) -> bool:
     """True when every answer is in (score now), False when batches are pending."""
     pool = JudgePool.from_config(
@@ -156,9 +172,9 @@ async def _invocation(
             state.refused.clear()
             await rounds.poll(state, pool)
             if rounds.collect_due(state):
-                misses = await _collect(config, origin, shard, pool, state)
+                misses = await _collect(config, origin, shard, pool, state, source)
                 if misses and await rounds.refetch(state, pool):  # answers that left the cache: downloaded again
-                    misses = await _collect(config, origin, shard, pool, state)
+                    misses = await _collect(config, origin, shard, pool, state, source)
                 if rounds.all_answered(state, misses):
                     return True
             await rounds.submit(state, Path(config.state_dir))
@@ -169,7 +185,12 @@ async def _invocation(
 
 
 async def _collect(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, pool: JudgePool, state: BatchState
+    config: RunConfig,
+    origin: str,
+    shard: tuple[int, int] | None,
+    pool: JudgePool,
+    state: BatchState,
+    make_source: Callable[[], Source] | None = None,
 ) -> int:
     """One pass over the input: every batch judge's cache misses into the ledger. The misses found."""
     from assay.connectors.registry import SourceContext, build_source
@@ -183,9 +204,12 @@ async def _collect(
     evaluators = [ev for ev in built if ev.is_async and offers(ev, "resolve_judge")]
     stage = EvaluateStage(evaluators)
     parse = RecordParser(config.normalize)
-    source = build_source(
-        config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
-    )
+    if make_source is not None:
+        source = make_source()
+    else:
+        source = build_source(
+            config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
+        )
     async with source as src:
         async for batch in src.batches():
             traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
