@@ -278,13 +278,14 @@ class ParquetSink(Sink):
     def _write_columns(self, trace_ids: Any, run_id: str, positions: Any, results: Mapping[str, Any]) -> None:
         import pyarrow as pa
 
-        from assay.connectors.parquet_schema import SEGMENT_RESULT_TYPE
+        from assay.connectors.parquet_schema import PLATFORM_TYPE, SEGMENT_RESULT_TYPE
 
         self._convert()  # the rows written before these, first
         builder = self._builder_for(set(results))
         n = len(trace_ids)
         top = [trace_ids, pa.repeat(pa.scalar(run_id, pa.string()), n), pa.repeat(pa.scalar(self.ds, pa.string()), n)]
         top.append(positions)
+        top.append(pa.nulls(n, PLATFORM_TYPE))  # a trace read by columns is in no platform's format
         arrays = top + [results.get(k, pa.nulls(n, SEGMENT_RESULT_TYPE)) for k in builder.keys]
         if self._segment is None:
             self._segment = Segment(self.staging_dir / segment_name(self.shard, self.seq), builder.schema)

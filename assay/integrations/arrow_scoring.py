@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from assay.config import RunConfig, build_config, load_run_file, stable_run_id
 from assay.connectors.base import Sink, Source
-from assay.connectors.parquet_schema import RESULT_TYPE, TableBuilder
+from assay.connectors.parquet_schema import PLATFORM_TYPE, RESULT_TYPE, TableBuilder
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
 from assay.evaluators.identity import evaluator_identity
 from assay.exceptions import BudgetExceeded
@@ -248,6 +248,7 @@ class BatchScorer:
             "run_id": pa.array([self.run_id] * n, pa.string()),
             "ds": pa.array([ds] * n, pa.string()),
             "position": position,
+            "platform": pa.nulls(n, PLATFORM_TYPE),  # a trace read by columns is in no platform's format
         }
         for key in self.keys:
             kc = scores.results[key]
