@@ -1,0 +1,107 @@
+# assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/code/test_code_llm_as_judge_async.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
+import pytest
+from langchain_openai import ChatOpenAI
+
+from assay.compat.openevals.code.llm import CODE_CORRECTNESS_PROMPT, create_async_code_llm_as_judge
+
+
+def _create_terra_model() -> ChatOpenAI:
+    return ChatOpenAI(model="gpt-5.6-terra", use_responses_api=True)
+
+
+@pytest.mark.asyncio
+@pytest.mark.langsmith(output_keys=["outputs"])
+@pytest.mark.parametrize(
+    "inputs, outputs, expected_result",
+    [
+        (
+            "Generate a function that returns the sum of two numbers",
+            "Sure! Here's a function that returns the sum of two numbers: def sum_of_two_numbers(a, b): return a + b",
+            False,
+        ),
+        (
+            "Generate a function that returns the sum of two numbers",
+            "def sum_of_two_numbers(a, b): return a + b",
+            True,
+        ),
+        (
+            "Generate a working web server in Python with FastAPI.",
+            """
+from fastapi import FastAPI
+
+app = FastAPI()
+
+def read_root():
+    return {"Hello": "World"}
+        """,
+            False,
+        ),
+        (
+            "Generate a working web server in Python with FastAPI.",
+            """
+from fastapi import FastAPI
+
+app = FastAPI()
+
+@app.get("/")
+def read_root():
+    return {"Hello": "World"}
+        """,
+            True,
+        ),
+    ],
+)
+async def test_code_llm_as_judge_extraction_strategy_default(inputs, outputs, expected_result):
+    llm_as_judge = create_async_code_llm_as_judge(
+        prompt=CODE_CORRECTNESS_PROMPT,
+        judge=_create_terra_model(),
+    )
+    eval_result = await llm_as_judge(inputs=inputs, outputs=outputs)
+    assert eval_result["score"] == expected_result
+
+
+@pytest.mark.asyncio
+@pytest.mark.langsmith(output_keys=["outputs"])
+@pytest.mark.parametrize(
+    "inputs, outputs, expected_result",
+    [
+        (
+            "Generate a function that returns the sum of two numbers",
+            "Sure! Here's a function that returns the sum of two numbers: def sum_of_two_numbers(a, b): return a + b",
+            True,
+        ),
+        (
+            "Generate a working web server in Python with FastAPI.",
+            """
+from fastapi import FastAPI
+
+app = FastAPI()
+
+def read_root():
+    return {"Hello": "World"}
+        """,
+            False,
+        ),
+        (
+            "Generate a working web server in Python with FastAPI.",
+            """
+from fastapi import FastAPI
+
+app = FastAPI()
+
+@app.get("/")
+def read_root():
+    return {"Hello": "World"}
+        """,
+            True,
+        ),
+    ],
+)
+async def test_code_llm_as_judge_extraction_strategy_llm(inputs, outputs, expected_result):
+    llm_as_judge = create_async_code_llm_as_judge(
+        prompt=CODE_CORRECTNESS_PROMPT,
+        judge=_create_terra_model(),
+        code_extraction_strategy="llm",
+    )
+    eval_result = await llm_as_judge(inputs=inputs, outputs=outputs)
+    assert eval_result["score"] == expected_result
