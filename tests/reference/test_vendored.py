@@ -42,7 +42,10 @@ def test_vendored_text_is_upstreams_apart_from_the_import_rewrite() -> None:
 
 
 def test_the_rewrite_touches_only_imports_and_patch_targets() -> None:
-    text = 'from openevals.llm import x\nimport agentevals\n    from openevals import y\npatch("openevals.llm.f")\nopenevals_x = 1\n'
+    text = (
+        "from openevals.llm import x\nimport agentevals\n    from openevals import y\n"
+        'patch("openevals.llm.f")\nopenevals_x = 1\n'
+    )
     assert vendor.rewrite(text) == (
         "from assay.compat.openevals.llm import x\nimport assay.compat.agentevals\n"
         '    from assay.compat.openevals import y\npatch("assay.compat.openevals.llm.f")\nopenevals_x = 1\n'
@@ -72,7 +75,8 @@ def test_every_upstream_test_is_run_or_excluded() -> None:
     listed = set(MANIFEST["run"]) | {k for k in MANIFEST["excluded"] if "::" in k}
     assert collected == listed
     whole = {k for k in MANIFEST["excluded"] if "::" not in k}
-    assert whole == {f"openevals_suite/code/e2b/{n}.py" for n in ("test_execution", "test_execution_async", "test_typecheck", "test_typecheck_async")}  # fmt: skip
+    e2b = ("test_execution", "test_execution_async", "test_typecheck", "test_typecheck_async")
+    assert whole == {f"openevals_suite/code/e2b/{n}.py" for n in e2b}
 
 
 def test_counts_in_the_docs_are_the_manifests() -> None:
@@ -107,7 +111,10 @@ def test_the_stand_in_gives_one_verdict_whatever_the_prompt(mode: str) -> None:
     from tests.reference import verdicts
 
     schema = {"type": "object", "properties": {"reasoning": {"type": "string"}, "score": {"type": "boolean"}}}
-    body = {"messages": [{"role": "user", "content": "Is 2+2=4?"}], "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}}  # fmt: skip
+    body = {
+        "messages": [{"role": "user", "content": "Is 2+2=4?"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
+    }
     verdict = verdicts.yes(body) if mode == "yes" else verdicts.no(body)
     assert verdict == {"reasoning": "Stand-in reasoning.", "score": mode == "yes"}
     plain = {"messages": [{"role": "user", "content": "hi"}]}

@@ -118,9 +118,10 @@ def vendor(args: argparse.Namespace) -> None:
             files[f"{SUITES[suite]}/{name}"] = {"source": sources[name], "blob": blob_id(data)}
         for d in [root, *(p for p in root.rglob("*") if p.is_dir() and p.name != "__pycache__")]:
             init = d / "__init__.py"
-            if not init.exists():  # packages, so that same-named test files do not collide
+            rel = init.relative_to(HERE).as_posix()
+            if rel not in files:  # packages, so that same-named test files do not collide
                 init.write_text("")
-                files.setdefault(f"{init.relative_to(HERE)}", {"source": "assay (empty package marker)", "blob": None})
+                files[rel] = {"source": "assay (empty package marker)", "blob": None}
     manifest["upstream"] = {"openevals": OPENEVALS, "agentevals": AGENTEVALS}
     manifest["files"] = files
     MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

@@ -1,11 +1,12 @@
 # assay: vendored from https://github.com/langchain-ai/agentevals@946ad15b9f2c python/tests/test_trajectory.py (MIT, tests/reference/LICENSE.agentevals); only the import lines are rewritten (tests/reference/vendor.py).
-import json
+from assay.compat.agentevals.trajectory.match import create_trajectory_match_evaluator
 
-import pytest
+from assay.compat.agentevals.types import EvaluatorResult, ChatCompletionMessage
+
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from assay.compat.agentevals.trajectory.match import create_trajectory_match_evaluator
-from assay.compat.agentevals.types import ChatCompletionMessage, EvaluatorResult
+import json
+import pytest
 
 
 @pytest.mark.langsmith
@@ -35,7 +36,9 @@ def test_trajectory_match(feedback_key, match_mode):
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -50,10 +53,16 @@ def test_trajectory_match(feedback_key, match_mode):
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -75,7 +84,9 @@ def test_trajectory_with_different_tool_message_order(feedback_key, match_mode):
     evaluator = create_trajectory_match_evaluator(trajectory_match_mode=match_mode)
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -94,14 +105,18 @@ def test_trajectory_with_different_tool_message_order(feedback_key, match_mode):
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -119,14 +134,18 @@ def test_trajectory_with_different_tool_message_order(feedback_key, match_mode):
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -148,7 +167,9 @@ def test_trajectory_with_different_message_count(feedback_key, match_mode, score
     evaluator = create_trajectory_match_evaluator(trajectory_match_mode=match_mode)
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -172,14 +193,18 @@ def test_trajectory_with_different_message_count(feedback_key, match_mode, score
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -197,16 +222,18 @@ def test_trajectory_with_different_message_count(feedback_key, match_mode, score
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -223,7 +250,9 @@ def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
     evaluator = create_trajectory_match_evaluator(trajectory_match_mode=match_mode)
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -242,7 +271,9 @@ def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -260,16 +291,20 @@ def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -299,7 +334,9 @@ def test_exact_matcher_with_different_called_tools(feedback_key, match_mode):
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -314,12 +351,16 @@ def test_exact_matcher_with_different_called_tools(feedback_key, match_mode):
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=False, comment=None, metadata=None
-    )
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=False, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -339,7 +380,9 @@ def test_trajectory_with_extra_tool_calls_and_override(feedback_key, match_mode,
     )
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -357,15 +400,21 @@ def test_trajectory_with_extra_tool_calls_and_override(feedback_key, match_mode,
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80˚ and sunny. In London, it's 90˚ and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -386,9 +435,9 @@ def test_trajectory_with_extra_tool_calls_and_override(feedback_key, match_mode,
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -401,14 +450,18 @@ def test_trajectory_with_extra_tool_calls_and_override(feedback_key, match_mode,
         ("trajectory_strict_match", "strict", 0.0),
     ],
 )
-def test_trajectory_with_subset_tool_calls_and_override(feedback_key, match_mode, score):
+def test_trajectory_with_subset_tool_calls_and_override(
+    feedback_key, match_mode, score
+):
     evaluator = create_trajectory_match_evaluator(
         trajectory_match_mode=match_mode,
         tool_args_match_overrides={"get_weather": "ignore"},
     )
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -430,7 +483,9 @@ def test_trajectory_with_subset_tool_calls_and_override(feedback_key, match_mode
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -448,16 +503,20 @@ def test_trajectory_with_subset_tool_calls_and_override(feedback_key, match_mode
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80˚ and sunny. In London, it's 90˚ and rainy.",
         ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -470,14 +529,16 @@ def test_trajectory_with_subset_tool_calls_and_override(feedback_key, match_mode
         ("trajectory_strict_match", "strict"),
     ],
 )
-def test_trajectory_match_with_langchain_messages_and_override(feedback_key, match_mode):
+def test_trajectory_match_with_langchain_messages_and_override(
+    feedback_key, match_mode
+):
     evaluator = create_trajectory_match_evaluator(
         trajectory_match_mode=match_mode,
         tool_args_match_overrides={
             "get_weather": lambda x, y: (
-                (x["city"] == "SF" or x["city"] == "San Francisco")
-                and (y["city"] == "SF" or y["city"] == "San Francisco")
+                x["city"] == "SF" or x["city"] == "San Francisco"
             )
+            and (y["city"] == "SF" or y["city"] == "San Francisco")
         },
     )
     inputs = {}
@@ -508,10 +569,14 @@ def test_trajectory_match_with_langchain_messages_and_override(feedback_key, mat
                 }
             ],
         ),
-        ToolMessage(tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."),
+        ToolMessage(
+            tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."
+        ),
         AIMessage(content="The weather in SF is 80˚ and sunny."),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -559,12 +624,14 @@ def test_trajectory_match_with_langchain_messages_failure(feedback_key, match_mo
                 }
             ],
         ),
-        ToolMessage(tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."),
+        ToolMessage(
+            tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."
+        ),
         AIMessage(content="The weather in SF is 80˚ and sunny."),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=False, comment=None, metadata=None
-    )
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=False, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -788,11 +855,15 @@ def test_trajectory_match_with_overrides(trajectory_match_mode, score):
         trajectory_match_mode=trajectory_match_mode,
     )
 
-    evaluator_no_overrides_result = evaluator_no_overrides(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_no_overrides_result = evaluator_no_overrides(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert not evaluator_no_overrides_result["score"]
 
     def lookup_policy_query_matcher(tool_args: dict, reference_tool_args: dict):
-        if reference_tool_args.get("query", {}) and "upgrade" in reference_tool_args.get("query", {}):
+        if reference_tool_args.get(
+            "query", {}
+        ) and "upgrade" in reference_tool_args.get("query", {}):
             return "upgrade" in tool_args.get("query", {})
         # Ignore for other policy query matches
         return True
@@ -1000,7 +1071,9 @@ def test_trajectory_match_with_nested_field_overrides(trajectory_match_mode):
         trajectory_match_mode=trajectory_match_mode,
     )
 
-    evaluator_no_overrides_result = evaluator_no_overrides(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_no_overrides_result = evaluator_no_overrides(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert not evaluator_no_overrides_result["score"]
 
     evaluator = create_trajectory_match_evaluator(
@@ -1036,7 +1109,9 @@ def test_tool_args_match_mode_superset(tool_args_match_mode, score):
                     "id": "123",
                     "function": {
                         "name": "get_flight_info",
-                        "arguments": json.dumps({"is_cool": True, "flight_no": "LX0112"}),
+                        "arguments": json.dumps(
+                            {"is_cool": True, "flight_no": "LX0112"}
+                        ),
                     },
                 }
             ],

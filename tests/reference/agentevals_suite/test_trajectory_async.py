@@ -1,11 +1,12 @@
 # assay: vendored from https://github.com/langchain-ai/agentevals@946ad15b9f2c python/tests/test_trajectory_async.py (MIT, tests/reference/LICENSE.agentevals); only the import lines are rewritten (tests/reference/vendor.py).
-import json
+from assay.compat.agentevals.trajectory.match import create_async_trajectory_match_evaluator
 
-import pytest
+from assay.compat.agentevals.types import EvaluatorResult, ChatCompletionMessage
+
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from assay.compat.agentevals.trajectory.match import create_async_trajectory_match_evaluator
-from assay.compat.agentevals.types import ChatCompletionMessage, EvaluatorResult
+import json
+import pytest
 
 
 @pytest.mark.langsmith
@@ -39,7 +40,9 @@ async def test_trajectory_match(feedback_key, match_mode):
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -54,10 +57,16 @@ async def test_trajectory_match(feedback_key, match_mode):
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -77,10 +86,14 @@ async def test_trajectory_match(feedback_key, match_mode):
     ],
 )
 async def test_trajectory_with_different_tool_message_order(feedback_key, match_mode):
-    evaluator = create_async_trajectory_match_evaluator(trajectory_match_mode=match_mode)
+    evaluator = create_async_trajectory_match_evaluator(
+        trajectory_match_mode=match_mode
+    )
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -99,14 +112,18 @@ async def test_trajectory_with_different_tool_message_order(feedback_key, match_
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -124,14 +141,18 @@ async def test_trajectory_with_different_tool_message_order(feedback_key, match_
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -151,10 +172,14 @@ async def test_trajectory_with_different_tool_message_order(feedback_key, match_
     ],
 )
 async def test_trajectory_with_different_message_count(feedback_key, match_mode, score):
-    evaluator = create_async_trajectory_match_evaluator(trajectory_match_mode=match_mode)
+    evaluator = create_async_trajectory_match_evaluator(
+        trajectory_match_mode=match_mode
+    )
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -178,14 +203,18 @@ async def test_trajectory_with_different_message_count(feedback_key, match_mode,
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -203,16 +232,18 @@ async def test_trajectory_with_different_message_count(feedback_key, match_mode,
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -227,10 +258,14 @@ async def test_trajectory_with_different_message_count(feedback_key, match_mode,
     ],
 )
 async def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
-    evaluator = create_async_trajectory_match_evaluator(trajectory_match_mode=match_mode)
+    evaluator = create_async_trajectory_match_evaluator(
+        trajectory_match_mode=match_mode
+    )
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -249,7 +284,9 @@ async def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -267,16 +304,20 @@ async def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -291,7 +332,9 @@ async def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
     ],
 )
 async def test_exact_matcher_with_different_called_tools(feedback_key, match_mode):
-    evaluator = create_async_trajectory_match_evaluator(trajectory_match_mode=match_mode)
+    evaluator = create_async_trajectory_match_evaluator(
+        trajectory_match_mode=match_mode
+    )
     inputs = {}
     outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -307,7 +350,9 @@ async def test_exact_matcher_with_different_called_tools(feedback_key, match_mod
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -322,12 +367,16 @@ async def test_exact_matcher_with_different_called_tools(feedback_key, match_mod
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=False, comment=None, metadata=None
-    )
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=False, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -341,14 +390,18 @@ async def test_exact_matcher_with_different_called_tools(feedback_key, match_mod
         ("trajectory_strict_match", "strict", 0.0),
     ],
 )
-async def test_trajectory_with_extra_tool_calls_and_override(feedback_key, match_mode, score):
+async def test_trajectory_with_extra_tool_calls_and_override(
+    feedback_key, match_mode, score
+):
     evaluator = create_async_trajectory_match_evaluator(
         trajectory_match_mode=match_mode,
         tool_args_match_overrides={"get_weather": "ignore"},
     )
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -366,15 +419,21 @@ async def test_trajectory_with_extra_tool_calls_and_override(feedback_key, match
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80˚ and sunny. In London, it's 90˚ and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -395,9 +454,9 @@ async def test_trajectory_with_extra_tool_calls_and_override(feedback_key, match
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -411,14 +470,18 @@ async def test_trajectory_with_extra_tool_calls_and_override(feedback_key, match
         ("trajectory_strict_match", "strict", 0.0),
     ],
 )
-async def test_trajectory_with_subset_tool_calls_and_override(feedback_key, match_mode, score):
+async def test_trajectory_with_subset_tool_calls_and_override(
+    feedback_key, match_mode, score
+):
     evaluator = create_async_trajectory_match_evaluator(
         trajectory_match_mode=match_mode,
         tool_args_match_overrides={"get_weather": "ignore"},
     )
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -440,7 +503,9 @@ async def test_trajectory_with_subset_tool_calls_and_override(feedback_key, matc
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -458,16 +523,20 @@ async def test_trajectory_with_subset_tool_calls_and_override(feedback_key, matc
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80˚ and sunny. In London, it's 90˚ and rainy.",
         ),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -481,15 +550,16 @@ async def test_trajectory_with_subset_tool_calls_and_override(feedback_key, matc
         ("trajectory_strict_match", "strict"),
     ],
 )
-async def test_trajectory_match_with_langchain_messages_and_override(feedback_key, match_mode):
+async def test_trajectory_match_with_langchain_messages_and_override(
+    feedback_key, match_mode
+):
     evaluator = create_async_trajectory_match_evaluator(
         trajectory_match_mode=match_mode,
         tool_args_match_overrides={
-            "get_weather": lambda x, y: (
-                x["city"] == "SF"
-                or (x["city"] == "San Francisco" and y["city"] == "SF")
-                or y["city"] == "San Francisco"
-            )
+            "get_weather": lambda x, y: x["city"] == "SF"
+            or x["city"] == "San Francisco"
+            and y["city"] == "SF"
+            or y["city"] == "San Francisco"
         },
     )
     inputs = {}
@@ -520,10 +590,14 @@ async def test_trajectory_match_with_langchain_messages_and_override(feedback_ke
                 }
             ],
         ),
-        ToolMessage(tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."),
+        ToolMessage(
+            tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."
+        ),
         AIMessage(content="The weather in SF is 80˚ and sunny."),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -542,8 +616,12 @@ async def test_trajectory_match_with_langchain_messages_and_override(feedback_ke
         ("trajectory_strict_match", "strict"),
     ],
 )
-async def test_trajectory_match_with_langchain_messages_failure(feedback_key, match_mode):
-    evaluator = create_async_trajectory_match_evaluator(trajectory_match_mode=match_mode)
+async def test_trajectory_match_with_langchain_messages_failure(
+    feedback_key, match_mode
+):
+    evaluator = create_async_trajectory_match_evaluator(
+        trajectory_match_mode=match_mode
+    )
     inputs = {}
     outputs = [
         HumanMessage(content="What is the weather in SF?"),
@@ -572,12 +650,14 @@ async def test_trajectory_match_with_langchain_messages_failure(feedback_key, ma
                 }
             ],
         ),
-        ToolMessage(tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."),
+        ToolMessage(
+            tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."
+        ),
         AIMessage(content="The weather in SF is 80˚ and sunny."),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=False, comment=None, metadata=None
-    )
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=False, comment=None, metadata=None)
 
 
 @pytest.mark.asyncio
@@ -802,11 +882,15 @@ async def test_trajectory_match_with_overrides(trajectory_match_mode, score):
         trajectory_match_mode=trajectory_match_mode,
     )
 
-    evaluator_no_overrides_result = await evaluator_no_overrides(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_no_overrides_result = await evaluator_no_overrides(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert not evaluator_no_overrides_result["score"]
 
     def lookup_policy_query_matcher(tool_args: dict, reference_tool_args: dict):
-        if reference_tool_args.get("query") and "upgrade" in reference_tool_args.get("query", {}):
+        if reference_tool_args.get("query") and "upgrade" in reference_tool_args.get(
+            "query", {}
+        ):
             return "upgrade" in tool_args.get("query", {})
         # Ignore for other policy query matches
         return True
@@ -817,7 +901,9 @@ async def test_trajectory_match_with_overrides(trajectory_match_mode, score):
             "lookup_policy": lookup_policy_query_matcher,
         },
     )
-    evaluator_result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_result = await evaluator(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert evaluator_result["score"] == score
 
 
@@ -1015,7 +1101,9 @@ async def test_trajectory_match_with_nested_field_overrides(trajectory_match_mod
         trajectory_match_mode=trajectory_match_mode,
     )
 
-    evaluator_no_overrides_result = await evaluator_no_overrides(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_no_overrides_result = await evaluator_no_overrides(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert not evaluator_no_overrides_result["score"]
 
     evaluator = create_async_trajectory_match_evaluator(
@@ -1025,7 +1113,9 @@ async def test_trajectory_match_with_nested_field_overrides(trajectory_match_mod
             "lookup_policy": ["time.start"],
         },
     )
-    evaluator_result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_result = await evaluator(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert evaluator_result["score"]
 
 
@@ -1052,7 +1142,9 @@ async def test_tool_args_match_mode_superset(tool_args_match_mode, score):
                     "id": "123",
                     "function": {
                         "name": "get_flight_info",
-                        "arguments": json.dumps({"is_cool": True, "flight_no": "LX0112"}),
+                        "arguments": json.dumps(
+                            {"is_cool": True, "flight_no": "LX0112"}
+                        ),
                     },
                 }
             ],
@@ -1080,7 +1172,9 @@ async def test_tool_args_match_mode_superset(tool_args_match_mode, score):
     evaluator = create_async_trajectory_match_evaluator(
         tool_args_match_mode=tool_args_match_mode,
     )
-    evaluator_result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_result = await evaluator(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert evaluator_result["score"] == score
 
 
@@ -1135,7 +1229,9 @@ async def test_tool_args_match_mode_subset(tool_args_match_mode, score):
     evaluator = create_async_trajectory_match_evaluator(
         tool_args_match_mode=tool_args_match_mode,
     )
-    evaluator_result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_result = await evaluator(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert evaluator_result["score"] == score
 
 
@@ -1190,5 +1286,7 @@ async def test_tool_args_match_mode_exact(tool_args_match_mode, score):
     evaluator = create_async_trajectory_match_evaluator(
         tool_args_match_mode=tool_args_match_mode,
     )
-    evaluator_result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_result = await evaluator(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert evaluator_result["score"] == score

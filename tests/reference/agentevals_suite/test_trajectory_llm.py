@@ -1,19 +1,21 @@
 # assay: vendored from https://github.com/langchain-ai/agentevals@946ad15b9f2c python/tests/test_trajectory_llm.py (MIT, tests/reference/LICENSE.agentevals); only the import lines are rewritten (tests/reference/vendor.py).
-import json
+from assay.compat.agentevals.trajectory.llm import (
+    create_trajectory_llm_as_judge,
+    TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE,
+    TRAJECTORY_ACCURACY_PROMPT,
+)
+
+from assay.compat.agentevals.types import ChatCompletionMessage
 
 import pytest
-
-from assay.compat.agentevals.trajectory.llm import (
-    TRAJECTORY_ACCURACY_PROMPT,
-    TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE,
-    create_trajectory_llm_as_judge,
-)
-from assay.compat.agentevals.types import ChatCompletionMessage
+import json
 
 
 @pytest.mark.langsmith
 def test_trajectory_match():
-    evaluator = create_trajectory_llm_as_judge(prompt=TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE, model="openai:o3-mini")
+    evaluator = create_trajectory_llm_as_judge(
+        prompt=TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE, model="openai:o3-mini"
+    )
     outputs = [
         {"role": "user", "content": "What is the weather in SF?"},
         {
@@ -56,7 +58,9 @@ def test_trajectory_match():
 
 @pytest.mark.langsmith
 def test_trajectory_no_ref():
-    evaluator = create_trajectory_llm_as_judge(prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:o3-mini")
+    evaluator = create_trajectory_llm_as_judge(
+        prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:o3-mini"
+    )
     outputs = [
         {"role": "user", "content": "What is the weather in SF?"},
         {
@@ -82,7 +86,9 @@ def test_trajectory_no_ref():
 
 @pytest.mark.langsmith
 def test_trajectory_no_ref_bad_trajectory():
-    evaluator = create_trajectory_llm_as_judge(prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:o3-mini")
+    evaluator = create_trajectory_llm_as_judge(
+        prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:o3-mini"
+    )
     outputs = [
         {"role": "user", "content": "What are some good restaurants in SF?"},
         {
@@ -137,7 +143,9 @@ According to this reference trajectory:
 {reference_outputs}
 </reference_trajectory>
 """
-    evaluator = create_trajectory_llm_as_judge(prompt=REVERSE_PROMPT, model="openai:o3-mini")
+    evaluator = create_trajectory_llm_as_judge(
+        prompt=REVERSE_PROMPT, model="openai:o3-mini"
+    )
     outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
         ChatCompletionMessage(
@@ -152,7 +160,9 @@ According to this reference trajectory:
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -167,8 +177,12 @@ According to this reference trajectory:
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
     eval_result = evaluator(
         inputs="What is the weather in SF?",

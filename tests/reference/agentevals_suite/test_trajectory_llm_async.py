@@ -1,14 +1,14 @@
 # assay: vendored from https://github.com/langchain-ai/agentevals@946ad15b9f2c python/tests/test_trajectory_llm_async.py (MIT, tests/reference/LICENSE.agentevals); only the import lines are rewritten (tests/reference/vendor.py).
-import json
+from assay.compat.agentevals.trajectory.llm import (
+    create_async_trajectory_llm_as_judge,
+    TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE,
+    TRAJECTORY_ACCURACY_PROMPT,
+)
+
+from assay.compat.agentevals.types import ChatCompletionMessage
 
 import pytest
-
-from assay.compat.agentevals.trajectory.llm import (
-    TRAJECTORY_ACCURACY_PROMPT,
-    TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE,
-    create_async_trajectory_llm_as_judge,
-)
-from assay.compat.agentevals.types import ChatCompletionMessage
+import json
 
 
 @pytest.mark.langsmith
@@ -62,7 +62,9 @@ async def test_trajectory_match():
 @pytest.mark.langsmith
 @pytest.mark.asyncio
 async def test_trajectory_no_ref():
-    evaluator = create_async_trajectory_llm_as_judge(prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:o3-mini")
+    evaluator = create_async_trajectory_llm_as_judge(
+        prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:o3-mini"
+    )
     outputs = [
         {"role": "user", "content": "What is the weather in SF?"},
         {
@@ -89,7 +91,9 @@ async def test_trajectory_no_ref():
 @pytest.mark.langsmith
 @pytest.mark.asyncio
 async def test_trajectory_no_ref_bad_trajectory():
-    evaluator = create_async_trajectory_llm_as_judge(prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:o3-mini")
+    evaluator = create_async_trajectory_llm_as_judge(
+        prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:o3-mini"
+    )
     outputs = [
         {"role": "user", "content": "What are some good restaurants in SF?"},
         {
@@ -137,7 +141,9 @@ Grade the following trajectory:
 {inputs}
 {reference_outputs}
 """
-    evaluator = create_async_trajectory_llm_as_judge(prompt=REVERSE_PROMPT, model="openai:o3-mini")
+    evaluator = create_async_trajectory_llm_as_judge(
+        prompt=REVERSE_PROMPT, model="openai:o3-mini"
+    )
     inputs = "What is the weather in SF?"
     outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -153,7 +159,9 @@ Grade the following trajectory:
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -168,8 +176,12 @@ Grade the following trajectory:
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
     eval_result = await evaluator(
         inputs=inputs,

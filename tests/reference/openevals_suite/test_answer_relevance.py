@@ -25,7 +25,9 @@ def test_llm_as_judge_answer_relevance_not_concise():
     inputs = {
         "question": "What is a doodad?",
     }
-    outputs = {"answer": "According to all known laws of aviation, there is no way a bee should be able to fly."}
+    outputs = {
+        "answer": "According to all known laws of aviation, there is no way a bee should be able to fly."
+    }
     llm_as_judge = create_llm_as_judge(
         prompt=ANSWER_RELEVANCE_PROMPT,
         feedback_key="answer_relevance",

@@ -25,7 +25,9 @@ def test_llm_as_judge_conciseness_not_concise():
     inputs = {
         "question": "How is the weather in San Francisco?",
     }
-    outputs = {"answer": "Thanks for asking! The current weather in San Francisco is sunny and 90 degrees."}
+    outputs = {
+        "answer": "Thanks for asking! The current weather in San Francisco is sunny and 90 degrees."
+    }
     llm_as_judge = create_llm_as_judge(
         prompt=CONCISENESS_PROMPT,
         feedback_key="conciseness",

@@ -19,7 +19,9 @@ def test_llm_as_judge_correctness():
     )
     with pytest.raises(KeyError):
         eval_result = llm_as_judge(inputs=inputs, outputs=outputs)
-    eval_result = llm_as_judge(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs)
+    eval_result = llm_as_judge(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    )
     assert eval_result["score"]
 
 
@@ -35,5 +37,7 @@ def test_llm_as_judge_correctness_not_correct():
         feedback_key="correctness",
         model="openai:gpt-6-luna",
     )
-    eval_result = llm_as_judge(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs)
+    eval_result = llm_as_judge(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    )
     assert not eval_result["score"]

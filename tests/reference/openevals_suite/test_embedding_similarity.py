@@ -1,11 +1,10 @@
 # assay: vendored from openevals-0.2.2.tar.gz tests/test_embedding_similarity.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
-import pytest
-from langsmith import Client
-
 from assay.compat.openevals.string.embedding_similarity import (
-    create_async_embedding_similarity_evaluator,
     create_embedding_similarity_evaluator,
+    create_async_embedding_similarity_evaluator,
 )
+from langsmith import Client
+import pytest
 
 
 @pytest.mark.langsmith
@@ -59,7 +58,9 @@ async def test_embedding_similarity_async():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 2}
     embedding_similarity = create_async_embedding_similarity_evaluator()
-    res = await embedding_similarity(outputs=outputs, reference_outputs=reference_outputs)
+    res = await embedding_similarity(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert res["key"] == "embedding_similarity"
     assert res["score"] == 1.0
     assert res["comment"] is None
@@ -71,7 +72,9 @@ async def test_embedding_similarity_with_different_values_async():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 3}
     embedding_similarity = create_async_embedding_similarity_evaluator()
-    res = await embedding_similarity(outputs=outputs, reference_outputs=reference_outputs)
+    res = await embedding_similarity(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert res["key"] == "embedding_similarity"
     assert res["score"] < 1.0
     assert res["comment"] is None

@@ -1,27 +1,26 @@
 # assay: vendored from openevals-0.2.2.tar.gz tests/test_exact.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
-import pytest
-from langsmith import Client
-
 from assay.compat.openevals.exact import exact_match, exact_match_async
 from assay.compat.openevals.types import EvaluatorResult
+from langsmith import Client
+import pytest
 
 
 @pytest.mark.langsmith
 def test_exact_matcher():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 2}
-    assert exact_match(outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key="exact_match", score=True, comment=None, metadata=None
-    )
+    assert exact_match(
+        outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key="exact_match", score=True, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
 def test_exact_matcher_with_different_values():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 3}
-    assert exact_match(outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key="exact_match", score=False, comment=None, metadata=None
-    )
+    assert exact_match(
+        outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key="exact_match", score=False, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -29,9 +28,9 @@ def test_exact_matcher_with_different_values():
 async def test_exact_matcher_async():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 2}
-    assert await exact_match_async(outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key="exact_match", score=True, comment=None, metadata=None
-    )
+    assert await exact_match_async(
+        outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key="exact_match", score=True, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -39,9 +38,9 @@ async def test_exact_matcher_async():
 async def test_exact_matcher_with_different_values_async():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 3}
-    assert await exact_match_async(outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key="exact_match", score=False, comment=None, metadata=None
-    )
+    assert await exact_match_async(
+        outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key="exact_match", score=False, comment=None, metadata=None)
 
 
 def test_exact_evaluate():

@@ -19,7 +19,9 @@ def test_llm_as_judge_hallucination():
     context = "The Star Republic of Oiewjoie is a country that exists in the universe. The first president of the Star Republic of Oiewjoie was Bzkeoei Ahbeijo."
     with pytest.raises(KeyError):
         eval_result = llm_as_judge(inputs=inputs, outputs=outputs)
-    eval_result = llm_as_judge(inputs=inputs, outputs=outputs, context=context, reference_outputs="")
+    eval_result = llm_as_judge(
+        inputs=inputs, outputs=outputs, context=context, reference_outputs=""
+    )
     assert eval_result["score"]
 
 
@@ -35,5 +37,7 @@ def test_llm_as_judge_hallucination_not_correct():
         model="openai:gpt-6-luna",
     )
     context = "The Star Republic of Oiewjoie is a country that exists in the universe. The first president of the Star Republic of Oiewjoie was Bzkeoei Ahbeijo."
-    eval_result = llm_as_judge(inputs=inputs, outputs=outputs, context=context, reference_outputs="")
+    eval_result = llm_as_judge(
+        inputs=inputs, outputs=outputs, context=context, reference_outputs=""
+    )
     assert not eval_result["score"]

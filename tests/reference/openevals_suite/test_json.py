@@ -1,9 +1,8 @@
 # assay: vendored from openevals-0.2.2.tar.gz tests/test_json.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
-import pytest
-from langsmith import Client
-from langsmith import testing as t
-
 from assay.compat.openevals.json import create_json_match_evaluator
+from langsmith import testing as t
+from langsmith import Client
+import pytest
 
 
 @pytest.mark.langsmith
@@ -82,7 +81,9 @@ def test_json_match_rubric():
     evaluator = create_json_match_evaluator(
         model="openai:gpt-6-luna",
         aggregator="all",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:all"
@@ -103,7 +104,9 @@ def test_json_match_rubric_wrong():
     evaluator = create_json_match_evaluator(
         model="openai:gpt-6-luna",
         aggregator="all",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:all"
@@ -119,7 +122,9 @@ def test_json_match_rubric_with_reasoning():
     t.log_inputs(outputs)
     evaluator = create_json_match_evaluator(
         model="openai:gpt-6-luna",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:description"
@@ -137,7 +142,9 @@ def test_json_match_rubric_without_reasoning():
     evaluator = create_json_match_evaluator(
         model="openai:gpt-6-luna",
         aggregator="all",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
         use_reasoning=False,
     )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
@@ -158,7 +165,9 @@ def test_json_match_rubric_with_reasoning_individual_key():
     }
     evaluator = create_json_match_evaluator(
         model="openai:gpt-6-luna",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     t.log_inputs(outputs)
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
@@ -275,7 +284,9 @@ def test_json_match_list_average_average():
         {"a": 1, "b": 3},
     ]
     t.log_inputs(outputs)
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 0.75
@@ -393,7 +404,9 @@ def test_json_match_list_mismatch_average_average():
         {"a": 1, "b": 2, "c": 3},
     ]
     t.log_inputs(outputs)
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 0.5
@@ -427,7 +440,9 @@ def test_json_match_list_mismatch_output_missing():
         {"a": 1, "b": 2, "c": 3},
     ]
     t.log_inputs({"outputs": outputs})
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 5 / 6
@@ -485,11 +500,15 @@ def test_json_match_same_elements_matched_empty_records():
         ("ordered", [{"total": 6}, {}], [{"total": 6}, {}], 1),
     ],
 )
-def test_json_match_unmatched_empty_records_other_modes(list_match_mode, outputs, reference_outputs, expected):
+def test_json_match_unmatched_empty_records_other_modes(
+    list_match_mode, outputs, reference_outputs, expected
+):
     # Unmatched empty-dict items are scored in every list mode, not just
     # same_elements.
     t.log_inputs({"outputs": outputs})
-    evaluator = create_json_match_evaluator(aggregator="all", list_match_mode=list_match_mode)
+    evaluator = create_json_match_evaluator(
+        aggregator="all", list_match_mode=list_match_mode
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:all"
     assert result[0]["score"] == expected
@@ -500,7 +519,9 @@ def test_json_match_mode_exact_extra_reference():
     outputs = [{"a": 1}, {"a": 1}]
     reference_outputs = [{"a": 1}, {"a": 1}, {"a": 1}]
     t.log_inputs({"outputs": outputs})
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 2 / 3
@@ -514,7 +535,9 @@ def test_json_match_mode_exact_extra_output():
         {"a": 1},
     ]
     t.log_inputs({"outputs": outputs})
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 2 / 3
@@ -549,7 +572,9 @@ def test_json_match_mode_exact_unordered():
     ],
 )
 @pytest.mark.langsmith
-def test_json_match_mode_same_elements_reordered_records(outputs: list[dict], reference_outputs: list[dict]) -> None:
+def test_json_match_mode_same_elements_reordered_records(
+    outputs: list[dict], reference_outputs: list[dict]
+) -> None:
     evaluator = create_json_match_evaluator(
         list_match_mode="same_elements",
         aggregator="all",
@@ -568,7 +593,9 @@ def test_json_match_mode_subset_outputs():
         {"a": 1},
     ]
     t.log_inputs({"outputs": outputs})
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average", list_match_mode="superset")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average", list_match_mode="superset"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 1
@@ -594,7 +621,9 @@ def test_json_match_mode_subset_reference():
     ]
     reference_outputs = [{"b": 1}, {"c": 1}, {"a": 1}]
     t.log_inputs({"outputs": outputs})
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average", list_match_mode="subset")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average", list_match_mode="subset"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 1
@@ -608,7 +637,9 @@ def test_json_match_mode_order_wrong():
     ]
     reference_outputs = [{"b": 1}, {"a": 1}]
     t.log_inputs({"outputs": outputs})
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average", list_match_mode="ordered")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average", list_match_mode="ordered"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 0
@@ -622,7 +653,9 @@ def test_json_match_mode_order_right():
     ]
     reference_outputs = [{"a": 1}, {"b": 1}]
     t.log_inputs({"outputs": outputs})
-    evaluator = create_json_match_evaluator(list_aggregator="average", aggregator="average", list_match_mode="ordered")
+    evaluator = create_json_match_evaluator(
+        list_aggregator="average", aggregator="average", list_match_mode="ordered"
+    )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 1
@@ -641,7 +674,9 @@ def test_json_match_mode_order_wrong_language():
         list_aggregator="average",
         aggregator="average",
         list_match_mode="ordered",
-        rubric={"c": "Are the answers the same meaning, even if they are different languages?"},
+        rubric={
+            "c": "Are the answers the same meaning, even if they are different languages?"
+        },
     )
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
@@ -675,7 +710,9 @@ def test_works_with_evaluate():
     client = Client()
     evaluator = create_json_match_evaluator(
         model="openai:gpt-6-luna",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     res = client.evaluate(lambda x: x, data="json", evaluators=[evaluator])
     for r in res:

@@ -1,8 +1,7 @@
 # assay: vendored from openevals-0.2.2.tar.gz tests/test_json_async.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
+from assay.compat.openevals.json import create_async_json_match_evaluator
 import pytest
 from langsmith import Client
-
-from assay.compat.openevals.json import create_async_json_match_evaluator
 
 
 @pytest.mark.langsmith
@@ -50,7 +49,9 @@ async def test_json_match_average():
 async def test_json_match_exclude():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 3}
-    evaluator = create_async_json_match_evaluator(aggregator="average", exclude_keys=["b"])
+    evaluator = create_async_json_match_evaluator(
+        aggregator="average", exclude_keys=["b"]
+    )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 1
@@ -81,7 +82,9 @@ async def test_json_match_rubric():
     evaluator = create_async_json_match_evaluator(
         model="openai:gpt-6-luna",
         aggregator="all",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:all"
@@ -102,7 +105,9 @@ async def test_json_match_rubric_wrong():
     evaluator = create_async_json_match_evaluator(
         model="openai:gpt-6-luna",
         aggregator="all",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:all"
@@ -118,7 +123,9 @@ async def test_json_match_rubric_with_reasoning():
     }
     evaluator = create_async_json_match_evaluator(
         model="openai:gpt-6-luna",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:description"
@@ -136,7 +143,9 @@ async def test_json_match_rubric_without_reasoning():
     evaluator = create_async_json_match_evaluator(
         model="openai:gpt-6-luna",
         aggregator="all",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
         use_reasoning=False,
     )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
@@ -158,7 +167,9 @@ async def test_json_match_rubric_with_reasoning_individual_key():
     }
     evaluator = create_async_json_match_evaluator(
         model="openai:gpt-6-luna",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     result = sorted(result, key=lambda x: x["key"])
@@ -240,7 +251,9 @@ async def test_json_match_list_average_all():
         {"a": 1, "b": 2},
         {"a": 1, "b": 3},
     ]
-    evaluator = create_async_json_match_evaluator(list_aggregator="average", aggregator="all")
+    evaluator = create_async_json_match_evaluator(
+        list_aggregator="average", aggregator="all"
+    )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:all"
     assert result[0]["score"] == 0.5
@@ -274,7 +287,9 @@ async def test_json_match_list_average_average():
         {"a": 1, "b": 2},
         {"a": 1, "b": 3},
     ]
-    evaluator = create_async_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_async_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 0.75
@@ -358,7 +373,9 @@ async def test_json_match_list_mismatch_average_all():
         {"a": 1, "b": 2},
         {"a": 1, "b": 2, "c": 3},
     ]
-    evaluator = create_async_json_match_evaluator(list_aggregator="average", aggregator="all")
+    evaluator = create_async_json_match_evaluator(
+        list_aggregator="average", aggregator="all"
+    )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:all"
     assert result[0]["score"] == 0
@@ -392,7 +409,9 @@ async def test_json_match_list_mismatch_average_average():
         {"a": 1, "b": 2},
         {"a": 1, "b": 2, "c": 3},
     ]
-    evaluator = create_async_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_async_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 0.5
@@ -426,7 +445,9 @@ async def test_json_match_list_mismatch_output_missing():
         {"a": 1, "b": 2, "c": 3},
         {"a": 1, "b": 2, "c": 3},
     ]
-    evaluator = create_async_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_async_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 5 / 6
@@ -437,7 +458,9 @@ async def test_json_match_list_mismatch_output_missing():
 async def test_json_match_mode_exact_extra_reference():
     outputs = [{"a": 1}, {"a": 1}]
     reference_outputs = [{"a": 1}, {"a": 1}, {"a": 1}]
-    evaluator = create_async_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_async_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 2 / 3
@@ -451,7 +474,9 @@ async def test_json_match_mode_exact_extra_output():
         {"a": 1},
         {"a": 1},
     ]
-    evaluator = create_async_json_match_evaluator(list_aggregator="average", aggregator="average")
+    evaluator = create_async_json_match_evaluator(
+        list_aggregator="average", aggregator="average"
+    )
     result = await evaluator(outputs=outputs, reference_outputs=reference_outputs)
     assert result[0]["key"] == "json_match:average"
     assert result[0]["score"] == 2 / 3
@@ -561,7 +586,9 @@ async def test_works_with_aevaluate():
     client = Client()
     evaluator = create_async_json_match_evaluator(
         model="openai:gpt-6-luna",
-        rubric={"description": "Is the correct job title and company mentioned, as well as previous companies?"},
+        rubric={
+            "description": "Is the correct job title and company mentioned, as well as previous companies?"
+        },
     )
 
     async def target(x):

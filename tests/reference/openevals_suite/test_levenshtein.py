@@ -1,11 +1,10 @@
 # assay: vendored from openevals-0.2.2.tar.gz tests/test_levenshtein.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
-import pytest
-from langsmith import Client
-
 from assay.compat.openevals.string.levenshtein import (
     levenshtein_distance,
     levenshtein_distance_async,
 )
+from langsmith import Client
+import pytest
 
 
 @pytest.mark.langsmith
@@ -33,7 +32,9 @@ def test_levenshtein_with_different_values():
 async def test_levenshtein_async():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 2}
-    res = await levenshtein_distance_async(outputs=outputs, reference_outputs=reference_outputs)
+    res = await levenshtein_distance_async(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert res["key"] == "levenshtein_distance"
     assert res["score"] == 1.0
     assert res["comment"] is None
@@ -44,7 +45,9 @@ async def test_levenshtein_async():
 async def test_levenshtein_with_different_values_async():
     outputs = {"a": 1, "b": 2}
     reference_outputs = {"a": 1, "b": 3}
-    res = await levenshtein_distance_async(outputs=outputs, reference_outputs=reference_outputs)
+    res = await levenshtein_distance_async(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert res["key"] == "levenshtein_distance"
     assert res["score"] < 1.0
     assert res["comment"] is None

@@ -1,19 +1,19 @@
 # assay: vendored from openevals-0.2.2.tar.gz tests/test_llm.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
 import json
-
 import pytest
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from assay.compat.openevals.llm import create_llm_as_judge
+
+from openai import OpenAI
+from langchain_openai import ChatOpenAI
+from langsmith import Client
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.prompts.chat import ChatPromptTemplate
 from langchain_core.prompts.structured import StructuredPrompt
 from langchain_core.runnables import RunnableLambda
-from langchain_openai import ChatOpenAI
-from langsmith import Client
-from openai import OpenAI
-from pydantic import BaseModel, Field
-from typing_extensions import TypedDict
-
-from assay.compat.openevals.llm import create_llm_as_judge
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -96,7 +96,9 @@ Are these equal?
     )
 
     try:
-        client.push_prompt("simple-equality-structured", object=structured_equality_prompt)
+        client.push_prompt(
+            "simple-equality-structured", object=structured_equality_prompt
+        )
         print("Created simple-equality-structured prompt")
     except Exception as e:
         print(f"simple-equality-structured prompt may already exist: {e}")

@@ -7,14 +7,13 @@ import pytest
 from langchain_core.language_models.chat_models import BaseChatModel
 from langsmith import testing as t
 from openai import OpenAI
-
+from assay.compat.openevals.utils import _attachment_to_content_block
 from assay.compat.openevals.llm import create_llm_as_judge
 from assay.compat.openevals.prompts.voice import (
     AUDIO_QUALITY_PROMPT,
     TRANSCRIPTION_ACCURACY_PROMPT,
     VOCAL_AFFECT_PROMPT,
 )
-from assay.compat.openevals.utils import _attachment_to_content_block
 
 # Tiny 1×1 white PNG as base64 data URI — usable in unit tests without a real image
 TINY_PNG_DATA_URI = (
@@ -22,18 +21,20 @@ TINY_PNG_DATA_URI = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwADhQGAWjR9awAAAABJRU5ErkJggg=="
 )
 
-PUBLIC_IMAGE_URL = (
-    "https://images.everydayhealth.com/images/2025/fruits-with-protein-help-boost-intake-pomegranate-1440x810.jpg"
-)
+PUBLIC_IMAGE_URL = "https://images.everydayhealth.com/images/2025/fruits-with-protein-help-boost-intake-pomegranate-1440x810.jpg"
 
 # Minimal silent WAV (44-byte header, no samples) — satisfies {attachments} template.
-TINY_WAV_DATA_URI = "data:audio/wav;base64,UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA="
+TINY_WAV_DATA_URI = (
+    "data:audio/wav;base64,UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA="
+)
 
 
 @pytest.fixture(scope="module")
 def fruit_image_b64():
     """Fetch the fruit image once per test session and encode as base64."""
-    req = urllib.request.Request(PUBLIC_IMAGE_URL, headers={"User-Agent": "openevals-test/1.0"})
+    req = urllib.request.Request(
+        PUBLIC_IMAGE_URL, headers={"User-Agent": "openevals-test/1.0"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return "data:image/jpeg;base64," + base64.b64encode(resp.read()).decode()
@@ -45,7 +46,9 @@ def fruit_image_b64():
 
 
 def test_image_png_data_uri():
-    block = _attachment_to_content_block({"mime_type": "image/png", "data": TINY_PNG_DATA_URI})
+    block = _attachment_to_content_block(
+        {"mime_type": "image/png", "data": TINY_PNG_DATA_URI}
+    )
     assert block == {"type": "image_url", "image_url": {"url": TINY_PNG_DATA_URI}}
 
 
@@ -66,7 +69,9 @@ def test_image_url_string():
 
 def test_pdf_with_name():
     data = "data:application/pdf;base64,JVBERi0x"
-    block = _attachment_to_content_block({"mime_type": "application/pdf", "data": data, "name": "invoice.pdf"})
+    block = _attachment_to_content_block(
+        {"mime_type": "application/pdf", "data": data, "name": "invoice.pdf"}
+    )
     assert block == {
         "type": "file",
         "file": {"filename": "invoice.pdf", "file_data": data},
@@ -138,7 +143,9 @@ def test_pre_formatted_input_audio_passthrough():
 
 def test_unsupported_mime_type_raises():
     with pytest.raises(ValueError, match="Unsupported attachment MIME type"):
-        _attachment_to_content_block({"mime_type": "video/mp4", "data": "data:video/mp4;base64,abc"})
+        _attachment_to_content_block(
+            {"mime_type": "video/mp4", "data": "data:video/mp4;base64,abc"}
+        )
 
 
 def test_non_string_non_dict_raises():
@@ -151,9 +158,8 @@ def test_non_string_non_dict_raises():
 
 def test_single_attachment_becomes_list_content():
     """Without calling an LLM, verify the scorer builds the right message shape."""
-    from unittest.mock import MagicMock, patch
-
     from assay.compat.openevals.llm import _create_llm_as_judge_scorer
+    from unittest.mock import MagicMock, patch
 
     scorer = _create_llm_as_judge_scorer(
         prompt="Evaluate this image: {outputs}\n{attachments}",
@@ -186,9 +192,8 @@ def test_single_attachment_becomes_list_content():
 
 def test_multiple_attachments_all_appended():
     """Multiple attachments each become their own content block."""
-    from unittest.mock import MagicMock, patch
-
     from assay.compat.openevals.llm import _create_llm_as_judge_scorer
+    from unittest.mock import MagicMock, patch
 
     scorer = _create_llm_as_judge_scorer(
         prompt="Evaluate: {outputs}\n{attachments}",
@@ -250,14 +255,15 @@ def test_few_shot_examples_keep_attachment_blocks():
     assert [block["type"] for block in content] == ["text", "image", "text"]
     assert content[0]["text"] == "Evaluate this image: a fruit bowl\n"
     assert content[1]["base64"] == TINY_PNG_DATA_URI.split(",")[1]
-    assert content[2]["text"] == ("<example>\n<input>a</input>\n<output>b</output>\n<score>True</score>\n</example>")
+    assert content[2]["text"] == (
+        "<example>\n<input>a</input>\n<output>b</output>\n<score>True</score>\n</example>"
+    )
 
 
 def test_no_attachment_content_is_plain_string():
     """When no attachments, content stays a plain string (no performance regression)."""
-    from unittest.mock import MagicMock, patch
-
     from assay.compat.openevals.llm import _create_llm_as_judge_scorer
+    from unittest.mock import MagicMock, patch
 
     scorer = _create_llm_as_judge_scorer(
         prompt="Evaluate: {outputs}",
@@ -286,11 +292,16 @@ def test_raw_openai_client_image_attachment():
     """Raw OpenAI client receives image as image_url content block (no LangChain normalization)."""
     from types import SimpleNamespace
     from unittest.mock import patch
-
     from assay.compat.openevals.llm import _create_llm_as_judge_scorer
 
     mock_response = SimpleNamespace(
-        choices=[SimpleNamespace(message=SimpleNamespace(content=json.dumps({"score": True, "reasoning": "ok"})))]
+        choices=[
+            SimpleNamespace(
+                message=SimpleNamespace(
+                    content=json.dumps({"score": True, "reasoning": "ok"})
+                )
+            )
+        ]
     )
 
     client = OpenAI(api_key="fake-key")
@@ -300,7 +311,9 @@ def test_raw_openai_client_image_attachment():
         model="openai:gpt-6-luna",
     )
 
-    with patch.object(client.chat.completions, "create", return_value=mock_response) as mock_create:
+    with patch.object(
+        client.chat.completions, "create", return_value=mock_response
+    ) as mock_create:
         scorer(
             outputs="a fruit bowl",
             attachments={"mime_type": "image/png", "data": TINY_PNG_DATA_URI},

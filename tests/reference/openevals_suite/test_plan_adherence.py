@@ -10,9 +10,13 @@ def test_llm_as_judge_plan_adherence():
     inputs = {
         "question": "What is a doodad?",
     }
-    plan = {"steps": ["Research the definition of a doodad", "Provide a concise answer"]}
+    plan = {
+        "steps": ["Research the definition of a doodad", "Provide a concise answer"]
+    }
     outputs = {
-        "steps": ["I've done my research on Google and have concluded that a doodad is a thingy."],
+        "steps": [
+            "I've done my research on Google and have concluded that a doodad is a thingy."
+        ],
         "answer": "A doodad is a thingy.",
     }
     llm_as_judge = create_llm_as_judge(
@@ -29,7 +33,9 @@ def test_llm_as_judge_plan_adherence_not_concise():
     inputs = {
         "question": "What is a doodad?",
     }
-    plan = {"steps": ["Research the definition of a doodad", "Provide a concise answer"]}
+    plan = {
+        "steps": ["Research the definition of a doodad", "Provide a concise answer"]
+    }
     outputs = {"answer": "A doodad is a thingy."}
     llm_as_judge = create_llm_as_judge(
         prompt=PLAN_ADHERENCE_PROMPT,

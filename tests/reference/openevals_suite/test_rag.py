@@ -1,10 +1,11 @@
 # assay: vendored from openevals-0.2.2.tar.gz tests/test_rag.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
 import pytest
+
 from langsmith import testing as t
 
 from assay.compat.openevals.llm import create_llm_as_judge
-from assay.compat.openevals.prompts.rag.groundedness import RAG_GROUNDEDNESS_PROMPT
 from assay.compat.openevals.prompts.rag.helpfulness import RAG_HELPFULNESS_PROMPT
+from assay.compat.openevals.prompts.rag.groundedness import RAG_GROUNDEDNESS_PROMPT
 from assay.compat.openevals.prompts.rag.retrieval_relevance import RAG_RETRIEVAL_RELEVANCE_PROMPT
 
 

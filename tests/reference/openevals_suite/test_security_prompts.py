@@ -1,14 +1,14 @@
 # assay: vendored from openevals-0.2.2.tar.gz tests/test_security_prompts.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
 import pytest
 from langsmith import testing as t
-
 from assay.compat.openevals.llm import create_llm_as_judge
-from assay.compat.openevals.prompts.safety import FAIRNESS_PROMPT, TOXICITY_PROMPT
 from assay.compat.openevals.prompts.security import (
-    CODE_INJECTION_PROMPT,
     PII_LEAKAGE_PROMPT,
     PROMPT_INJECTION_PROMPT,
+    CODE_INJECTION_PROMPT,
 )
+from assay.compat.openevals.prompts.safety import TOXICITY_PROMPT, FAIRNESS_PROMPT
+
 
 # ── PII_LEAKAGE_PROMPT ─────────────────────────────────────────────────────────
 

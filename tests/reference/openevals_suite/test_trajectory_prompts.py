@@ -2,15 +2,15 @@
 import pytest
 from langsmith import testing as t
 from typing_extensions import TypedDict
-
 from assay.compat.openevals.llm import create_llm_as_judge
 from assay.compat.openevals.prompts.conversation import (
+    TASK_COMPLETION_PROMPT,
+    USER_SATISFACTION_PROMPT,
     AGENT_TONE_PROMPT,
     KNOWLEDGE_RETENTION_PROMPT,
     LANGUAGE_DETECTION_PROMPT,
-    TASK_COMPLETION_PROMPT,
-    USER_SATISFACTION_PROMPT,
 )
+
 
 # ── TASK_COMPLETION_PROMPT ─────────────────────────────────────────────────────
 

@@ -1,14 +1,15 @@
 # assay: vendored from https://github.com/langchain-ai/agentevals@946ad15b9f2c python/tests/graph_trajectory/test_graph_trajectory_llm.py (MIT, tests/reference/LICENSE.agentevals); only the import lines are rewritten (tests/reference/vendor.py).
-import pytest
-from langchain_core.tools import tool
-from langgraph.checkpoint.memory import MemorySaver
-from langgraph.prebuilt import create_react_agent
-from langgraph.types import Command, interrupt
-
-from assay.compat.agentevals.graph_trajectory.llm import create_graph_trajectory_llm_as_judge
 from assay.compat.agentevals.graph_trajectory.utils import (
     extract_langgraph_trajectory_from_thread,
 )
+from assay.compat.agentevals.graph_trajectory.llm import create_graph_trajectory_llm_as_judge
+
+from langgraph.prebuilt import create_react_agent
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.types import Command, interrupt
+from langchain_core.tools import tool
+
+import pytest
 
 
 @tool
@@ -37,7 +38,9 @@ def test_sensible_trajectory():
         Command(resume="It is rainy and 70 degrees!"),
         config={"configurable": {"thread_id": "1"}},
     )
-    extracted_trajectory = extract_langgraph_trajectory_from_thread(graph, {"configurable": {"thread_id": "1"}})
+    extracted_trajectory = extract_langgraph_trajectory_from_thread(
+        graph, {"configurable": {"thread_id": "1"}}
+    )
     evaluator = create_graph_trajectory_llm_as_judge(
         model="openai:o3-mini",
     )
@@ -68,7 +71,9 @@ def test_unsensible_trajectory():
         {"messages": [{"role": "user", "content": "what's the weather in sf?"}]},
         config={"configurable": {"thread_id": "1"}},
     )
-    extracted_trajectory = extract_langgraph_trajectory_from_thread(graph, {"configurable": {"thread_id": "1"}})
+    extracted_trajectory = extract_langgraph_trajectory_from_thread(
+        graph, {"configurable": {"thread_id": "1"}}
+    )
     evaluator = create_graph_trajectory_llm_as_judge(
         prompt="""You are an expert data labeler.
 Your task is to grade the accuracy of an AI agent's internal steps in resolving a user queries.

@@ -1,14 +1,15 @@
 # assay: vendored from https://github.com/langchain-ai/agentevals@946ad15b9f2c python/tests/graph_trajectory/test_graph_trajectory_strict_async.py (MIT, tests/reference/LICENSE.agentevals); only the import lines are rewritten (tests/reference/vendor.py).
-import pytest
-from langchain_core.tools import tool
-from langgraph.checkpoint.memory import MemorySaver
-from langgraph.prebuilt import create_react_agent
-from langgraph.types import Command, interrupt
-
-from assay.compat.agentevals.graph_trajectory.strict import graph_trajectory_strict_match_async
 from assay.compat.agentevals.graph_trajectory.utils import (
     aextract_langgraph_trajectory_from_thread,
 )
+from assay.compat.agentevals.graph_trajectory.strict import graph_trajectory_strict_match_async
+
+from langgraph.prebuilt import create_react_agent
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.types import Command, interrupt
+from langchain_core.tools import tool
+
+import pytest
 
 
 @tool
@@ -38,7 +39,9 @@ async def test_trajectory_match():
         Command(resume="It is rainy and 70 degrees!"),
         config={"configurable": {"thread_id": "1"}},
     )
-    extracted_trajectory = await aextract_langgraph_trajectory_from_thread(graph, {"configurable": {"thread_id": "1"}})
+    extracted_trajectory = await aextract_langgraph_trajectory_from_thread(
+        graph, {"configurable": {"thread_id": "1"}}
+    )
     reference_trajectory = {
         "results": [],
         "steps": [["__start__", "agent", "tools", "__interrupt__"], ["agent"]],

@@ -1,18 +1,19 @@
 # assay: vendored from https://github.com/langchain-ai/agentevals@946ad15b9f2c python/tests/graph_trajectory/test_graph_trajectory_utils.py (MIT, tests/reference/LICENSE.agentevals); only the import lines are rewritten (tests/reference/vendor.py).
-import operator
-import time
-from typing import Annotated
-
 import pytest
-from langgraph.checkpoint.memory import MemorySaver
-from langgraph.graph import StateGraph
-from typing_extensions import TypedDict
 
 from assay.compat.agentevals.graph_trajectory.utils import (
     aextract_langgraph_trajectory_from_thread,
     extract_langgraph_trajectory_from_thread,
 )
 from assay.compat.openevals.exact import exact_match
+
+from typing import Annotated
+from typing_extensions import TypedDict
+import operator
+import time
+
+from langgraph.graph import StateGraph
+from langgraph.checkpoint.memory import MemorySaver
 
 
 @pytest.mark.langsmith
@@ -69,7 +70,9 @@ def test_trajectory_match():
         "my_key": "got here and there and parallel and back again",
     }
     assert exact_match(
-        outputs=extract_langgraph_trajectory_from_thread(app, {"configurable": {"thread_id": "1"}}),
+        outputs=extract_langgraph_trajectory_from_thread(
+            app, {"configurable": {"thread_id": "1"}}
+        ),
         reference_outputs={
             "inputs": [
                 {"__start__": {"my_key": ""}},
@@ -152,7 +155,9 @@ async def test_trajectory_match_async():
         "my_key": "got here and there and parallel and back again",
     }
     assert exact_match(
-        outputs=await aextract_langgraph_trajectory_from_thread(app, {"configurable": {"thread_id": "1"}}),
+        outputs=await aextract_langgraph_trajectory_from_thread(
+            app, {"configurable": {"thread_id": "1"}}
+        ),
         reference_outputs={
             "inputs": [
                 {"__start__": {"my_key": ""}},

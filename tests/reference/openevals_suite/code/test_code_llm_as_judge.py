@@ -1,8 +1,8 @@
 # assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/code/test_code_llm_as_judge.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
 import pytest
-from langchain_openai import ChatOpenAI
 
-from assay.compat.openevals.code.llm import CODE_CORRECTNESS_PROMPT, create_code_llm_as_judge
+from langchain_openai import ChatOpenAI
+from assay.compat.openevals.code.llm import create_code_llm_as_judge, CODE_CORRECTNESS_PROMPT
 
 
 def _create_terra_model() -> ChatOpenAI:
@@ -125,7 +125,9 @@ async def _run_mypy_async(
         ),
     ],
 )
-def test_code_llm_as_judge_extraction_strategy_default(inputs, outputs, expected_result):
+def test_code_llm_as_judge_extraction_strategy_default(
+    inputs, outputs, expected_result
+):
     llm_as_judge = create_code_llm_as_judge(
         prompt=CODE_CORRECTNESS_PROMPT,
         judge=_create_terra_model(),

@@ -1,8 +1,8 @@
 # assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/code/test_code_llm_as_judge_async.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
 import pytest
-from langchain_openai import ChatOpenAI
 
-from assay.compat.openevals.code.llm import CODE_CORRECTNESS_PROMPT, create_async_code_llm_as_judge
+from langchain_openai import ChatOpenAI
+from assay.compat.openevals.code.llm import create_async_code_llm_as_judge, CODE_CORRECTNESS_PROMPT
 
 
 def _create_terra_model() -> ChatOpenAI:
@@ -51,7 +51,9 @@ def read_root():
         ),
     ],
 )
-async def test_code_llm_as_judge_extraction_strategy_default(inputs, outputs, expected_result):
+async def test_code_llm_as_judge_extraction_strategy_default(
+    inputs, outputs, expected_result
+):
     llm_as_judge = create_async_code_llm_as_judge(
         prompt=CODE_CORRECTNESS_PROMPT,
         judge=_create_terra_model(),
@@ -97,7 +99,9 @@ def read_root():
         ),
     ],
 )
-async def test_code_llm_as_judge_extraction_strategy_llm(inputs, outputs, expected_result):
+async def test_code_llm_as_judge_extraction_strategy_llm(
+    inputs, outputs, expected_result
+):
     llm_as_judge = create_async_code_llm_as_judge(
         prompt=CODE_CORRECTNESS_PROMPT,
         judge=_create_terra_model(),

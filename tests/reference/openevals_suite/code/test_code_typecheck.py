@@ -1,9 +1,9 @@
 # assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/code/test_code_typecheck.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
 import pytest
-from langchain_openai import ChatOpenAI
 
-from assay.compat.openevals.code.mypy import create_mypy_evaluator
+from langchain_openai import ChatOpenAI
 from assay.compat.openevals.code.pyright import create_pyright_evaluator
+from assay.compat.openevals.code.mypy import create_mypy_evaluator
 
 
 def _create_terra_model() -> ChatOpenAI:
@@ -127,7 +127,9 @@ def test_mypy_extraction(outputs, expected_result, strategy):
 
 @pytest.mark.langsmith
 def test_pyright_extraction_llm():
-    pyright_evaluator = create_pyright_evaluator(code_extraction_strategy="llm", client=_create_terra_model())
+    pyright_evaluator = create_pyright_evaluator(
+        code_extraction_strategy="llm", client=_create_terra_model()
+    )
     eval_result = pyright_evaluator(
         outputs="Sure! Here's a function that returns the sum of two numbers: def sum_of_two_numbers(a, b): return a + b"
     )

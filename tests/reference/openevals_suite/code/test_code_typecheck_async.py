@@ -1,9 +1,9 @@
 # assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/code/test_code_typecheck_async.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
 import pytest
-from langchain_openai import ChatOpenAI
 
-from assay.compat.openevals.code.mypy import create_async_mypy_evaluator
+from langchain_openai import ChatOpenAI
 from assay.compat.openevals.code.pyright import create_async_pyright_evaluator
+from assay.compat.openevals.code.mypy import create_async_mypy_evaluator
 
 
 def _create_terra_model() -> ChatOpenAI:
@@ -113,7 +113,9 @@ def read_root():
 @pytest.mark.langsmith(output_keys=["outputs"])
 @pytest.mark.parametrize("outputs, expected_result, strategy", CODE_EXAMPLES)
 async def test_pyright_extraction(outputs, expected_result, strategy):
-    pyright_evaluator = create_async_pyright_evaluator(code_extraction_strategy=strategy)
+    pyright_evaluator = create_async_pyright_evaluator(
+        code_extraction_strategy=strategy
+    )
     eval_result = await pyright_evaluator(outputs=outputs)
     assert eval_result["score"] == expected_result
 
@@ -130,7 +132,9 @@ async def test_mypy_extraction(outputs, expected_result, strategy):
 @pytest.mark.asyncio
 @pytest.mark.langsmith
 async def test_pyright_extraction_llm():
-    pyright_evaluator = create_async_pyright_evaluator(code_extraction_strategy="llm", client=_create_terra_model())
+    pyright_evaluator = create_async_pyright_evaluator(
+        code_extraction_strategy="llm", client=_create_terra_model()
+    )
     eval_result = await pyright_evaluator(
         outputs="Sure! Here's a function that returns the sum of two numbers: def sum_of_two_numbers(a, b): return a + b"
     )

@@ -3,24 +3,25 @@ import json
 import os
 import uuid
 
-import pytest
-from langchain.agents import create_agent
 from langchain_openai import ChatOpenAI
-from langgraph.checkpoint.memory import MemorySaver
+from langchain.agents import create_agent
 from langgraph_sdk import get_client
 from langsmith import testing as t
 from langsmith.wrappers import wrap_openai
-from openai import AsyncOpenAI, OpenAI
+from langgraph.checkpoint.memory import MemorySaver
 
-from assay.compat.openevals.llm import create_async_llm_as_judge, create_llm_as_judge
+from assay.compat.openevals.types import ChatCompletionMessage
 from assay.compat.openevals.simulators import (
-    create_async_llm_simulated_user,
-    create_llm_simulated_user,
     run_multiturn_simulation,
     run_multiturn_simulation_async,
+    create_llm_simulated_user,
+    create_async_llm_simulated_user,
 )
 from assay.compat.openevals.simulators.prebuilts import _is_internal_message
-from assay.compat.openevals.types import ChatCompletionMessage
+from assay.compat.openevals.llm import create_llm_as_judge, create_async_llm_as_judge
+
+from openai import OpenAI, AsyncOpenAI
+import pytest
 
 
 def _create_tool_calling_model() -> ChatOpenAI:
@@ -96,7 +97,9 @@ async def test_multiturn_failure_async():
     thread_id = str(uuid.uuid4())
 
     async def app(inputs: ChatCompletionMessage, *, thread_id: str):
-        res = await agent.ainvoke({"messages": [inputs]}, config={"configurable": {"thread_id": thread_id}})
+        res = await agent.ainvoke(
+            {"messages": [inputs]}, config={"configurable": {"thread_id": thread_id}}
+        )
         return res["messages"][-1]
 
     user = create_async_llm_simulated_user(
@@ -141,7 +144,9 @@ async def test_multiturn_success_async():
     thread_id = str(uuid.uuid4())
 
     async def app(inputs: ChatCompletionMessage, *, thread_id: str):
-        res = await agent.ainvoke({"messages": [inputs]}, config={"configurable": {"thread_id": thread_id}})
+        res = await agent.ainvoke(
+            {"messages": [inputs]}, config={"configurable": {"thread_id": thread_id}}
+        )
         return res["messages"][-1]
 
     user = create_async_llm_simulated_user(
@@ -185,7 +190,9 @@ async def test_multiturn_preset_responses_async():
     thread_id = str(uuid.uuid4())
 
     async def app(inputs: ChatCompletionMessage, *, thread_id: str):
-        res = await agent.ainvoke({"messages": [inputs]}, config={"configurable": {"thread_id": thread_id}})
+        res = await agent.ainvoke(
+            {"messages": [inputs]}, config={"configurable": {"thread_id": thread_id}}
+        )
         return res["messages"][-1]
 
     trajectory_evaluator = create_async_llm_as_judge(
@@ -208,11 +215,25 @@ async def test_multiturn_preset_responses_async():
         thread_id=thread_id,
     )
     t.log_outputs(res)
-    filtered_trajectory = [msg for msg in res["trajectory"] if not _is_internal_message(msg)]
-    assert filtered_trajectory[2]["content"] == "All work and no play makes Jack a dull boy 1."
-    assert filtered_trajectory[4]["content"] == "All work and no play makes Jack a dull boy 2."
-    assert filtered_trajectory[6]["content"] == "All work and no play makes Jack a dull boy 3."
-    assert filtered_trajectory[8]["content"] == "All work and no play makes Jack a dull boy 4."
+    filtered_trajectory = [
+        msg for msg in res["trajectory"] if not _is_internal_message(msg)
+    ]
+    assert (
+        filtered_trajectory[2]["content"]
+        == "All work and no play makes Jack a dull boy 1."
+    )
+    assert (
+        filtered_trajectory[4]["content"]
+        == "All work and no play makes Jack a dull boy 2."
+    )
+    assert (
+        filtered_trajectory[6]["content"]
+        == "All work and no play makes Jack a dull boy 3."
+    )
+    assert (
+        filtered_trajectory[8]["content"]
+        == "All work and no play makes Jack a dull boy 4."
+    )
 
 
 @pytest.mark.langsmith
@@ -278,7 +299,9 @@ async def test_multiturn_stopping_condition_async():
     thread_id = str(uuid.uuid4())
 
     async def app(inputs: ChatCompletionMessage, *, thread_id: str):
-        res = await agent.ainvoke({"messages": [inputs]}, config={"configurable": {"thread_id": thread_id}})
+        res = await agent.ainvoke(
+            {"messages": [inputs]}, config={"configurable": {"thread_id": thread_id}}
+        )
         return res["messages"][-1]
 
     user = create_async_llm_simulated_user(

@@ -1,11 +1,12 @@
 # assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/trajectory/test_trajectory.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
-import json
+from assay.compat.openevals.trajectory.match import create_trajectory_match_evaluator
 
-import pytest
+from assay.compat.openevals.types import EvaluatorResult, ChatCompletionMessage
+
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from assay.compat.openevals.trajectory.match import create_trajectory_match_evaluator
-from assay.compat.openevals.types import ChatCompletionMessage, EvaluatorResult
+import json
+import pytest
 
 
 @pytest.mark.langsmith
@@ -35,7 +36,9 @@ def test_trajectory_match(feedback_key, match_mode):
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -50,10 +53,16 @@ def test_trajectory_match(feedback_key, match_mode):
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -75,7 +84,9 @@ def test_trajectory_with_different_tool_message_order(feedback_key, match_mode):
     evaluator = create_trajectory_match_evaluator(trajectory_match_mode=match_mode)
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -94,14 +105,18 @@ def test_trajectory_with_different_tool_message_order(feedback_key, match_mode):
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -119,14 +134,18 @@ def test_trajectory_with_different_tool_message_order(feedback_key, match_mode):
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -148,7 +167,9 @@ def test_trajectory_with_different_message_count(feedback_key, match_mode, score
     evaluator = create_trajectory_match_evaluator(trajectory_match_mode=match_mode)
     inputs = {}
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -172,14 +193,18 @@ def test_trajectory_with_different_message_count(feedback_key, match_mode, score
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -197,16 +222,18 @@ def test_trajectory_with_different_message_count(feedback_key, match_mode, score
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -222,7 +249,9 @@ def test_trajectory_with_different_message_count(feedback_key, match_mode, score
 def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
     evaluator = create_trajectory_match_evaluator(trajectory_match_mode=match_mode)
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -241,7 +270,9 @@ def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -259,16 +290,20 @@ def test_trajectory_subset_tool_call(feedback_key, match_mode, score):
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert evaluator(outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert evaluator(
+        outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -287,7 +322,9 @@ def test_trajectory_match_langchain_messages(feedback_key, match_mode):
         HumanMessage("What is the weather in SF?"),
         AIMessage(
             content="",
-            tool_calls=[{"id": "1234", "name": "get_weather", "args": {"city": "San Francisco"}}],
+            tool_calls=[
+                {"id": "1234", "name": "get_weather", "args": {"city": "San Francisco"}}
+            ],
         ),
         ToolMessage(tool_call_id="1234", content="It's 80 degrees and sunny in SF."),
         AIMessage("The weather in SF is 80 degrees and sunny."),
@@ -296,9 +333,13 @@ def test_trajectory_match_langchain_messages(feedback_key, match_mode):
         HumanMessage("What is the weather in SF?"),
         AIMessage(
             content="Let me check that for you!",
-            tool_calls=[{"id": "4321", "name": "get_weather", "args": {"city": "San Francisco"}}],
+            tool_calls=[
+                {"id": "4321", "name": "get_weather", "args": {"city": "San Francisco"}}
+            ],
         ),
-        ToolMessage(tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."),
+        ToolMessage(
+            tool_call_id="4321", content="It's 80 degrees and sunny in San Francisco."
+        ),
         AIMessage("The weather in SF is 80˚ and sunny."),
     ]
     result = evaluator(outputs=outputs, reference_outputs=reference_outputs)
@@ -332,7 +373,9 @@ def test_trajectory_match_strict_params(tool_args_match_mode, score):
         HumanMessage("What is the weather in SF?"),
         AIMessage(
             content="",
-            tool_calls=[{"id": "1234", "name": "get_weather", "args": {"city": "San Francisco"}}],
+            tool_calls=[
+                {"id": "1234", "name": "get_weather", "args": {"city": "San Francisco"}}
+            ],
         ),
         ToolMessage(tool_call_id="1234", content="It's 80 degrees and sunny in SF."),
         AIMessage("The weather in SF is 80 degrees and sunny."),
@@ -353,7 +396,9 @@ def test_trajectory_match_strict_params(tool_args_match_mode, score):
     ],
 )
 def test_tool_args_match_mode_superset(tool_args_match_mode, score):
-    evaluator = create_trajectory_match_evaluator(tool_args_match_mode=tool_args_match_mode)
+    evaluator = create_trajectory_match_evaluator(
+        tool_args_match_mode=tool_args_match_mode
+    )
     outputs = [
         {"role": "user", "content": "Hi there, what time is my flight?"},
         {
@@ -363,7 +408,9 @@ def test_tool_args_match_mode_superset(tool_args_match_mode, score):
                 {
                     "function": {
                         "name": "get_flight_info",
-                        "arguments": json.dumps({"is_cool": True, "flight_no": "LX0112"}),
+                        "arguments": json.dumps(
+                            {"is_cool": True, "flight_no": "LX0112"}
+                        ),
                     }
                 }
             ],
@@ -437,8 +484,12 @@ def test_trajectory_match_with_nested_field_overrides():
         },
         {"role": "assistant", "content": "Upgrades possible."},
     ]
-    evaluator_no_overrides = create_trajectory_match_evaluator(trajectory_match_mode="strict")
-    result_no_overrides = evaluator_no_overrides(outputs=outputs, reference_outputs=reference_outputs)
+    evaluator_no_overrides = create_trajectory_match_evaluator(
+        trajectory_match_mode="strict"
+    )
+    result_no_overrides = evaluator_no_overrides(
+        outputs=outputs, reference_outputs=reference_outputs
+    )
     assert result_no_overrides["score"] is False
 
     evaluator = create_trajectory_match_evaluator(
@@ -459,7 +510,9 @@ def test_trajectory_match_with_nested_field_overrides_requires_key():
                 {
                     "function": {
                         "name": "lookup_policy",
-                        "arguments": json.dumps({"time": {"end": "2025-03-22T20:34:40Z"}}),
+                        "arguments": json.dumps(
+                            {"time": {"end": "2025-03-22T20:34:40Z"}}
+                        ),
                     }
                 }
             ],
@@ -473,7 +526,9 @@ def test_trajectory_match_with_nested_field_overrides_requires_key():
                 {
                     "function": {
                         "name": "lookup_policy",
-                        "arguments": json.dumps({"time": {"end": "2025-03-22T20:34:40Z"}}),
+                        "arguments": json.dumps(
+                            {"time": {"end": "2025-03-22T20:34:40Z"}}
+                        ),
                     }
                 }
             ],

@@ -1,11 +1,12 @@
 # assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/trajectory/test_trajectory_async.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
-import json
+from assay.compat.openevals.trajectory.match import create_async_trajectory_match_evaluator
 
-import pytest
+from assay.compat.openevals.types import EvaluatorResult, ChatCompletionMessage
+
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from assay.compat.openevals.trajectory.match import create_async_trajectory_match_evaluator
-from assay.compat.openevals.types import ChatCompletionMessage, EvaluatorResult
+import json
+import pytest
 
 
 @pytest.mark.langsmith
@@ -20,7 +21,9 @@ from assay.compat.openevals.types import ChatCompletionMessage, EvaluatorResult
     ],
 )
 async def test_trajectory_match(feedback_key, match_mode):
-    evaluator = create_async_trajectory_match_evaluator(trajectory_match_mode=match_mode)
+    evaluator = create_async_trajectory_match_evaluator(
+        trajectory_match_mode=match_mode
+    )
     inputs = {}
     outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -36,7 +39,9 @@ async def test_trajectory_match(feedback_key, match_mode):
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -51,10 +56,16 @@ async def test_trajectory_match(feedback_key, match_mode):
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
-    assert await evaluator(inputs=inputs, outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
+    assert await evaluator(
+        inputs=inputs, outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(
         key=feedback_key,
         score=True,
         comment=None,
@@ -74,9 +85,13 @@ async def test_trajectory_match(feedback_key, match_mode):
     ],
 )
 async def test_trajectory_with_different_message_count(feedback_key, match_mode, score):
-    evaluator = create_async_trajectory_match_evaluator(trajectory_match_mode=match_mode)
+    evaluator = create_async_trajectory_match_evaluator(
+        trajectory_match_mode=match_mode
+    )
     outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -100,14 +115,18 @@ async def test_trajectory_with_different_message_count(feedback_key, match_mode,
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in SF is 80 degrees and sunny. In London, it's 90 degrees and rainy.",
         ),
     ]
     reference_outputs = [
-        ChatCompletionMessage(role="user", content="What is the weather in SF and London?"),
+        ChatCompletionMessage(
+            role="user", content="What is the weather in SF and London?"
+        ),
         ChatCompletionMessage(
             role="assistant",
             tool_calls=[
@@ -125,16 +144,18 @@ async def test_trajectory_with_different_message_count(feedback_key, match_mode,
                 },
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 90 degrees and rainy in London."),
+        ChatCompletionMessage(
+            role="tool", content="It's 90 degrees and rainy in London."
+        ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
         ChatCompletionMessage(
             role="assistant",
             content="The weather in London is 90˚ and rainy. In SF, it's 80˚ and sunny.",
         ),
     ]
-    assert await evaluator(outputs=outputs, reference_outputs=reference_outputs) == EvaluatorResult(
-        key=feedback_key, score=score, comment=None, metadata=None
-    )
+    assert await evaluator(
+        outputs=outputs, reference_outputs=reference_outputs
+    ) == EvaluatorResult(key=feedback_key, score=score, comment=None, metadata=None)
 
 
 @pytest.mark.langsmith
@@ -164,7 +185,9 @@ async def test_trajectory_match_strict_params(tool_args_match_mode, score):
         HumanMessage("What is the weather in SF?"),
         AIMessage(
             content="",
-            tool_calls=[{"id": "1234", "name": "get_weather", "args": {"city": "San Francisco"}}],
+            tool_calls=[
+                {"id": "1234", "name": "get_weather", "args": {"city": "San Francisco"}}
+            ],
         ),
         ToolMessage(tool_call_id="1234", content="It's 80 degrees and sunny in SF."),
         AIMessage("The weather in SF is 80 degrees and sunny."),
@@ -241,7 +264,9 @@ async def test_trajectory_match_with_nested_field_overrides_requires_key():
                 {
                     "function": {
                         "name": "lookup_policy",
-                        "arguments": json.dumps({"time": {"end": "2025-03-22T20:34:40Z"}}),
+                        "arguments": json.dumps(
+                            {"time": {"end": "2025-03-22T20:34:40Z"}}
+                        ),
                     }
                 }
             ],
@@ -255,7 +280,9 @@ async def test_trajectory_match_with_nested_field_overrides_requires_key():
                 {
                     "function": {
                         "name": "lookup_policy",
-                        "arguments": json.dumps({"time": {"end": "2025-03-22T20:34:40Z"}}),
+                        "arguments": json.dumps(
+                            {"time": {"end": "2025-03-22T20:34:40Z"}}
+                        ),
                     }
                 }
             ],

@@ -1,14 +1,14 @@
 # assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/trajectory/test_trajectory_llm_async.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
-import json
+from assay.compat.openevals.trajectory.llm import (
+    create_async_trajectory_llm_as_judge,
+    TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE,
+    TRAJECTORY_ACCURACY_PROMPT,
+)
+
+from assay.compat.openevals.types import ChatCompletionMessage
 
 import pytest
-
-from assay.compat.openevals.trajectory.llm import (
-    TRAJECTORY_ACCURACY_PROMPT,
-    TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE,
-    create_async_trajectory_llm_as_judge,
-)
-from assay.compat.openevals.types import ChatCompletionMessage
+import json
 
 
 @pytest.mark.langsmith
@@ -60,7 +60,9 @@ async def test_trajectory_match():
 @pytest.mark.langsmith
 @pytest.mark.asyncio
 async def test_trajectory_no_ref():
-    evaluator = create_async_trajectory_llm_as_judge(prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:gpt-5.6-luna")
+    evaluator = create_async_trajectory_llm_as_judge(
+        prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:gpt-5.6-luna"
+    )
     outputs = [
         {"role": "user", "content": "What is the weather in SF?"},
         {
@@ -87,7 +89,9 @@ async def test_trajectory_no_ref():
 @pytest.mark.langsmith
 @pytest.mark.asyncio
 async def test_trajectory_no_ref_bad_trajectory():
-    evaluator = create_async_trajectory_llm_as_judge(prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:gpt-5.6-luna")
+    evaluator = create_async_trajectory_llm_as_judge(
+        prompt=TRAJECTORY_ACCURACY_PROMPT, model="openai:gpt-5.6-luna"
+    )
     outputs = [
         {"role": "user", "content": "What are some good restaurants in SF?"},
         {
@@ -143,7 +147,9 @@ According to this reference trajectory:
 {reference_outputs}
 </reference_trajectory>
 """
-    evaluator = create_async_trajectory_llm_as_judge(prompt=REVERSE_PROMPT, model="openai:gpt-5.6-luna")
+    evaluator = create_async_trajectory_llm_as_judge(
+        prompt=REVERSE_PROMPT, model="openai:gpt-5.6-luna"
+    )
     outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
         ChatCompletionMessage(
@@ -158,7 +164,9 @@ According to this reference trajectory:
             ],
         ),
         ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in SF."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80 degrees and sunny."),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80 degrees and sunny."
+        ),
     ]
     reference_outputs = [
         ChatCompletionMessage(role="user", content="What is the weather in SF?"),
@@ -173,8 +181,12 @@ According to this reference trajectory:
                 }
             ],
         ),
-        ChatCompletionMessage(role="tool", content="It's 80 degrees and sunny in San Francisco."),
-        ChatCompletionMessage(role="assistant", content="The weather in SF is 80˚ and sunny."),
+        ChatCompletionMessage(
+            role="tool", content="It's 80 degrees and sunny in San Francisco."
+        ),
+        ChatCompletionMessage(
+            role="assistant", content="The weather in SF is 80˚ and sunny."
+        ),
     ]
     eval_result = await evaluator(
         inputs="What is the weather in SF?",
