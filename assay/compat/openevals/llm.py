@@ -44,7 +44,7 @@ def init_chat_model(model: str, **kwargs: Any) -> Any:
 
         return ChatAnthropic(model_name=name, **kwargs)
     try:
-        from langchain.chat_models import init_chat_model as langchain_init  # type: ignore[import-not-found]
+        from langchain.chat_models import init_chat_model as langchain_init  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise ValueError(f"model {model!r}: install langchain to use provider {provider!r}") from exc
     return langchain_init(model=model, **kwargs)

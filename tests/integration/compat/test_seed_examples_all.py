@@ -100,7 +100,9 @@ agent_trace = trace = trajectory = [
     {"role": "tool", "content": "ok"},
     {"role": "assistant", "content": "Refunded order 7 and emailed the itinerary."},
 ]
-gold_trace = gold = [{"role": "assistant", "content": "", "tool_calls": [_call("search", q="x"), _call("submit", id=1)]}]
+gold_trace = gold = [
+    {"role": "assistant", "content": "", "tool_calls": [_call("search", q="x"), _call("submit", id=1)]},
+]
 task_prompt = task = "Refund order 7"
 text, a, b = "an error occurred", "kitten", "sitting"
 schema, model_json = {"type": "object", "required": ["a"]}, '{"a": 1}'
