@@ -201,6 +201,8 @@ def classify(args: argparse.Namespace) -> None:
                 excluded[nodeid] = y if y == n else f"yes: {y} / no: {n}"
     manifest["run"] = run
     manifest["excluded"] = excluded
+    # excluded tests that pass on assay: keep those still excluded (rerun them against assay to update)
+    manifest["beyond"] = {k: v for k, v in manifest.get("beyond", {}).items() if k in excluded}
     MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
@@ -245,10 +247,11 @@ def exclusions_markdown(manifest: dict[str, Any]) -> str:
     groups: dict[str, list[str]] = {}
     for nodeid, outcome in sorted(manifest["excluded"].items()):
         groups.setdefault(reason(outcome), []).append(nodeid)
+    beyond = manifest.get("beyond", {})
     lines = []
     for why, ids in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
         lines.append(f"- **{why}** ({len(ids)}):")
-        lines.extend(f"  - `{i}`" for i in ids)
+        lines.extend(f"  - `{i}`" + (f" — passes on assay, runs (`{beyond[i]}`)" if i in beyond else "") for i in ids)
     return "\n".join(lines) + "\n"
 
 
