@@ -1,1 +1,0 @@
-# assay: vendored from https://github.com/langchain-ai/agentevals@946ad15b9f2c python/tests/__init__.py (MIT, tests/reference/LICENSE.agentevals); only the import lines are rewritten (tests/reference/vendor.py).

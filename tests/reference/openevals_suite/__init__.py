@@ -1,1 +1,0 @@
-# assay: vendored from https://github.com/langchain-ai/openevals@bdb122e44007 python/tests/__init__.py (MIT, tests/reference/LICENSE.openevals); only the import lines are rewritten (tests/reference/vendor.py).
