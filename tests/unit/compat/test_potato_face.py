@@ -1,5 +1,5 @@
 """``assay.compat.potato``: potato's ``potato.evaluators`` module paths and behaviours (offline;
-potato's own tests run in tests/reference/test_potato_suite.py)."""
+potato's own tests run in tests/reference/test_upstream_suites.py)."""
 
 from __future__ import annotations
 
