@@ -16,7 +16,7 @@ import pytest
 
 from tests.reference import upstream, verdicts
 
-MANIFEST = upstream.MANIFEST_DATA()
+MANIFEST = upstream.load_manifest()
 ROOT = upstream.ROOT
 #: what README.md and docs/compat.md say: (suite, reference passes in yes, in no, union, excluded)
 COUNTS = {

@@ -71,7 +71,7 @@ class Sdist:
 
     def members(self) -> dict[str, str]:
         """The suite's test files: ``name`` → path inside the archive."""
-        files: list[str] = MANIFEST_DATA()[self.suite]["files"]
+        files: list[str] = load_manifest()[self.suite]["files"]
         return {name: f"{self.folder}/{name}" for name in files}
 
 
@@ -104,7 +104,7 @@ SDISTS = {
 }
 
 
-def MANIFEST_DATA() -> dict[str, Any]:  # read on use, so that `classify` can rewrite it
+def load_manifest() -> dict[str, Any]:  # read on use, so that `classify` can rewrite it
     data: dict[str, Any] = json.loads(MANIFEST.read_text(encoding="utf-8"))
     return data
 
@@ -255,7 +255,7 @@ def _outcomes(path: Path) -> dict[str, str]:
 def classify(args: argparse.Namespace) -> None:
     """``passes`` and ``excluded`` of openevals and agentevals from the reference's junit files
     ``{suite}-ref-{yes,no}.xml`` (``beyond`` and potato's entry are kept)."""
-    manifest = MANIFEST_DATA()
+    manifest = load_manifest()
     for suite in ("openevals", "agentevals"):
         yes = _outcomes(Path(args.results) / f"{suite}-ref-yes.xml")
         no = _outcomes(Path(args.results) / f"{suite}-ref-no.xml")
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("exclusions")
     args = parser.parse_args(argv)
     if args.command == "exclusions":
-        print(exclusions_markdown(MANIFEST_DATA()), end="")
+        print(exclusions_markdown(load_manifest()), end="")
     elif args.command == "fetch":
         for sdist in SDISTS.values():
             print(fetch(sdist))
