@@ -180,7 +180,16 @@ def run(
     run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
     ds: Annotated[str | None, typer.Option("--ds", help="Logical date YYYY-MM-DD for {{ ds }} templating.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier stopped run.")] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help=(
+                "Score everything again: ignore the checkpoint of an earlier stopped run and the"
+                " results a published output already holds."
+            ),
+        ),
+    ] = False,
     workers: WorkersOption = "auto",
     shard: Annotated[str | None, typer.Option("--shard", help="Run one shard i/N (e.g. for Airflow mapping).")] = None,
     dry_run: Annotated[

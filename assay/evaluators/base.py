@@ -94,6 +94,9 @@ class BaseEvaluator(ABC, Generic[P]):
     sampler: Sampler | None = None
     """Which traces it scores when its run-file spec has ``sample:`` (see :mod:`assay.sampling`;
     set by the run's ``build_evaluators``); None: every trace."""
+    version: int | str | None = None
+    """The run file's ``version:`` of this evaluator (set by ``build_evaluators``): it enters the
+    evaluator's identity (:mod:`assay.evaluators.identity`), so raising it makes earlier results stale."""
 
     def __init__(self, params: P | dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         if isinstance(params, EvaluatorParams):

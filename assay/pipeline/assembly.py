@@ -35,6 +35,7 @@ def build_evaluators(config: RunConfig, origin: str = "run file") -> list[BaseEv
                 " give one of them params.key"
             )
         seen[ev.key] = i
+        ev.version = spec.version  # enters the identity (a stale result is scored again)
         if spec.sample is not None:  # the EvaluateStage scores only its sample
             ev.sampler = Sampler(spec.sample, ev.key, config=config)
         evaluators.append(ev)
