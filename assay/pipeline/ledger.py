@@ -125,8 +125,8 @@ def _arrow_batches(config: RunConfig) -> Iterator[Any] | None:
         if dataset is None:
             return iter(())
         day = getattr(config.sink, "ds", None)
-        batches: list[Any] = dataset.to_batches(filter=pc.field("ds") == day) if day else dataset.to_batches()
-        return iter(batches)
+        day_batches: list[Any] = dataset.to_batches(filter=pc.field("ds") == day) if day else dataset.to_batches()
+        return iter(day_batches)
     fs, names = _parts(config)
     if not names or not all(n.endswith(".parquet") for n in names):
         _close(fs)
