@@ -52,6 +52,7 @@ __all__ = [
     "plan_pairs",
     "published_pairs",
     "published_rows",
+    "published_summary",
 ]
 
 _JSON_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst", ".ndjson")
@@ -104,11 +105,13 @@ def _delta_dataset(config: RunConfig) -> Any:
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
+    from assay.connectors.builtin import s3_options
     from assay.connectors.delta import storage_options, table_url
 
     sink: Any = config.sink
+    options = storage_options(sink, s3_options(config.s3))
     try:
-        table = DeltaTable(table_url(sink.path), storage_options=storage_options(sink, config.s3) or None)
+        table = DeltaTable(table_url(sink.path), storage_options=options or None)
     except TableNotFoundError:
         return None
     return table.to_pyarrow_dataset()
@@ -172,6 +175,31 @@ def published_rows(config: RunConfig) -> Iterator[dict[str, Any]]:
 def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
     yield first
     yield from rest
+
+
+def published_summary(config: RunConfig) -> dict[str, Any] | None:
+    """The published output's ``_SUMMARY.json`` (None when it cannot be read)."""
+    location: Any = results_location(config)
+    name = "_SUMMARY.json"
+    if config.sink.type == "delta":
+        from assay.connectors.delta import SUMMARIES, table_url
+
+        location = f"{table_url(str(getattr(config.sink, 'path', '')))}/{SUMMARIES}/ds={getattr(config.sink, 'ds', '')}"
+    else:
+        beside = registry.summary_path(config.sink)
+        if beside is not None:
+            location, name = beside.parent, beside.name
+    try:
+        fs = open_results(location, config.s3)
+        try:
+            data = orjson.loads(fs.read_bytes(name))
+        finally:
+            _close(fs)
+    except (AssayError, OSError, ValueError, KeyError):
+        return None
+    except Exception:  # an object store's own error (a missing key): no summary to compare with
+        return None
+    return data if isinstance(data, dict) else None
 
 
 _TOP = frozenset({"trace_id", "run_id", "ds", "position", "key"})

@@ -30,6 +30,7 @@ from assay.connectors import registry
 from assay.connectors.file_sink import write_json_atomic
 from assay.connectors.registry import EMPTY_SINK_STATE, PUBLISHER, SinkContext, build_sink
 from assay.pipeline.checkpoint import CheckpointStore, fingerprint, fingerprint_change
+from assay.pipeline.ledger import published_summary
 from assay.pipeline.merge import forget_shard_summaries, open_results
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
 from assay.pipeline.targets import (
@@ -181,6 +182,9 @@ class RunPlan:
         when the output changes."""
         if not self.ledger or pairs.get("changed", 1) or pairs.get("dropped", 1):
             return None
+        published = await anyio.to_thread.run_sync(published_summary, self.config)
+        if (published or {}).get("output_format") != summary.get("output_format"):
+            return None  # the sink's format, layout or part size changed: the output is written again
         for role in ("results", "dead_letter"):
             async with self._sink(role, PUBLISHER, EMPTY_SINK_STATE) as sink:
                 await sink.discard()
@@ -314,6 +318,7 @@ def build_summary(
         "totals": judge_totals(judge_stats),
         **_sampling(config, stats),
         "outputs": {"results": sink_url(config), "dead_letter": getattr(dead, "path", None)},
+        "output_format": fingerprint(config)["sink"],
         "source": getattr(config.source, "paths", None) or orjson.loads(config.source.model_dump_json()),
         "host": {"hostname": socket.gethostname(), "python": platform.python_version()},
     }
