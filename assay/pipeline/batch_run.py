@@ -37,6 +37,8 @@ from assay.judges.pool import JudgePool
 from assay.paths import safe_join
 from assay.pipeline.assembly import build_evaluators
 from assay.pipeline.checkpoint import CheckpointStore
+from assay.pipeline.ledger import LedgerEvaluate, load_ledger
+from assay.pipeline.outputs import RunPlan
 from assay.pipeline.targets import local_summary_path, sink_url
 from assay.pipeline.verdict import RunReport
 from assay.pipeline.writer import unwrap
@@ -78,8 +80,11 @@ async def batch_phase(
     use_cache: bool = True,
     wait: bool = False,
     handle_signals: bool = False,
+    fresh: bool = False,
 ) -> PhaseResult:
-    """Recover, poll, collect, submit (see the module doc); a pending report or the config to score."""
+    """Recover, poll, collect, submit (see the module doc); a pending report or the config to score.
+    Over a published output (not ``fresh``), the collect pass asks only for the pairs the output
+    does not hold current (:mod:`assay.pipeline.ledger`)."""
     configs = batch_judges(config)
     if not configs:
         return PhaseResult(config=config)
@@ -95,7 +100,7 @@ async def batch_phase(
     interrupted = False
     try:
         try:
-            ready = await _guarded(config, origin, shard, state, wait, handle_signals)
+            ready = await _guarded(config, origin, shard, state, wait, handle_signals, fresh)
         except BaseExceptionGroup as group:
             raise unwrap(group) from None
         interrupted = ready is None
@@ -110,7 +115,13 @@ async def batch_phase(
 
 
 async def _guarded(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: BatchState, wait: bool, handle_signals: bool
+    config: RunConfig,
+    origin: str,
+    shard: tuple[int, int] | None,
+    state: BatchState,
+    wait: bool,
+    handle_signals: bool,
+    fresh: bool = False,
 ) -> bool | None:
     """:func:`_invocation` under a SIGINT/SIGTERM watcher (None: interrupted)."""
     interrupted = False
@@ -128,13 +139,13 @@ async def _guarded(
                         return
 
             tg.start_soon(watch)
-        ready = await _invocation(config, origin, shard, state, wait)
+        ready = await _invocation(config, origin, shard, state, wait, fresh)
         tg.cancel_scope.cancel()
     return None if interrupted else ready
 
 
 async def _invocation(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: BatchState, wait: bool
+    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: BatchState, wait: bool, fresh: bool = False
 ) -> bool:
     """True when every answer is in (score now), False when batches are pending."""
     pool = JudgePool.from_config(
@@ -156,9 +167,9 @@ async def _invocation(
             state.refused.clear()
             await rounds.poll(state, pool)
             if rounds.collect_due(state):
-                misses = await _collect(config, origin, shard, pool, state)
+                misses = await _collect(config, origin, shard, pool, state, fresh)
                 if misses and await rounds.refetch(state, pool):  # answers that left the cache: downloaded again
-                    misses = await _collect(config, origin, shard, pool, state)
+                    misses = await _collect(config, origin, shard, pool, state, fresh)
                 if rounds.all_answered(state, misses):
                     return True
             await rounds.submit(state, Path(config.state_dir))
@@ -169,9 +180,10 @@ async def _invocation(
 
 
 async def _collect(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, pool: JudgePool, state: BatchState
+    config: RunConfig, origin: str, shard: tuple[int, int] | None, pool: JudgePool, state: BatchState, fresh: bool
 ) -> int:
-    """One pass over the input: every batch judge's cache misses into the ledger. The misses found."""
+    """One pass over the input: every batch judge's cache misses into the ledger. The misses found.
+    Over a published output (not ``fresh``), pairs it holds current are not asked for."""
     from assay.connectors.registry import SourceContext, build_source
     from assay.evaluators.base import offers
     from assay.judges.pool import use_pool
@@ -182,6 +194,9 @@ async def _collect(
     endpoints = rounds.begin_collect(state, pool)
     evaluators = [ev for ev in build_evaluators(config, origin) if ev.is_async and offers(ev, "resolve_judge")]
     stage = EvaluateStage(evaluators)
+    if not fresh and shard is None and evaluators and await RunPlan(config).over_published():
+        with use_pool(pool):
+            stage = LedgerEvaluate(evaluators, await load_ledger(config, evaluators))
     parse = RecordParser(config.normalize)
     source = build_source(
         config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,16 @@ from assay.stages.sampling import prepare_sampling
 from assay.traces.model import Trace
 
 
-async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]:
+async def dry_run(
+    config: RunConfig,
+    origin: str = "run file",
+    *,
+    wanted: Callable[[str, str | None], bool] | None = None,
+    seen: Callable[[str | None], None] | None = None,
+) -> dict[str, Any]:
+    """The estimate of a run (see the module doc). ``wanted(key, trace_id)``: whether the pair is
+    to be scored (a backfill's preview: not when the published output holds it current);
+    ``seen(trace_id)``: called for every trace read."""
     pool = None
     if config.judges:
         from assay.judges.pool import JudgePool
@@ -58,7 +68,11 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
                     dead += 1
                     continue
                 records += 1
+                if seen is not None:
+                    seen(t.id)
                 for ev in judged:
+                    if wanted is not None and not wanted(ev.key, t.id):
+                        continue  # its result is current: kept, no call
                     if ev.key in samplers and samplers[ev.key].weight(t) is None:
                         continue  # not in this evaluator's sample: no call
                     row = rows[ev.key]
@@ -87,6 +101,7 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
         "output_tokens": sum(r["output_tokens"] for r in rows.values()),
         "cost_usd": sum(r["cost_usd"] for r in rows.values()),
         "realtime_cost_usd": sum(r.get("realtime_cost_usd", r["cost_usd"]) for r in rows.values()),
+        "batch_cost_usd": sum(r.get("batch_cost_usd", r["cost_usd"]) for r in rows.values()),
         "batches": sum(r.get("batches", 0) for r in rows.values()),
         "notes": notes,
     }
@@ -142,6 +157,7 @@ def _batch_estimates(rows: dict[str, dict[str, Any]], pool: Any) -> None:
         if row["judge"] is None or row["judge"] not in pool.endpoints:
             continue
         cfg = pool.get(row["judge"]).config
+        row["batch_cost_usd"] = row["cost_usd"] * cfg.batch.discount  # what the batch price would be
         if cfg.mode != "batch":
             continue
         max_requests, max_bytes = cfg.batch.limits(pool.get(row["judge"]).provider.batch_limits or (0, 0))

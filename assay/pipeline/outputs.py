@@ -87,6 +87,13 @@ class RunPlan:
             ),
         )
 
+    async def over_published(self) -> bool:
+        """Whether this run would keep a published output's current results: a whole output is
+        there and the source reads its whole input again (not a topic read on from its end)."""
+        if registry.rerun_state(self.config.source) is not None:
+            return False
+        return bool(await self._sink("results", PUBLISHER, None).whole())
+
     async def prepare(self, n: int, *, fresh: bool) -> dict[int, dict[str, Any]]:
         """The checkpoint state each of ``n`` writers starts from (after a reset or a consolidation)."""
         states = await self._prepare(n, fresh=fresh)

@@ -51,7 +51,13 @@ async def execute(
 
     if has_batch_judges(config):
         phase = await batch_phase(
-            config, origin=origin, shard=shard, use_cache=use_cache, wait=wait, handle_signals=handle_signals
+            config,
+            origin=origin,
+            shard=shard,
+            use_cache=use_cache,
+            wait=wait,
+            handle_signals=handle_signals,
+            fresh=fresh,
         )
         if phase.report is not None:
             return phase.report
