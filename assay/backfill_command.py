@@ -22,6 +22,7 @@ import datetime as dt
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -182,15 +183,16 @@ class _Progress:
 async def _run_day(day: _Day, argv: list[str], cwd: Path) -> None:
     day.state = "running"
     started = time.perf_counter()
-    proc = await anyio.to_thread.run_sync(
-        lambda: subprocess.run(
-            argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent
-        ),
-        abandon_on_cancel=True,
-    )
-    code = proc.returncode
+    def run() -> tuple[int, str]:
+        # stderr into a file, not a pipe: a day outliving a killed backfill never writes to a closed pipe
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=_die_with_parent)
+            err.seek(0)
+            return proc.returncode, err.read().decode("utf-8", "replace")
+
+    code, stderr = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
     summary = await anyio.to_thread.run_sync(published_summary, day.config) or {}
-    unchanged = "nothing to score" in (proc.stderr or "")
+    unchanged = "nothing to score" in stderr
     status = _STATUS_OF_EXIT.get(code, "failed")
     if code == EXIT_LOCKED:
         status = "failed"
@@ -198,7 +200,7 @@ async def _run_day(day: _Day, argv: list[str], cwd: Path) -> None:
     pairs = summary.get("pairs") or {}
     if unchanged or summary.get("run_id") is None or code not in (0, 3, 4):
         pairs = {"kept": day.plan.pairs.to_dict()["kept"], "scored": 0, "dropped": 0} if unchanged else pairs
-    errors = [ln.removeprefix("assay: error: ") for ln in (proc.stderr or "").splitlines() if "error:" in ln]
+    errors = [ln.removeprefix("assay: error: ") for ln in stderr.splitlines() if "error:" in ln]
     day.result = {
         "ds": day.plan.ds,
         "status": status,
