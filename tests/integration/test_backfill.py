@@ -170,7 +170,8 @@ def test_real_time_judge_backfill_scores_exactly_what_is_missing(
 
     # an evaluator added: only its pairs are called; every other result byte-identical
     before = results_bytes(root)
-    edit(f, lambda c: c["evaluators"].append({"name": "llm_judge", "params": {"prompt": "conciseness", "judge": "gpt"}}))
+    added = {"name": "llm_judge", "params": {"prompt": "conciseness", "judge": "gpt"}}
+    edit(f, lambda c: c["evaluators"].append(added))
     plan = preview(root, f)
     assert plan["total"]["per_key"]["conciseness"]["to_score"] == N * 4
     assert plan["total"]["per_key"]["correctness"]["to_score"] == 0
@@ -319,7 +320,9 @@ def test_a_failed_gate_stays_exit_3_when_nothing_is_left(tmp_path: Path, nights:
     assert {d["status"] for d in bf["days"]} == {"gate_failed"}
 
 
-def test_fresh_rescores_everything_and_max_cost_refuses(tmp_path: Path, nights: Path, server: JudgeServerThread) -> None:
+def test_fresh_rescores_everything_and_max_cost_refuses(
+    tmp_path: Path, nights: Path, server: JudgeServerThread
+) -> None:
     f = nights
     calls = server.stats.requests
     edit(f, lambda c: c["evaluators"][1].update(version=7))
