@@ -183,6 +183,7 @@ class _Progress:
 async def _run_day(day: _Day, argv: list[str], cwd: Path) -> None:
     day.state = "running"
     started = time.perf_counter()
+
     def run() -> tuple[int, str]:
         # stderr into a file, not a pipe: a day outliving a killed backfill never writes to a closed pipe
         with tempfile.TemporaryFile() as err:

@@ -4,7 +4,7 @@ over all days, and ``_BACKFILL.json``.
 
 A day's plan reads no judge cache: the published output is the ledger
 (:mod:`assay.pipeline.ledger`). Its pairs are read column by column and anti-joined with the
-input's trace ids in DuckDB (:func:`~assay.pipeline.ledger.plan_pairs`); the judge calls, tokens and
+input's trace ids in Arrow (:func:`~assay.pipeline.ledger.plan_pairs`); the judge calls, tokens and
 cost are the dry run's estimate (:mod:`assay.pipeline.dry_run`) over the pairs left to score only,
 after each evaluator's sample. ``assay/backfill_command.py`` runs the days.
 """

@@ -12,8 +12,8 @@ Two readings of one published output, both without the judge cache:
 
 * :func:`published_pairs`: the columns ``trace_id``, ``key``, ``identity`` as one Arrow table,
   read column by column from Parquet and Delta (only those columns), or streamed from JSON lines;
-  :func:`plan_pairs` anti-joins it with the input's trace ids in DuckDB (what a backfill's preview
-  counts; no Python set of every pair);
+  :func:`plan_pairs` semi- and anti-joins it with the input's trace ids in Arrow (what a
+  backfill's preview counts; no Python set of every pair);
 * :func:`load_ledger`: the current results of one output by trace (a run's writer keeps them and
   writes them back unchanged in its new rows, :class:`Ledger`).
 """
@@ -299,48 +299,26 @@ class PairCounts:
 def plan_pairs(pairs: pa.Table, input_ids: pa.Array | pa.ChunkedArray, expected: Mapping[str, str]) -> PairCounts:
     """Count, without a Python object per pair, what a run over an output holding ``pairs`` does
     for an input of ``input_ids`` and a run file whose evaluators give ``expected`` (key →
-    identity): an anti-join in DuckDB over ``trace_id``, ``key``, ``identity``."""
-    import duckdb
+    identity): a semi- and anti-join of the pairs with the input's ids in Arrow (``is_in`` over a
+    hash set of the ids), then one vectorized comparison per key of the identities."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    exp = pa.table({"key": list(expected), "identity": list(expected.values())})
-    inp = pa.table({"trace_id": pa.chunked_array([input_ids]) if isinstance(input_ids, pa.Array) else input_ids})
-    con = duckdb.connect()
-    try:
-        con.execute("SET threads TO 2")
-        con.register("pairs", pairs)
-        con.register("exp", exp)
-        con.register("inp", inp)
-        con.execute("CREATE TEMP TABLE ids AS SELECT DISTINCT trace_id FROM inp")
-        traces = con.execute("SELECT count(*) FROM ids").fetchone()
-        kept = con.execute(
-            "SELECT p.key, count(DISTINCT p.trace_id) FROM pairs p"
-            " JOIN exp e ON p.key = e.key AND p.identity = e.identity"
-            " SEMI JOIN ids i ON p.trace_id = i.trace_id GROUP BY p.key"
-        ).fetchall()
-        stale = con.execute(
-            "SELECT p.key, count(DISTINCT p.trace_id) FROM pairs p"
-            " JOIN exp e ON p.key = e.key AND p.identity IS DISTINCT FROM e.identity"
-            " SEMI JOIN ids i ON p.trace_id = i.trace_id GROUP BY p.key"
-        ).fetchall()
-        dropped = con.execute(
-            "SELECT count(*), count(DISTINCT trace_id) FROM pairs p ANTI JOIN ids i ON p.trace_id = i.trace_id"
-        ).fetchone()
-        removed = con.execute(
-            "SELECT count(*) FROM pairs p SEMI JOIN ids i ON p.trace_id = i.trace_id ANTI JOIN exp e ON p.key = e.key"
-        ).fetchone()
-    finally:
-        con.close()
-    n = int(traces[0]) if traces else 0
-    counts = PairCounts(traces=n)
-    kept_by = {str(k): int(c) for k, c in kept}
-    stale_by = {str(k): int(c) for k, c in stale}
-    for key in expected:
-        counts.kept[key] = kept_by.get(key, 0)
-        counts.score[key] = n - counts.kept[key]
-        counts.stale[key] = stale_by.get(key, 0)
-    counts.dropped, counts.dropped_traces = (int(dropped[0]), int(dropped[1])) if dropped else (0, 0)
-    counts.removed = int(removed[0]) if removed else 0
+    ids = pc.unique(pa.chunked_array([input_ids]) if isinstance(input_ids, pa.Array) else input_ids)
+    counts = PairCounts(traces=len(ids))
+    tid, key, ident = pairs.column("trace_id"), pairs.column("key"), pairs.column("identity")
+    present = pc.is_in(tid, value_set=ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids)
+    gone = pc.invert(present)
+    counts.dropped = int(pc.sum(gone).as_py() or 0)
+    counts.dropped_traces = len(pc.unique(tid.filter(gone))) if counts.dropped else 0
+    known = pc.is_in(key, value_set=pa.array(list(expected), pa.string()))
+    counts.removed = int(pc.sum(pc.and_(present, pc.invert(known))).as_py() or 0)
+    for k, identity in expected.items():
+        mine = pc.and_(present, pc.equal(key, k))
+        current = pc.fill_null(pc.equal(ident, identity), False)
+        counts.kept[k] = int(pc.sum(pc.and_(mine, current)).as_py() or 0)
+        counts.stale[k] = int(pc.sum(pc.and_(mine, pc.invert(current))).as_py() or 0)
+        counts.score[k] = counts.traces - counts.kept[k]
     return counts
 
 
