@@ -34,16 +34,18 @@ import anyio.to_thread
 import orjson
 
 from assay.config import RunConfig, load_run_file
-from assay.exceptions import EXIT_BUDGET, EXIT_INFRA, EXIT_LOCKED, AssayError, ConfigError
+from assay.exceptions import EXIT_BUDGET, EXIT_INFRA, EXIT_LOCKED, EXIT_PENDING, AssayError, ConfigError
 from assay.pipeline.backfill import (
     DayPlan,
     backfill_location,
     day_verdict_from_summary,
     days_between,
     plan_day,
+    shared_ledger_path,
     worst,
     write_backfill,
 )
+from assay.pipeline.batch_run import has_batch_judges, shared_batch_phase
 from assay.pipeline.ledger import published_summary
 
 __all__ = ["BackfillOptions", "backfill", "preview", "print_preview"]
@@ -232,6 +234,20 @@ def _done_day(day: _Day) -> None:
     day.state = "finished"
 
 
+def _pending_day(day: _Day) -> None:
+    """A day whose pairs wait in the backfill's shared batches: not run yet (exit 75)."""
+    day.result = {
+        "ds": day.plan.ds,
+        "status": "pending",
+        "exit_code": EXIT_PENDING,
+        "ran": False,
+        "pairs": {"kept": 0, "scored": 0, "dropped": 0},
+        "calls": 0,
+        "cost_usd": 0.0,
+    }
+    day.state = "finished"
+
+
 async def _run_days(days: list[_Day], opts: BackfillOptions, record: Callable[[], None]) -> None:
     limiter = anyio.CapacityLimiter(max(1, opts.parallel_days))
     progress = _Progress(days, enabled=not opts.quiet)
@@ -284,6 +300,11 @@ def backfill(opts: BackfillOptions) -> int:
         )
     days = [_Day(plan, cfg) for plan, cfg in zip(plans, configs, strict=True)]
     started_at = dt.datetime.now(dt.UTC).isoformat()
+    batches_ready = True
+    if has_batch_judges(configs[0]):  # the days' missing pairs in shared provider batches first
+        todo = [d.config for d in days if not d.plan.nothing_to_do]
+        path = shared_ledger_path(configs[0], str(opts.run_file), opts.start, opts.end)
+        batches_ready = anyio.run(lambda: shared_batch_phase(todo, path, origin=origin))
 
     def record() -> None:
         finished = [d.result for d in days if d.state == "finished"]
@@ -311,7 +332,15 @@ def backfill(opts: BackfillOptions) -> int:
         write_backfill(fs, data)
 
     try:
-        anyio.run(_run_days, days, opts, record)
+        if batches_ready:
+            anyio.run(_run_days, days, opts, record)
+        else:
+            for d in days:
+                if d.plan.nothing_to_do:
+                    _done_day(d)
+                else:
+                    _pending_day(d)
+            record()
     finally:
         close = getattr(fs, "close", None)
         if close is not None:

@@ -12,7 +12,9 @@ after each evaluator's sample. ``assay/backfill_command.py`` runs the days.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -22,6 +24,7 @@ from assay.config import RunConfig
 from assay.connectors import registry
 from assay.evaluators.base import offers
 from assay.exceptions import EXIT_OK, ConfigError
+from assay.paths import safe_join
 from assay.pipeline.assembly import build_evaluators, judge_pool
 from assay.pipeline.dry_run import dry_run
 from assay.pipeline.ledger import PairCounts, expected_identities, plan_pairs, published_pairs, published_summary
@@ -39,6 +42,7 @@ __all__ = [
     "day_verdict_from_summary",
     "days_between",
     "plan_day",
+    "shared_ledger_path",
     "worst",
     "write_backfill",
 ]
@@ -195,3 +199,10 @@ def write_backfill(fs: Any, data: dict[str, Any]) -> None:
 
 def whole(status: str) -> bool:
     return status in WHOLE_STATUSES
+
+
+def shared_ledger_path(config: RunConfig, run_file: str, start: str, end: str) -> Path:
+    """``<state_dir>/batches/backfill-<digest>.sqlite``: the one batch ledger of the days of one
+    backfill (the run file and the range name it, so the same command finds it again)."""
+    digest = hashlib.sha256(f"{Path(run_file).resolve()}\x1f{start}\x1f{end}".encode()).hexdigest()[:16]
+    return safe_join(Path(config.state_dir), "batches", f"backfill-{digest}.sqlite")

@@ -184,6 +184,15 @@ async def _collect(
 ) -> int:
     """One pass over the input: every batch judge's cache misses into the ledger. The misses found.
     Over a published output (not ``fresh``), pairs it holds current are not asked for."""
+    endpoints = rounds.begin_collect(state, pool)
+    await _collect_pass(config, origin, shard, pool, fresh)
+    return await rounds.end_collect(state, endpoints)
+
+
+async def _collect_pass(
+    config: RunConfig, origin: str, shard: tuple[int, int] | None, pool: JudgePool, fresh: bool
+) -> None:
+    """Read the input with the batch judges in collect mode (their misses go to the ledger)."""
     from assay.connectors.registry import SourceContext, build_source
     from assay.evaluators.base import offers
     from assay.judges.pool import use_pool
@@ -191,7 +200,6 @@ async def _collect(
     from assay.stages.normalize import RecordParser
     from assay.traces.model import Trace
 
-    endpoints = rounds.begin_collect(state, pool)
     evaluators = [ev for ev in build_evaluators(config, origin) if ev.is_async and offers(ev, "resolve_judge")]
     stage = EvaluateStage(evaluators)
     if not fresh and shard is None and evaluators and await RunPlan(config).over_published():
@@ -207,7 +215,44 @@ async def _collect(
                 traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
                 if traces and evaluators:
                     await stage.process(traces)
-        return await rounds.end_collect(state, endpoints)
+
+
+async def shared_batch_phase(configs: list[RunConfig], path: Path, *, origin: str = "run file") -> bool:
+    """The batch judges of several days (``assay backfill``) in one ledger at ``path``: every
+    day's missing pairs are collected, then submitted packed together (180 days are a few
+    provider batches, not 180), polled and ingested into the judge cache. True when every answer
+    is in (each day's own run then scores from the cache); False while batches are pending."""
+    if not configs:
+        return True
+    days = [with_ledger(c, path) for c in configs]
+    ledger = Ledger(path)
+    state = BatchState(ledger, batch_judges(days[0]))
+    try:
+        pool = JudgePool.from_config(
+            days[0].judges, state_dir=Path(days[0].state_dir), use_cache=True, budget_usd=days[0].limits.budget_usd
+        )
+        async with pool, contextlib.AsyncExitStack() as stack:
+            await rounds.open_clients(state, pool, stack)
+            await rounds.recover(state)
+            state.refused.clear()
+            await rounds.poll(state, pool)
+            if rounds.collect_due(state):
+                misses = await _collect_days(days, origin, pool, state)
+                if misses and await rounds.refetch(state, pool):
+                    misses = await _collect_days(days, origin, pool, state)
+                if rounds.all_answered(state, misses):
+                    return True
+            await rounds.submit(state, Path(days[0].state_dir))
+            return False
+    finally:
+        ledger.close()
+
+
+async def _collect_days(days: list[RunConfig], origin: str, pool: JudgePool, state: BatchState) -> int:
+    endpoints = rounds.begin_collect(state, pool)
+    for config in days:
+        await _collect_pass(config, origin, None, pool, False)
+    return await rounds.end_collect(state, endpoints)
 
 
 # --- reporting -------------------------------------------------------------------------------------
@@ -274,4 +319,5 @@ __all__ = [
     "ledger_path",
     "legacy_ledger_path",
     "pending_report",
+    "shared_batch_phase",
 ]

@@ -282,6 +282,7 @@ def test_batch_judge_backfill_exits_75_then_collects_only_the_missing_pairs(tmp_
             time.sleep(0.3)
         assert codes[0] == 75 and codes[-1] == 0
         assert len(server.stats.submissions) == N * 4
+        assert server.stats.batches == 1  # the four days' 48 lines in one provider batch (max_requests 50)
         ids = {day: list(range(N)) for day in DAYS}
         check_whole(tmp_path, {"exact_match", "correctness"}, ids)
         before = results_bytes(tmp_path)
@@ -300,6 +301,7 @@ def test_batch_judge_backfill_exits_75_then_collects_only_the_missing_pairs(tmp_
             time.sleep(0.3)
         assert proc.returncode == 0, proc.stderr
         assert len(server.stats.submissions) == N * 4 + 4
+        assert server.stats.batches == 2  # the two days' late pairs together
         check_whole(tmp_path, {"exact_match", "correctness"}, ids)
         after = results_bytes(tmp_path)
         assert all(after[k] == v for k, v in before.items())
