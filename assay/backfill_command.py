@@ -158,13 +158,16 @@ class _Day:
 
 
 class _Progress:
-    """One line on stderr, about once a second: days done / running / pending, traces per second."""
+    """Days done / running / pending and traces per second on stderr: one line rewritten about once
+    a second on a terminal, else a timestamped line every 30 seconds (cron, Airflow logs)."""
 
     def __init__(self, days: list[_Day], enabled: bool) -> None:
         self.days = days
-        self.enabled = enabled and sys.stderr.isatty()
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.every = 1.0 if self.tty else 30.0
         self.started = time.monotonic()
-        self.last = 0.0
+        self.last = self.started
 
     def line(self) -> str:
         done = [d for d in self.days if d.state == "finished"]
@@ -176,10 +179,14 @@ class _Progress:
 
     def tick(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not self.enabled or (not force and now - self.last < 1.0):
+        if not self.enabled or (not force and now - self.last < self.every):
             return
         self.last = now
-        print(f"\r{self.line()}", end="" if not force else "\n", file=sys.stderr, flush=True)
+        if self.tty:
+            print(f"\r{self.line()}", end="\n" if force else "", file=sys.stderr, flush=True)
+        else:
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            print(f"{stamp} {self.line()}", file=sys.stderr, flush=True)
 
 
 async def _run_day(day: _Day, argv: list[str], cwd: Path) -> None:

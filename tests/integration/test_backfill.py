@@ -315,8 +315,11 @@ def test_a_failed_gate_stays_exit_3_when_nothing_is_left(tmp_path: Path, nights:
     assert proc.returncode == 3, proc.stderr
     assert "nothing to score" in proc.stderr
     assert files_bytes(tmp_path) == before  # the verdict is recomputed; nothing is written
-    proc = backfill(tmp_path, f)
+    proc = assay(tmp_path, "backfill", str(f), "--from", DAYS[0], "--to", DAYS[-1])  # not quiet
     assert proc.returncode == 3, proc.stderr
+    assert "total" in proc.stdout and "4 of 4 days done" in proc.stdout  # the preview table
+    assert "backfill: 4 done · 0 running · 0 pending" in proc.stderr  # the progress line
+    assert f"assay: {DAYS[0]}: gate_failed (exit 3)" in proc.stderr
     bf = backfill_json(tmp_path)
     assert bf["status"] == "gate_failed" and bf["exit_code"] == 3
     assert {d["status"] for d in bf["days"]} == {"gate_failed"}
