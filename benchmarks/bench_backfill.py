@@ -109,6 +109,43 @@ def bench_planning(n_days: int, traces: int, n_keys: int) -> dict[str, Any]:
     }
 
 
+def bench_planning_json(n_days: int, traces: int, n_keys: int) -> dict[str, Any]:
+    """The same plan over JSON-lines outputs (the rows as the engine writes them)."""
+    import orjson
+    import pyarrow as pa
+
+    from assay.config import build_config
+    from assay.pipeline.ledger import plan_pairs, published_pairs
+
+    out = ROOT / "plan_json"
+    shutil.rmtree(out, ignore_errors=True)
+    keys = [f"key{k}" for k in range(n_keys)]
+    identity = {k: f"{k}/0123456789/-/-" for k in keys}
+    res = {k: {"key": k, "score": 1.0, "value": True, "comment": None, "metadata": {}, "error": None} for k in keys}
+    for day in days(n_days):
+        folder = out / f"dt={day}"
+        folder.mkdir(parents=True)
+        with open(folder / "part-00000-00000.jsonl", "wb") as f:
+            for i in range(traces):
+                row = {"trace_id": f"{day}-t{i:07d}", "run_id": "bench", "position": {"file": "in.jsonl", "line": i},
+                       "results": res, "identity": identity}  # fmt: skip
+                f.write(orjson.dumps(row) + b"\n")
+        (folder / "_SUCCESS").touch()
+    t0 = time.perf_counter()
+    total = 0
+    for day in days(n_days):
+        cfg = build_config(
+            {"source": {"path": "in.jsonl"}, "evaluators": [{"name": "exact_match"}],
+             "sink": {"path": str(out / f"dt={day}") + "/"}},
+            ds=day,
+        )  # fmt: skip
+        pairs = published_pairs(cfg)
+        plan_pairs(pairs, pa.array([f"{day}-t{i:07d}" for i in range(traces)]), identity)
+        total += pairs.num_rows
+    wall = time.perf_counter() - t0
+    return {"pairs": total, "wall_s": wall, "pairs_per_s": total / wall, "extrapolated_1e8_s": 1e8 / (total / wall)}
+
+
 def assay(root: Path, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "assay.cli", *args], capture_output=True, text=True, cwd=root)
@@ -163,6 +200,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.05, help="stand-in judge latency, seconds")
     parser.add_argument("--parallel-days", type=int, default=4)
+    parser.add_argument("--json-days", type=int, default=0, help="also plan over JSON-lines outputs of this many days")
     parser.add_argument("--skip-plan", action="store_true")
     parser.add_argument("--skip-days", action="store_true")
     a = parser.parse_args()
@@ -176,6 +214,15 @@ def main() -> None:
         print(
             f"| {a.plan_days} | {a.plan_traces:,} | {a.keys} | {p['pairs']:,} | {p['wall_s']:.1f} |"
             f" {p['pairs_per_s']:,.0f} | {p['peak_rss_mb']:.0f} | {p['extrapolated_1e8_s'] / 60:.1f} min |"
+        )
+    if a.json_days:
+        j = bench_planning_json(a.json_days, a.plan_traces, a.keys)
+        print("\nplanning (JSON-lines ledger, parsed line by line into the same columns)")
+        print("| days | traces/day | keys | pairs | wall s | pairs/s | 10^8 pairs (extrapolated) |")
+        print("|---|---|---|---|---|---|---|")
+        print(
+            f"| {a.json_days} | {a.plan_traces:,} | {a.keys} | {j['pairs']:,} | {j['wall_s']:.1f} |"
+            f" {j['pairs_per_s']:,.0f} | {j['extrapolated_1e8_s'] / 60:.1f} min |"
         )
     if not a.skip_days:
         d = bench_days(a.days, a.n, a.latency, a.parallel_days)
