@@ -339,3 +339,48 @@ def test_fresh_rescores_everything_and_max_cost_refuses(
     assert server.stats.requests - calls == N
     summary = json.loads((tmp_path / "out" / f"dt={DAYS[0]}" / "_SUMMARY.json").read_text())
     assert summary["pairs"] == {"kept": 0, "scored": 2 * N, "dropped": 0}
+
+
+def test_s3_and_delta_days_backfill_with_their_ledger_beside(
+    tmp_path: Path, s3_server: Any, client: Any, bucket: str
+) -> None:
+    """The days of an ``s3://`` prefix and of a Delta table: ``_BACKFILL.json`` beside the days'
+    summaries, and a second backfill with nothing missing writes nothing (no new Delta version)."""
+    for day in DAYS[:2]:
+        write_day(tmp_path, day, range(N))
+    sinks = {
+        "s3": {"path": f"s3://{bucket}/scores/dt={{{{ ds }}}}/"},
+        "delta": {"type": "delta", "path": "lake"},
+    }
+    for name, sink in sinks.items():
+        cfg = {
+            "source": {"path": "in/{{ ds }}.jsonl"},
+            "evaluators": [{"name": "exact_match"}],
+            "sink": sink,
+            "s3": {"endpoint_url": s3_server.endpoint_url},
+        }
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(json.dumps(cfg))
+        args = ["backfill", str(f), "--from", DAYS[0], "--to", DAYS[1], "-q"]
+        first = assay(tmp_path, *args)
+        assert first.returncode == 0, first.stderr
+        if name == "s3":
+            listing = client.list_objects_v2(Bucket=bucket, Prefix="scores/")["Contents"]
+            keys = {o["Key"] for o in listing}
+            assert "scores/_BACKFILL.json" in keys and f"scores/dt={DAYS[1]}/_SUCCESS" in keys
+            data = json.loads(client.get_object(Bucket=bucket, Key="scores/_BACKFILL.json")["Body"].read())
+            before = {o["Key"]: o["ETag"] for o in listing if not o["Key"].endswith("_BACKFILL.json")}
+        else:
+            data = json.loads((tmp_path / "lake" / "_summaries" / "_BACKFILL.json").read_text())
+            versions = sorted((tmp_path / "lake" / "_delta_log").glob("*.json"))
+            assert len(versions) == 2  # one commit per day
+        assert [d["pairs"]["scored"] for d in data["days"]] == [N, N] and data["exit_code"] == 0
+        again = assay(tmp_path, *args)
+        assert again.returncode == 0, again.stderr
+        if name == "s3":
+            listing = client.list_objects_v2(Bucket=bucket, Prefix="scores/")["Contents"]
+            assert {o["Key"]: o["ETag"] for o in listing if not o["Key"].endswith("_BACKFILL.json")} == before
+        else:
+            assert sorted((tmp_path / "lake" / "_delta_log").glob("*.json")) == versions
+            data = json.loads((tmp_path / "lake" / "_summaries" / "_BACKFILL.json").read_text())
+            assert [d["ran"] for d in data["days"]] == [False, False]
