@@ -78,7 +78,7 @@ def _run_config(
         if dry_run:
             from assay.pipeline.dry_run import dry_run as do_dry_run
 
-            report = anyio.run(do_dry_run, config, origin)
+            report = anyio.run(lambda: do_dry_run(config, origin, fresh=fresh))
             _print_dry_run(report)
             raise typer.Exit(0)
         shard_t = _parse_shard(shard)

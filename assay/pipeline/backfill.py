@@ -27,7 +27,14 @@ from assay.exceptions import EXIT_OK, ConfigError
 from assay.paths import safe_join
 from assay.pipeline.assembly import build_evaluators, judge_pool
 from assay.pipeline.dry_run import dry_run
-from assay.pipeline.ledger import PairCounts, expected_identities, plan_pairs, published_pairs, published_summary
+from assay.pipeline.ledger import (
+    PairCounts,
+    current_ids,
+    expected_identities,
+    plan_pairs,
+    published_pairs,
+    published_summary,
+)
 from assay.pipeline.merge import open_results
 from assay.pipeline.outputs import RunPlan
 from assay.pipeline.summary import RunStats
@@ -98,7 +105,6 @@ class DayPlan:
 async def plan_day(config: RunConfig, origin: str = "run file") -> DayPlan:
     """One day's plan: its published pairs against its input, and the estimate of what is left."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     published = await RunPlan(config).over_published()
     pairs = await anyio.to_thread.run_sync(published_pairs, config) if published else None
@@ -106,17 +112,15 @@ async def plan_day(config: RunConfig, origin: str = "run file") -> DayPlan:
         evaluators = build_evaluators(config, origin)
         expected = expected_identities(evaluators)
     judged = [ev.key for ev in evaluators if offers(ev, "build_requests")]
-    done: dict[str, set[str]] = {}
-    if pairs is not None:  # the day's current pairs of judged keys: no call for them
-        for key in judged:
-            mask = pc.and_(pc.equal(pairs.column("key"), key), pc.equal(pairs.column("identity"), expected[key]))
-            done[key] = set(pairs.filter(mask).column("trace_id").to_pylist())
+    # the day's current pairs of judged keys: no call for them
+    done = current_ids(pairs, expected, judged) if pairs is not None else {}
     ids: list[str | None] = []
     estimate = await dry_run(
         config,
         origin,
         wanted=lambda key, tid: tid not in done.get(key, ()),
         seen=ids.append,
+        fresh=True,
     )
     empty = pa.table({"trace_id": pa.array([], pa.string()), "key": pa.array([], pa.string()), "identity": []})
     counts = await anyio.to_thread.run_sync(

@@ -13,12 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import orjson
 
 from assay.config import RunConfig
 from assay.connectors.registry import SourceContext, build_source
 from assay.evaluators.base import offers
-from assay.pipeline.assembly import build_evaluators
+from assay.pipeline.assembly import build_evaluators, judge_pool
+from assay.pipeline.ledger import current_ids, expected_identities, published_pairs
+from assay.pipeline.outputs import RunPlan
 from assay.sampling import samplers_of
 from assay.stages.normalize import parse_envelope
 from assay.stages.sampling import prepare_sampling
@@ -31,10 +34,15 @@ async def dry_run(
     *,
     wanted: Callable[[str, str | None], bool] | None = None,
     seen: Callable[[str | None], None] | None = None,
+    fresh: bool = True,
 ) -> dict[str, Any]:
     """The estimate of a run (see the module doc). ``wanted(key, trace_id)``: whether the pair is
     to be scored (a backfill's preview: not when the published output holds it current);
-    ``seen(trace_id)``: called for every trace read."""
+    ``seen(trace_id)``: called for every trace read. Not ``fresh`` (``assay run --dry-run``):
+    over a published output, its current results are kept and not estimated."""
+    kept = 0
+    if wanted is None and not fresh and await RunPlan(config).over_published():
+        wanted, kept = await _current(config, origin)
     pool = None
     if config.judges:
         from assay.judges.pool import JudgePool
@@ -92,6 +100,8 @@ async def dry_run(
     if pool is not None:
         _batch_estimates(rows, pool)
     notes = _notes(config, evaluators, judged, rows, no_call, records, dead, pool)
+    if kept:
+        notes.insert(0, f"{kept:,} judged results of the published output are current: kept, not estimated")
     return {
         "records": records,
         "dead_letters": dead,
@@ -105,6 +115,16 @@ async def dry_run(
         "batches": sum(r.get("batches", 0) for r in rows.values()),
         "notes": notes,
     }
+
+
+async def _current(config: RunConfig, origin: str) -> tuple[Callable[[str, str | None], bool], int]:
+    """Which pairs the published output holds current (the ledger), and how many of them."""
+    pairs = await anyio.to_thread.run_sync(published_pairs, config)
+    async with judge_pool(config, use_cache=False):
+        evaluators = build_evaluators(config, origin)
+        expected = expected_identities(evaluators)
+    done = current_ids(pairs, expected, [ev.key for ev in evaluators if offers(ev, "build_requests")])
+    return (lambda key, tid: tid not in done.get(key, ())), sum(len(v) for v in done.values())
 
 
 def _notes(

@@ -47,6 +47,7 @@ __all__ = [
     "Ledger",
     "LedgerEvaluate",
     "PairCounts",
+    "current_ids",
     "evaluator_of",
     "load_ledger",
     "plan_pairs",
@@ -320,6 +321,18 @@ def plan_pairs(pairs: pa.Table, input_ids: pa.Array | pa.ChunkedArray, expected:
         counts.stale[k] = int(pc.sum(pc.and_(mine, pc.invert(current))).as_py() or 0)
         counts.score[k] = counts.traces - counts.kept[k]
     return counts
+
+
+def current_ids(pairs: pa.Table, expected: Mapping[str, str], keys: Iterable[str]) -> dict[str, set[str]]:
+    """Per key of ``keys``: the trace ids whose result is current (one output's: a day's worth),
+    for an estimate that renders the requests left to send."""
+    import pyarrow.compute as pc
+
+    out: dict[str, set[str]] = {}
+    for key in keys:
+        mask = pc.and_(pc.equal(pairs.column("key"), key), pc.equal(pairs.column("identity"), expected[key]))
+        out[key] = set(pairs.filter(pc.fill_null(mask, False)).column("trace_id").to_pylist())
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

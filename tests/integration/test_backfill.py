@@ -156,6 +156,12 @@ def test_real_time_judge_backfill_scores_exactly_what_is_missing(
     keys = {"exact_match", "correctness"}
     check_whole(root, keys, ids)
 
+    # `assay run --dry-run` over a published day estimates only what is left (nothing), `--fresh` all
+    dry = assay(root, "run", str(f), "--ds", DAYS[0], "--dry-run")
+    assert dry.returncode == 0 and "12 judged results of the published output are current" in dry.stdout
+    assert "total calls 0" in dry.stdout
+    assert f"total calls {N}" in assay(root, "run", str(f), "--ds", DAYS[0], "--dry-run", "--fresh").stdout
+
     # nothing missing: no call, no file changes, every day done without running
     before_files = files_bytes(root)
     calls = server.stats.requests
