@@ -358,8 +358,8 @@ def backfill(opts: BackfillOptions) -> int:
             r = d.result
             if r["status"] != "ok":
                 extra = f": {r['error']}" if r.get("error") else ""
-                opts.echo(f"assay: {r['ds']}: {r['status']} (exit {r['exit_code']}){extra}")
-        opts.echo(f"assay: backfill {status}: {where}/_BACKFILL.json")
+                print(f"assay: {r['ds']}: {r['status']} (exit {r['exit_code']}){extra}", file=sys.stderr)
+        print(f"assay: backfill {status}: {where}/_BACKFILL.json", file=sys.stderr)
     return code
 
 
