@@ -200,6 +200,10 @@ def run(
         bool,
         typer.Option("--quiet", "-q", help="No progress, no summary table, no log lines but errors (JSON logs stay)."),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", help="Debug logs, and the Kafka client's own messages (otherwise silenced)."),
+    ] = False,
     wait: Annotated[
         bool,
         typer.Option("--wait", help="Batch judges: stay and poll until every batch is done (else exit 75)."),
@@ -257,6 +261,7 @@ def run(
         progress_interval_s=progress_interval,
         secrets=secrets_of_run_file(run_file),
         quiet=quiet,
+        verbose=verbose,
     )
     try:
         config = load_run_file(run_file, ds=ds, sets=set_)
@@ -641,8 +646,8 @@ def merge(
 ) -> None:
     """Merge the per-shard summaries of a --shard i/N run into one _SUMMARY.json, apply the gates
     once, and write _SUCCESS when every shard is whole. Exit codes as `assay run`."""
-    from assay.pipeline.merge import SUMMARY, merge_target
     from assay.pipeline.merge import merge as do_merge
+    from assay.pipeline.merge import merge_target, open_results
     from assay.pipeline.verdict import Policy
 
     try:
@@ -659,10 +664,8 @@ def merge(
                 location = target
         if location is None:
             raise ConfigError("assay merge: pass the results directory or --run-file")
-        if "://" in str(location):  # a store's prefix (s3://): the report's stores open it
-            from assay.report.store import open_results_fs
-
-            fs = open_results_fs(str(location).removesuffix(SUMMARY), s3)
+        if "://" in str(location):  # an s3:// prefix
+            fs = open_results(location, s3)
             try:
                 report = do_merge(fs, policy=policy, shards=shards, rows=rows)
             finally:

@@ -33,19 +33,13 @@ from pydantic import (
     model_validator,
 )
 
-from assay.connectors.base import ConnectorConfig
-
-# the file/s3 connectors' own models, importable from here as before (the run file does not name them)
-from assay.connectors.path_config import DeadLetterConfig as DeadLetterConfig
-from assay.connectors.path_config import SinkConfig as SinkConfig
-from assay.connectors.path_config import SourceConfig as SourceConfig
-from assay.connectors.path_config import check_ds
-from assay.connectors.registry import parse_section
+from assay.connector_table import ConnectorConfig, parse_section
 from assay.exceptions import ConfigError
-from assay.paths import check_day, day_problem
+from assay.paths import check_day, check_ds, day_problem
 from assay.potato_config import ai_support_judge
 from assay.sampling import SampleSpec
 from assay.traces.normalize import NormalizeOptions
+from assay.urls import REDIS_SCHEMES, redis_url
 
 
 class _Model(BaseModel):
@@ -267,8 +261,6 @@ class RunConfig(_Model):
     @field_validator("rate_store")
     @classmethod
     def _rate_store_url(cls, v: str | None) -> str | None:
-        from assay.judges.config import redis_url  # lazy: pydantic only, no aiohttp
-
         return redis_url(v)
 
     @model_validator(mode="before")
@@ -276,8 +268,6 @@ class RunConfig(_Model):
     def _rate_store(cls, data: Any) -> Any:
         """``rate_store``: the run's Redis becomes the ``shared_limit`` of every judge, declared or
         inline, that names none of its own."""
-        from assay.judges.config import REDIS_SCHEMES  # lazy: pydantic only, no aiohttp
-
         store = data.get("rate_store") if isinstance(data, dict) else None
         if not isinstance(store, str) or not store.startswith(REDIS_SCHEMES):
             return data  # nothing to share, or a wrong URL that the field's own check reports
@@ -311,7 +301,11 @@ class RunConfig(_Model):
     @model_validator(mode="after")
     def _judges_known(self) -> RunConfig:
         """A judge named by an evaluator must be declared; an inline judge config must be valid."""
-        from assay.judges.config import parse_judge_config  # lazy: pydantic only, no aiohttp
+        # The one import of this layer from a higher one (tests/unit/test_layers.py KNOWN_UPWARD):
+        # a judge's endpoint config is the judges' own model, checked here so that a wrong judge is
+        # exit 2 when the run file loads. Lazy: judges/config.py is pydantic and the provider
+        # table, without the HTTP client.
+        from assay.judges.config import parse_judge_config
 
         for name, raw in self.judges.items():
             parse_judge_config(name, raw)

@@ -48,6 +48,14 @@ def day_problem(value: object) -> str | None:
     return None
 
 
+def check_ds(value: str | None) -> str | None:
+    """A run's or a sink's ``ds``: a day like ``--ds`` (it names folders: ``ds=../..`` would leave
+    the output); a ValueError (a model validator's) otherwise."""
+    if value is not None and (problem := day_problem(value)) is not None:
+        raise ValueError(problem)
+    return value
+
+
 def check_day(value: str, key: str) -> str:
     """``value`` when it is a day; else a :class:`ConfigError` naming ``key`` (``--ds``, ``sink.ds``).
 

@@ -20,14 +20,22 @@ import anyio
 import orjson
 
 from assay.config import RunConfig
-from assay.connectors.file_sink import write_json_atomic
+from assay.connectors.layout import (
+    PUSH_DEAD_LETTER,
+    SUCCESS,
+    SUMMARIES,
+    SUMMARY,
+    summary_beside,
+    write_atomic,
+    write_json_atomic,
+)
 from assay.exceptions import EXIT_CONFIG, EXIT_INFRA, EXIT_OK, AssayError, ConfigError, InputMissingError
 from assay.push import PushLedger, TargetReport, build_target, push_target
 from assay.push.base import PushTarget, stable_day
 
 __all__ = ["PublishedOutput", "check_push_specs", "find_output", "push_key_problems", "push_published"]
 
-DEAD_DIR = "_push_dead_letter"
+DEAD_DIR = PUSH_DEAD_LETTER
 
 
 def check_push_specs(config: RunConfig, origin: str) -> None:
@@ -72,13 +80,13 @@ def find_output(config: RunConfig) -> PublishedOutput:
     path = getattr(sink, "path", None)
     if kind == "delta" and isinstance(path, str) and "://" not in path:
         ds = getattr(sink, "ds", None) or config.ds
-        folder = Path(path) / "_summaries" / f"ds={ds}"
+        folder = Path(path) / SUMMARIES / f"ds={ds}"
         loc = f"{path.rstrip('/')}/ds={ds}"
         return PublishedOutput(
             loc,
-            folder / "_SUMMARY.json",
+            folder / SUMMARY,
             folder / DEAD_DIR,
-            (folder / "_SUCCESS").exists(),
+            (folder / SUCCESS).exists(),
             lambda: iter_rows(open_store(loc)),
         )
     if kind == "file" and isinstance(path, str) and path != "-":
@@ -86,12 +94,12 @@ def find_output(config: RunConfig) -> PublishedOutput:
             root = Path(path)
             return PublishedOutput(
                 path,
-                root / "_SUMMARY.json",
+                root / SUMMARY,
                 root / DEAD_DIR,
-                (root / "_SUCCESS").exists(),
+                (root / SUCCESS).exists(),
                 lambda: iter_rows(open_store(path)),
             )
-        summary = Path(f"{path}._SUMMARY.json")
+        summary = Path(summary_beside(path))
         return PublishedOutput(
             path,
             summary,
@@ -208,10 +216,7 @@ def _write_results(out: PublishedOutput, summary: dict[str, Any], reports: Mappi
         section[name] = rep.summary()
         dead = out.dead_dir / f"{name}.jsonl"
         if rep.dead:
-            out.dead_dir.mkdir(parents=True, exist_ok=True)
-            tmp = dead.with_name(f".{dead.name}.tmp")
-            tmp.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in rep.dead))
-            tmp.replace(dead)
+            write_atomic(dead, b"".join(orjson.dumps(d) + b"\n" for d in rep.dead))
         elif rep.status == "ok":
             dead.unlink(missing_ok=True)
     current["push"] = section

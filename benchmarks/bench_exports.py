@@ -70,8 +70,8 @@ def make_plain(n: int) -> Path:
 
 def child(path: str, spill: str) -> None:
     """One measurement, in its own process: prints rows, traces, seconds, peak RSS (MiB)."""
+    from assay.connectors.exports import AssembleExports
     from assay.connectors.file_source import FileSource
-    from assay.stages.exports import AssembleExports
     from assay.stages.normalize import parse_envelope
     from assay.traces.model import Trace
     from assay.traces.normalize import NormalizeOptions
@@ -105,8 +105,8 @@ def child(path: str, spill: str) -> None:
 
 def group_child(path: str, budget: int) -> None:
     """Grouping alone, in its own process: prints rows, traces, seconds, peak RSS (MiB)."""
+    from assay.connectors.exports import AssembleExports
     from assay.connectors.file_source import FileSource
-    from assay.stages.exports import AssembleExports
 
     class Unledgered(FileSource):
         async def ack(self, positions: Any) -> None:
@@ -257,8 +257,8 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1 and sys.argv[1] == "--child":
         path, mode = sys.argv[2], sys.argv[3]
         if mode == "wrapped":  # the wrapper on a plain file: read only, no normalization
+            from assay.connectors.exports import AssembleExports
             from assay.connectors.file_source import FileSource
-            from assay.stages.exports import AssembleExports
 
             async def read() -> int:
                 n = 0

@@ -49,22 +49,11 @@ from typing import Any
 
 import anyio
 import orjson
-from pydantic import BaseModel, ConfigDict
 
+from assay.connector_table import ConnectorConfig as ConnectorConfig  # the sections' base model
 from assay.exceptions import ConnectorError
 from assay.records import Envelope, Failure, Position, encode_row
 from assay.resources import AsyncResource
-
-
-class ConnectorConfig(BaseModel):
-    """The run-file section of one connector (``source:``, ``sink:``, ``dead_letter:``): ``type``
-    names the connector, whose own frozen model (a subclass) validates the rest. The engine reads
-    no field but ``type``; what a connector needs it finds in its own model."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: str
-    """The connector (``file``, ``s3``, ``kafka``, or one registered under ``assay.connectors``)."""
 
 
 class Source(AsyncResource, ABC):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.connectors.layout import DEAD_LETTER, DEAD_PREFIX, RESULTS_PREFIX, SUMMARY, summary_beside
 from assay.connectors.ledger import merge_ledger_states
 from assay.connectors.path_config import DeadLetterConfig, SinkConfig, SourceConfig
 from assay.connectors.registry import BaseConnector, SinkContext, SourceContext
@@ -46,7 +47,7 @@ def make_parquet_source(config: Any, ctx: SourceContext) -> Source:
         raise ConfigError(f"source: Parquet input needs pyarrow ({exc.name}); install assay[lake]") from exc
     if getattr(config, "read_mode", "records") != "records":
         raise ConfigError("source.read_mode: sessions is not supported for Parquet inputs")
-    from assay.stages.exports import AssembleExports
+    from assay.connectors.exports import AssembleExports
 
     source = ParquetSource(
         paths,
@@ -56,6 +57,7 @@ def make_parquet_source(config: Any, ctx: SourceContext) -> Source:
         s3=s3_options(ctx.options),
         skip_text=not getattr(ctx, "reads_text", True),
         skip_call_ids=not getattr(ctx, "reads_call_ids", True),
+        skip_args=not getattr(ctx, "reads_args", True),
     )
     # LangSmith / Langfuse exports: one record per trace id
     return AssembleExports(source, across_shard=ctx.shard, spill_bytes=export_memory(config))
@@ -143,7 +145,7 @@ def beside_results(config: Any) -> DeadLetterConfig:
 
     path = str(config.path)
     if path.startswith("s3://") or is_directory_target(path):
-        return DeadLetterConfig(type=config.type, path=path.rstrip("/") + "/_dead_letter/")
+        return DeadLetterConfig(type=config.type, path=f"{path.rstrip('/')}/{DEAD_LETTER}/")
     p = Path(path)
     stem = p.name.split(".")[0]
     return DeadLetterConfig(path=str(p.with_name(f"{stem}.dead_letter.jsonl")))
@@ -164,7 +166,7 @@ class FileConnector(BaseConnector):
         from assay.connectors.file_sink import is_directory_target
 
         path = str(config.path)
-        return Path(path) / "_SUMMARY.json" if is_directory_target(path) else Path(f"{path}._SUMMARY.json")
+        return Path(path) / SUMMARY if is_directory_target(path) else Path(summary_beside(path))
 
     def merge_resume_states(self, states: Iterable[Any]) -> Any:
         """The union of the writers' completed-positions ledgers."""
@@ -188,7 +190,7 @@ class FileConnector(BaseConnector):
         if parquet is not None:
             return parquet
         if config.read_mode == "sessions":
-            from assay.stages.sessions import GroupSessions
+            from assay.connectors.sessions import GroupSessions
 
             inner = FileSource(
                 config.paths,
@@ -197,7 +199,7 @@ class FileConnector(BaseConnector):
                 resume_state=ctx.resume_state,
             )
             return GroupSessions(inner, shard=ctx.shard, spill_bytes=export_memory(config))
-        from assay.stages.exports import AssembleExports
+        from assay.connectors.exports import AssembleExports
 
         source = FileSource(
             config.paths,
@@ -217,7 +219,7 @@ class FileConnector(BaseConnector):
             return parquet_sink(config, ctx)
         sink = LocalSink(
             config.path,
-            prefix="part" if results else "dead",
+            prefix=RESULTS_PREFIX if results else DEAD_PREFIX,
             shard=ctx.shard,
             compression=getattr(config, "compression", None) if results else None,
             max_rows_per_part=getattr(config, "max_rows_per_part", None) if results else None,

@@ -34,15 +34,15 @@ import orjson
 from pydantic import Field, field_validator
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
-from assay.connectors.delta_shards import DeltaShardMerge, copy_into, shard_of, staged_folder
+from assay.connectors.delta_shards import DeltaShardMerge, copy_into, staged_folder
 from assay.connectors.file_sink import LocalSink
+from assay.connectors.layout import DEAD_LETTER, SUCCESS, SUMMARIES, SUMMARY, shard_of
 from assay.connectors.parquet_sink import StagedSink
 from assay.connectors.path_config import check_ds
 from assay.connectors.registry import BaseConnector
 from assay.exceptions import ConfigError, ConnectorError
 from assay.paths import check_day, partition, safe_join
 
-SUMMARIES = "_summaries"
 LOCKING_KEYS = ("AWS_S3_LOCKING_PROVIDER", "AWS_S3_ALLOW_UNSAFE_RENAME", "AWS_CONDITIONAL_PUT", "conditional_put")
 
 
@@ -210,7 +210,7 @@ class _Store:
             await client.delete_keys(u.bucket, keys)
 
     def _apply_local(self, writes: dict[str, bytes | None]) -> None:
-        from assay.connectors.file_sink import write_json_atomic
+        from assay.connectors.layout import write_json_atomic
 
         for rel, data in writes.items():
             path = safe_join(Path(self.root), rel)
@@ -244,7 +244,7 @@ class DeltaSink(StagedSink[LocalSink]):
         )
         self.store = _Store(self.url, s3)
         self.folder = f"{SUMMARIES}/{partition('ds', self.ds)}"
-        self.summary_rel = safe_join(self.folder, "_SUMMARY.json")
+        self.summary_rel = safe_join(self.folder, SUMMARY)
 
     @property
     def reset_only_shard(self) -> bool:
@@ -265,7 +265,7 @@ class DeltaSink(StagedSink[LocalSink]):
         await self.staging.publish(summary, success=False)
         success = success and summary_name is None
         folder = self.folder
-        rel = safe_join(folder, summary_name or "_SUMMARY.json")
+        rel = safe_join(folder, summary_name or SUMMARY)
         with anyio.CancelScope(shield=True):
             try:
                 shard = shard_of(summary_name) if summary_name is not None else None
@@ -276,10 +276,10 @@ class DeltaSink(StagedSink[LocalSink]):
                 if success:
                     parts = self.staging.all_parts()
                     await anyio.to_thread.run_sync(commit_day, self.config, self.s3, parts, summary)
-                    await self.store.apply({rel: text, f"{folder}/_SUCCESS": b""})
+                    await self.store.apply({rel: text, f"{folder}/{SUCCESS}": b""})
                     await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.staging_dir, ignore_errors=True))
                 else:
-                    await self.store.apply({f"{folder}/_SUCCESS": None, rel: text})
+                    await self.store.apply({f"{folder}/{SUCCESS}": None, rel: text})
             except OSError as exc:
                 raise ConnectorError(f"{self.config.path}: cannot write: {exc}") from exc
         return self.store.url(rel)
@@ -361,14 +361,14 @@ class DeltaConnector(BaseConnector):
             return None
         kind = "s3" if config.path.startswith("s3://") else "file"
         day = partition("ds", check_day(config.ds, "sink.ds"))
-        return DeadLetterConfig(type=kind, path=safe_join(config.path, "_dead_letter", day + "/"))
+        return DeadLetterConfig(type=kind, path=safe_join(config.path, DEAD_LETTER, day + "/"))
 
     def summary_path(self, config: Any) -> Path | None:
         """A local table's day summary, ``<table>/_summaries/ds=D/_SUMMARY.json`` (an ``s3://``
         table's is an object: None)."""
         if config.path.startswith("s3://") or not config.ds:
             return None
-        return Path(table_url(config.path)) / SUMMARIES / f"ds={config.ds}" / "_SUMMARY.json"
+        return Path(table_url(config.path)) / SUMMARIES / f"ds={config.ds}" / SUMMARY
 
     def shard_merge(self, config: Any, s3: Any) -> DeltaShardMerge:
         """``assay merge`` of ``--shard`` runs commits the day (:mod:`~assay.connectors.delta_shards`)."""

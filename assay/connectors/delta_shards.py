@@ -18,7 +18,6 @@ Folders starting with ``_`` are not part of a Delta table (readers and ``VACUUM`
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -27,21 +26,13 @@ from typing import Any, Protocol
 
 import anyio
 
+from assay.connectors.layout import STAGING, SUMMARY, temp_path
 from assay.exceptions import ConnectorError
-
-STAGED = "_staging"
-_SHARD_SUMMARY = re.compile(r"^_SUMMARY\.shard-(\d+)-of-(\d+)\.json$")
-
-
-def shard_of(summary_name: str) -> tuple[int, int] | None:
-    """``(i, N)`` of a shard summary's name (None: not one)."""
-    m = _SHARD_SUMMARY.match(summary_name)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def staged_folder(ds: str, shard: tuple[int, int]) -> str:
     """Where shard ``i/N`` of day ``ds`` stages its rows, relative to the table."""
-    return f"{STAGED}/ds={ds}/shard-{shard[0]}-of-{shard[1]}"
+    return f"{STAGING}/ds={ds}/shard-{shard[0]}-of-{shard[1]}"
 
 
 def shard_runs(parts: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
@@ -96,7 +87,7 @@ class DeltaShardMerge:
                 f"{self.path}: shard summaries {bad} of ds={self.ds} name no staged rows "
                 "(written by an older assay): run those shards again"
             )
-        previous = await store.read_json(f"{self.summaries}/_SUMMARY.json")
+        previous = await store.read_json(f"{self.summaries}/{SUMMARY}")
         done = previous.get("delta") if isinstance(previous, dict) else None
         if isinstance(done, dict) and done.get("shards") == runs:  # this merge committed them already
             return {"delta": done}
@@ -115,25 +106,23 @@ class DeltaShardMerge:
                     )
                 files += [f for f in got if f is not None]
             version = await anyio.to_thread.run_sync(self.commit_day, files, dict(merged))
-        await store.remove_tree(f"{STAGED}/ds={self.ds}")
+        await store.remove_tree(f"{STAGING}/ds={self.ds}")
         return {"delta": {"version": version, "shards": runs}}
 
 
 def copy_into(src: Path, dest: Path) -> None:
     """Copy a file whole (temp file, rename)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp")
+    tmp = temp_path(dest)
     shutil.copyfile(src, tmp)
     tmp.replace(dest)
 
 
 __all__ = [
-    "STAGED",
     "DayCommit",
     "DeltaShardMerge",
     "TableFiles",
     "copy_into",
-    "shard_of",
     "shard_runs",
     "staged_folder",
 ]

@@ -46,14 +46,22 @@ import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Sink
+from assay.connectors.layout import (
+    JSONL_SUFFIX,
+    RESULTS_PREFIX,
+    STAGING,
+    SUCCESS,
+    SUMMARY,
+    part_name,
+    part_pattern,
+    summary_beside,
+    temp_path,
+)
+from assay.connectors.layout import write_json_atomic as write_json_atomic  # its home before layout.py
 from assay.exceptions import ConfigError, ConnectorError
 from assay.paths import safe_join
-from assay.processes import pid_alive
 
 CHUNK = 1 << 20
-SUCCESS = "_SUCCESS"
-SUMMARY = "_SUMMARY.json"
-STAGING = "_staging"
 SWAP = "_SWAP.json"
 OPEN = "_OPEN"
 """In a staging area from its start-over until it is swapped in: a resumed publish whose staging
@@ -80,38 +88,6 @@ def is_directory_target(path: str) -> bool:
         return True
     base = path.removesuffix(".gz").removesuffix(".zst")
     return not base.endswith((".jsonl", ".ndjson", ".json", ".parquet"))
-
-
-def write_json_atomic(path: Path, data: Any, *, indent: bool = True) -> None:
-    """Write JSON to ``path`` through a temp file and a rename (readers never see half a file).
-
-    The temp file is this process's own (``.{name}.{pid}.tmp``): processes that share a state dir
-    (the members of one consumer group) never rename each other's half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0, default=str))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temp file behind
-        raise
-    _sweep_dead_temps(path)
-
-
-def _sweep_dead_temps(path: Path) -> None:
-    """Remove the temp files of ``path`` that processes killed while writing it left behind."""
-    prefix = f".{path.name}."
-    try:
-        names = [f for f in os.listdir(path.parent) if f.startswith(prefix) and f.endswith(".tmp")]
-    except OSError:
-        return
-    for name in names:
-        pid = name[len(prefix) : -len(".tmp")]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            (path.parent / name).unlink(missing_ok=True)
 
 
 def require_recorded(where: str, directory: Path, names: Iterable[str]) -> None:
@@ -167,7 +143,7 @@ class _Part:
 
     def __init__(self, final: Path, compression: str, rows: int = 0) -> None:
         self.final = final
-        self.tmp = final.with_name(f".{final.name}.tmp")
+        self.tmp = temp_path(final)
         self.compression = compression
         self.rows = rows
         self.raw: IO[bytes] = open(self.tmp, "ab", buffering=0)  # noqa: SIM115 - closed in finish()/close()
@@ -213,7 +189,7 @@ class LocalSink(Sink):
         self,
         path: str,
         *,
-        prefix: str = "part",
+        prefix: str = RESULTS_PREFIX,
         shard: int = 0,
         compression: str | None = None,
         max_rows_per_part: int | None = None,
@@ -241,7 +217,7 @@ class LocalSink(Sink):
             final = Path(path)
             self.out_dir = final.parent
             self.parts_dir = final.parent / f".{final.name}.parts"
-            self.summary_path = final.with_name(f"{final.name}.{SUMMARY}")
+            self.summary_path = Path(summary_beside(str(final)))
             self.success_path = None
         self.parts: list[str] = []
         self.seq = 0
@@ -264,11 +240,10 @@ class LocalSink(Sink):
     # -- naming -------------------------------------------------------------------------------
 
     def _pattern(self, shard: int | None) -> re.Pattern[str]:
-        s = r"\d{5}" if shard is None else f"{shard:05d}"
-        return re.compile(rf"^\.?{re.escape(self.prefix)}-{s}-\d{{5}}\.jsonl(\.gz|\.zst)?(\.tmp)?$")
+        return part_pattern(self.prefix, JSONL_SUFFIX, shard, temp=True)
 
     def _part_name(self, seq: int) -> str:
-        return f"{self.prefix}-{self.shard:05d}-{seq:05d}.jsonl{_EXT[self.compression]}"
+        return part_name(self.prefix, self.shard, seq, f".jsonl{_EXT[self.compression]}")
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -361,7 +336,7 @@ class LocalSink(Sink):
         self.seq = int(state.get("seq", 0))
         if current:
             final = self.parts_dir / cur_name  # type: ignore[operator]
-            tmp = final.with_name(f".{final.name}.tmp")
+            tmp = temp_path(final)
             if not tmp.exists() and final.exists():
                 os.replace(final, tmp)  # renamed at a stop whose checkpoint was not saved after it
             if not tmp.exists():
@@ -530,7 +505,7 @@ class LocalSink(Sink):
                 return
             if not parts and self.create_empty:
                 self.parts_dir.mkdir(parents=True, exist_ok=True)
-                (self.parts_dir / f"{self.prefix}-00000-00000.jsonl{_EXT[self.compression]}").touch()
+                (self.parts_dir / part_name(self.prefix, 0, 0, f".jsonl{_EXT[self.compression]}")).touch()
             if self.staged:
                 write_json_atomic(self.parts_dir / SWAP, [p.name for p in self.all_parts()])
                 self._swap()
@@ -545,7 +520,7 @@ class LocalSink(Sink):
             return
         final = Path(self.path)
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = final.with_name(f".{final.name}.tmp")
+        tmp = temp_path(final)
         with open(tmp, "wb", buffering=0) as out:
             for p in parts:
                 with open(p, "rb", buffering=0) as f:

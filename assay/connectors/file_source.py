@@ -123,7 +123,7 @@ class FileSource(Source):
     that is gone, raises ConnectorError naming it, after every record read before the fault.
 
     ``skip`` and ``read_mode="sessions"`` are the previous engine's interface, kept until it moves
-    to ``resume_state`` and :class:`assay.stages.sessions.GroupSessions`.
+    to ``resume_state`` and :class:`assay.connectors.sessions.GroupSessions`.
     """
 
     size_unit = "bytes"
@@ -162,7 +162,7 @@ class FileSource(Source):
         #: Per input: how it was read (JSON lines, an array as one trace, …), for ``assay normalize``.
         self.readings: dict[str, str] = {}
         if read_mode == "sessions":
-            from assay.stages.sessions import GroupSessions
+            from assay.connectors.sessions import GroupSessions
 
             inner = FileSource(
                 self.paths, batch_size=batch_size, input_format=input_format, resume_state=resume_state, skip=skip
@@ -255,7 +255,7 @@ class FileSource(Source):
         """Whether a (seekable) input's first record is a row of a multi-row export (LangSmith
         runs, Langfuse observations or traces): a trace's rows may be in any of the source's export
         inputs, so every shard reads them whole and keeps its traces by trace id
-        (:class:`~assay.stages.exports.AssembleExports`)."""
+        (:class:`~assay.connectors.exports.AssembleExports`)."""
         if path == STDIN or not raw.seekable():
             return False
         try:

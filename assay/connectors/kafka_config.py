@@ -61,7 +61,9 @@ class KafkaConnection(BaseModel):
     ssl_keyfile: str | None = None
     """Client private key (mutual TLS)."""
     connect_timeout_s: float = Field(15.0, gt=0)
-    """How long opening may take before an unreachable cluster is an error (never a hang)."""
+    """How long opening may take before an unreachable cluster is an error (never a hang), and how
+    long the cluster may be out of reach mid-run (no connection to any broker while records are
+    awaited or delivered) before the run ends with one error naming it."""
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -168,7 +170,7 @@ class KafkaSinkConfig(KafkaConnection, ConnectorConfig):
 
 def require_aiokafka() -> None:
     """Raise a ConfigError with the install hint when aiokafka is missing; route aiokafka's log
-    records through assay's logging (:class:`_OnceEach`)."""
+    records through assay's logging (:class:`_OnceEach`: only with ``assay run --verbose``)."""
     try:
         import aiokafka  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -187,8 +189,10 @@ def quiet_client_logs(quiet: bool = True) -> None:
 
 class _OnceEach(logging.Handler):
     """aiokafka's warnings and errors, logged again under ``assay.kafka.*`` (so they take the
-    run's log format and redaction), each distinct message once: a broker that went away makes
-    aiokafka repeat the same few messages at every reconnect attempt. Never a traceback (the
+    run's log format and redaction) when that logger is enabled for DEBUG (``assay run
+    --verbose``), each distinct message once: a broker that went away makes aiokafka repeat the
+    same few messages at every reconnect attempt, and what they say (a node not reachable, a
+    metadata update failed) is what the run's one error line says. Never a traceback (the
     records' ``exc_info`` is dropped), and nothing while :func:`quiet_client_logs` is on."""
 
     quiet = False
@@ -198,7 +202,7 @@ class _OnceEach(logging.Handler):
         self._seen: set[tuple[str, int, str]] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if _OnceEach.quiet:
+        if _OnceEach.quiet or not logging.getLogger("assay.kafka").isEnabledFor(logging.DEBUG):
             return
         message = record.getMessage()
         key = (record.name, record.levelno, message)
@@ -248,10 +252,28 @@ class ClusterUnreachable(ConnectorError):
     """The cluster could not be reached in time (never there, or gone mid-run)."""
 
 
+_GONE: dict[tuple[str, ...], ClusterUnreachable] = {}
+"""Clusters (by bootstrap servers) a connector of this process found out of reach: the others
+give up on them at once instead of each waiting out its own timeout."""
+
+
 def unreachable(cfg: KafkaConnection, what: str, err: BaseException | None = None) -> ConnectorError:
-    """The error for a cluster that could not be reached in time, naming the servers."""
+    """The error for a cluster that could not be reached in time, naming the servers (the cluster
+    is then known to be gone: :func:`gone`)."""
     why = f": {type(err).__name__}: {err}" if err is not None else f" within {cfg.connect_timeout_s:g} s"
-    return ClusterUnreachable(f"kafka {what}: cannot reach bootstrap servers {','.join(cfg.servers())}{why}")
+    error = ClusterUnreachable(f"kafka {what}: cannot reach bootstrap servers {','.join(cfg.servers())}{why}")
+    _GONE.setdefault(tuple(cfg.servers()), error)
+    return error
+
+
+def gone(cfg: KafkaConnection) -> ClusterUnreachable | None:
+    """The error of a connector of this process that found ``cfg``'s cluster out of reach, if one did."""
+    return _GONE.get(tuple(cfg.servers()))
+
+
+def reachable_again(cfg: KafkaConnection) -> None:
+    """A connector opened on ``cfg``'s cluster: it is there (again)."""
+    _GONE.pop(tuple(cfg.servers()), None)
 
 
 def to_millis(t: datetime) -> int:

@@ -3,6 +3,10 @@
 ``write_batch`` hands rows to the producer (which batches, compresses and sends them in the
 background); ``flush`` returns once every message sent so far is acknowledged by all in-sync
 replicas (``acks=all``), which is when they are durable and the engine may acknowledge the source.
+While it waits, the producer's connections are watched: with none open to any broker for
+``connect_timeout_s`` (the cluster went away), ``flush`` raises the one error naming the servers,
+instead of waiting out the producer's request timeout (40 s, twice); the source and the other sink
+of the run then give up on those servers at once, and closing abandons what was not delivered.
 In the dead-letter role (:meth:`KafkaSink.write_failures`) the message is the record's original
 bytes, with the failure in headers.
 """
@@ -10,14 +14,24 @@ bytes, with the failure in headers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 
 from assay.connectors.base import Sink
-from assay.connectors.kafka_config import KafkaSinkConfig, client_kwargs, require_aiokafka, unreachable
+from assay.connectors.kafka_config import (
+    KafkaSinkConfig,
+    client_kwargs,
+    gone,
+    quiet_client_logs,
+    reachable_again,
+    require_aiokafka,
+    unreachable,
+)
 from assay.exceptions import ConnectorError
 from assay.records import Failure
 
@@ -30,6 +44,9 @@ from aiokafka.partitioner import murmur2  # noqa: E402
 __all__ = ["KafkaSink", "failure_headers"]
 
 log = logging.getLogger(__name__)
+
+#: How often a flush looks at the producer's connections while it waits for acknowledgements.
+WATCH_S = 0.25
 
 
 def failure_headers(f: Failure) -> list[tuple[str, bytes]]:
@@ -92,6 +109,7 @@ class KafkaSink(Sink):
         cfg = self.config
         if not self._connect:
             return
+        reachable_again(cfg)
         idempotent = cfg.enable_idempotence is not False
         try:
             with anyio.fail_after(cfg.connect_timeout_s):
@@ -129,6 +147,9 @@ class KafkaSink(Sink):
     def _live(self) -> AIOKafkaProducer:
         if self._producer is None:
             raise ConnectorError(f"kafka sink (topic {self.config.topic}) is not open")
+        error = gone(self.config)
+        if error is not None:  # found out of reach (here, or by the run's source): no more waiting on it
+            raise error
         return self._producer
 
     async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
@@ -185,9 +206,10 @@ class KafkaSink(Sink):
         """Wait until every message sent so far is acknowledged (acks=all); raise if one failed."""
         if self._producer is None or not self._pending:
             return
+        producer = self._live()
         pending, self._pending = self._pending, []
         try:
-            await self._producer.flush()
+            await self._delivered(producer)
             for fut in pending:
                 if not fut.done():
                     await fut
@@ -197,6 +219,37 @@ class KafkaSink(Sink):
             raise ConnectorError(
                 f"kafka sink (topic {self.config.topic} on {self._servers()}): delivery failed: {e}"
             ) from e
+
+    async def _delivered(self, producer: AIOKafkaProducer) -> None:
+        """``producer.flush()``, watching the cluster (:class:`_Watch`): ClusterUnreachable once
+        it is out of reach for ``connect_timeout_s``; a busy broker is waited for."""
+        cfg = self.config
+        done = anyio.Event()
+        failed: list[BaseException] = []
+
+        async def flush() -> None:
+            try:
+                await producer.flush()
+            except Exception as exc:  # raised below, unwrapped
+                failed.append(exc)
+            done.set()
+
+        watch = _Watch(producer, cfg.connect_timeout_s)
+        lost = False
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(flush)
+            while not done.is_set():
+                with anyio.move_on_after(WATCH_S):
+                    await done.wait()
+                if not done.is_set() and (gone(cfg) is not None or not await watch.alive()):
+                    lost = True
+                    tg.cancel_scope.cancel()
+                    break
+        if lost:
+            quiet_client_logs()  # said in the run's one error line
+            raise gone(cfg) or unreachable(cfg, f"sink (topic {cfg.topic})")
+        if failed:
+            raise failed[0]
 
     def _servers(self) -> str:
         return ",".join(self.config.servers())
@@ -208,6 +261,67 @@ class KafkaSink(Sink):
         self._closed = True
         producer, self._producer = self._producer, None
         self._pending = []
-        if producer is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(max(self.config.connect_timeout_s, 10)):
+        if producer is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if gone(self.config) is not None:  # nothing can be delivered: stop without flushing
+                await _abandon(producer)
+                return
+            with anyio.move_on_after(max(self.config.connect_timeout_s, 10)):
                 await producer.stop()
+
+
+class _Watch:
+    """Whether a producer's cluster is still there while a flush waits. A connection open to some
+    broker says yes. Without one, after a third of ``limit_s`` (at most 5 s) of silence seen here,
+    a metadata request (which reconnects) asks; the cluster is gone once two requests in a row
+    failed and the silence lasted ``limit_s``. Silence counts from when it is first seen, and one
+    request cannot decide alone: an event loop held up by a slow evaluator is no silence of the
+    cluster's."""
+
+    def __init__(self, producer: AIOKafkaProducer, limit_s: float) -> None:
+        self.producer = producer
+        self.limit_s = limit_s
+        self.silent_since: float | None = None
+        self.failures = 0
+
+    async def alive(self) -> bool:
+        if _connected(self.producer):
+            self.silent_since, self.failures = None, 0
+            return True
+        now = time.monotonic()
+        if self.silent_since is None:
+            self.silent_since = now
+        silent = now - self.silent_since
+        if silent < min(self.limit_s / 3, 5.0):
+            return True
+        try:
+            with anyio.fail_after(max(1.0, self.limit_s - silent)):
+                await self.producer.client.fetch_all_metadata()
+        except (TimeoutError, KafkaError):
+            self.failures += 1
+            if self.failures >= 2 and time.monotonic() - self.silent_since >= self.limit_s:
+                return False
+            await anyio.sleep(min(0.5, self.limit_s / 10))  # refused at once: ask again shortly
+            return True
+        self.silent_since, self.failures = None, 0
+        return True
+
+
+def _connected(producer: AIOKafkaProducer) -> bool:
+    """Whether the producer's client holds an open connection to some broker (aiokafka closes a
+    connection whose broker went away, and keeps reconnecting in vain)."""
+    conns = getattr(getattr(producer, "client", None), "_conns", None)
+    return isinstance(conns, dict) and any(conn.connected() for conn in conns.values())
+
+
+async def _abandon(producer: AIOKafkaProducer) -> None:
+    """Stop a producer whose cluster is gone without waiting for its batches: its sender task is
+    cancelled and its connections closed (``stop()`` would first wait for every batch)."""
+    producer._closed = True  # its stop() does nothing more
+    sender = getattr(producer, "_sender", None)
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        if sender is not None:
+            await sender.close()
+    with contextlib.suppress(Exception, asyncio.CancelledError), anyio.move_on_after(5):
+        await producer.client.close()

@@ -44,8 +44,10 @@ from assay.connectors.kafka_config import (
     KafkaSourceConfig,
     client_kwargs,
     continues,
+    gone,
     offsets_state,
     quiet_client_logs,
+    reachable_again,
     require_aiokafka,
     resume_done,
     resume_offsets,
@@ -179,6 +181,7 @@ class KafkaSource(Source):
     async def open(self) -> None:
         cfg = self.config
         quiet_client_logs(False)
+        reachable_again(cfg)
         consumer = AIOKafkaConsumer(
             **client_kwargs(cfg),
             group_id=cfg.group_id,
@@ -255,7 +258,7 @@ class KafkaSource(Source):
         self._closed = True
         self._stopping = True
         try:
-            if self._checkpointed and self._error is None:
+            if self._checkpointed and not self._unreachable() and self._error is None:
                 with anyio.CancelScope(shield=True):
                     await self._commit_checkpointed()
             if self._tg is not None:
@@ -282,6 +285,10 @@ class KafkaSource(Source):
                 await _finish_stop(consumer)
 
     def _unreachable(self) -> bool:
+        """Whether the cluster is known to be out of reach (found by this source, or by a sink of
+        this process on the same servers): nothing more waits for it."""
+        if not isinstance(self._error, ClusterUnreachable):
+            self._error = gone(self.config) or self._error
         return isinstance(self._error, ClusterUnreachable)
 
     def stop(self) -> None:
@@ -381,6 +388,9 @@ class KafkaSource(Source):
         offsets = {k: v for k, v in offsets.items() if k in owned}
         if not offsets or consumer is None:
             return True
+        if self._unreachable():  # a sink of this run found the servers gone: no commit waits for them
+            assert self._error is not None
+            raise self._error
         try:
             with anyio.fail_after(self.config.connect_timeout_s):
                 await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()})

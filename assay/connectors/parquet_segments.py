@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assay.connectors.layout import fsync_path, temp_path
 from assay.connectors.parquet_schema import (
     RESULT_FIELDS,
     RESULT_TYPE,
@@ -50,20 +51,12 @@ def segment_shard(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Segment:
     """The segment being written: an Arrow IPC file under its temp name."""
 
     def __init__(self, final: Path, schema: pa.Schema) -> None:
         self.final = final
-        self.tmp = final.with_name(f".{final.name}.tmp")
+        self.tmp = temp_path(final)
         self.sink = pa.OSFile(str(self.tmp), "wb")
         self.writer = pa.ipc.new_file(self.sink, schema)
         self.rows = 0
@@ -142,7 +135,7 @@ class PartFile:
     def __init__(self, target: Path, schema: pa.Schema) -> None:
         self.target = target
         self.schema = schema
-        self.tmp = target.with_name(f".{target.name}.tmp")
+        self.tmp = temp_path(target)
         self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
         self.pending: list[pa.RecordBatch] = []
         self.buffered = 0

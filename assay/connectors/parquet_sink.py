@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -38,15 +37,22 @@ import orjson
 import pyarrow.parquet as pq
 
 from assay.connectors.base import Sink
-from assay.connectors.file_sink import (
+from assay.connectors.file_sink import fsync_dir, os_error_message, require_recorded
+from assay.connectors.framing import iter_lines, line_chunks
+from assay.connectors.layout import (
+    PARQUET_SUFFIX,
+    RESULTS_PREFIX,
+    STAGING,
     SUCCESS,
     SUMMARY,
-    fsync_dir,
-    os_error_message,
-    require_recorded,
+    fsync_path,
+    part_name,
+    part_pattern,
+    shard_of,
+    summary_beside,
+    temp_path,
     write_json_atomic,
 )
-from assay.connectors.framing import iter_lines, line_chunks
 from assay.connectors.parquet_schema import (
     ROW_GROUP_ROWS,
     TableBuilder,
@@ -67,16 +73,14 @@ from assay.exceptions import ConnectorError
 from assay.paths import safe_join
 from assay.records import encode_row
 
-STAGING = "_staging"
 S = TypeVar("S", bound=Sink)
-_PART = re.compile(r"^part-(\d{5})-(\d{5})\.parquet$")
-_SHARD_SUMMARY = re.compile(r"^_SUMMARY\.shard-(\d+)-of-\d+\.json$")
+_PART = part_pattern(RESULTS_PREFIX, PARQUET_SUFFIX)
 
 
 def _publishing_shard(summary_name: str | None) -> int | None:
     """The shard a ``--shard i/N`` publish is for, from its summary's name (its writer is i)."""
-    m = _SHARD_SUMMARY.match(summary_name or "")
-    return int(m.group(1)) if m else None
+    shard = shard_of(summary_name or "")
+    return shard[0] if shard else None
 
 
 def iter_part_rows(path: Path) -> Iterator[dict[str, Any]]:
@@ -119,7 +123,7 @@ def write_parquet(
     target: Path, parts: Sequence[Path], builder: TableBuilder, *, row_group_rows: int = ROW_GROUP_ROWS
 ) -> int:
     """Convert staged parts into one Parquet file (temp file, fsync, rename); the rows written."""
-    tmp = target.with_name(f".{target.name}.tmp")
+    tmp = temp_path(target)
     rows = 0
     with pq.ParquetWriter(tmp, builder.schema, compression="zstd") as writer:
         for part in parts:
@@ -129,8 +133,7 @@ def write_parquet(
         if builder.rows or not rows:
             rows += builder.rows
             writer.write_batch(builder.batch(), row_group_size=row_group_rows)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
+    fsync_path(tmp)
     os.replace(tmp, target)
     return rows
 
@@ -189,7 +192,7 @@ class ParquetSink(Sink):
             final = Path(path)
             self.out_dir = final.parent
             self.staging_dir = final.parent / f".{final.name}.parts"
-            self.summary_path = final.with_name(f"{final.name}.{SUMMARY}")
+            self.summary_path = Path(summary_beside(str(final)))
         self.shard = shard
         self.max_rows = max_rows_per_part if self.directory else None
         self.resume_state = resume_state
@@ -260,6 +263,33 @@ class ParquetSink(Sink):
         and decoded again (:func:`~assay.connectors.parquet_schema.result_columns`), the same
         columns as :meth:`write_batch` makes of their JSON."""
         await self._write(rows)
+
+    async def write_columns(self, trace_ids: Any, run_id: str, positions: Any, results: Mapping[str, Any]) -> None:
+        """Rows already as columns (the columnar engine): ``trace_ids`` and ``positions`` string
+        arrays, one ``SEGMENT_RESULT_TYPE`` struct array per result key; the same segment columns
+        :meth:`write_results` makes of the same rows. Rows written before are converted first, so
+        the order holds. Wide layout only."""
+        if not len(trace_ids):
+            return
+        self._check()
+        self._dirty = True
+        await self._in_thread(lambda: self._write_columns(trace_ids, run_id, positions, results))
+
+    def _write_columns(self, trace_ids: Any, run_id: str, positions: Any, results: Mapping[str, Any]) -> None:
+        import pyarrow as pa
+
+        from assay.connectors.parquet_schema import SEGMENT_RESULT_TYPE
+
+        self._convert()  # the rows written before these, first
+        builder = self._builder_for(set(results))
+        n = len(trace_ids)
+        top = [trace_ids, pa.repeat(pa.scalar(run_id, pa.string()), n), pa.repeat(pa.scalar(self.ds, pa.string()), n)]
+        top.append(positions)
+        arrays = top + [results.get(k, pa.nulls(n, SEGMENT_RESULT_TYPE)) for k in builder.keys]
+        if self._segment is None:
+            self._segment = Segment(self.staging_dir / segment_name(self.shard, self.seq), builder.schema)
+            self.seq += 1
+        self._segment.write(pa.RecordBatch.from_arrays(arrays, schema=builder.schema))
 
     async def _write(self, rows: Sequence[Any]) -> None:
         if not rows:
@@ -445,10 +475,10 @@ class ParquetSink(Sink):
             return
         written: list[Path] = []
         for shard, segs in sorted(staged.items()):
-            names = (self.out_dir / f"part-{shard:05d}-{i:05d}.parquet" for i in itertools.count())
+            names = (self.out_dir / part_name(RESULTS_PREFIX, shard, i, ".parquet") for i in itertools.count())
             written += write_parts(segs, schema, thresholds, names, self.max_rows)
         if not written:
-            empty = self.out_dir / f"part-{only_shard or 0:05d}-00000.parquet"
+            empty = self.out_dir / part_name(RESULTS_PREFIX, only_shard or 0, 0, ".parquet")
             write_empty(empty, schema)
             written.append(empty)
         wanted = {p.name for p in written}

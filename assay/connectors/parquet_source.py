@@ -14,7 +14,7 @@
 * **Shards** (``--workers`` / ``--shard i/N``): the (file, row group) units, in order, whose index
   is ``i`` modulo ``N``; the files of a multi-row export (LangSmith runs, Langfuse observations:
   :func:`~assay.traces.exports.export_columns`) are read by every shard, since a trace's rows may be
-  in any of them (:class:`~assay.stages.exports.AssembleExports` keeps each shard's traces).
+  in any of them (:class:`~assay.connectors.exports.AssembleExports` keeps each shard's traces).
 
 >>> import anyio, tempfile, pathlib, pyarrow as pa, pyarrow.parquet as pq
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -29,14 +29,15 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from assay.connectors.base import Source, threaded_batches
-from assay.connectors.ledger import LineLedger
+from assay.connectors.ledger import LineLedger, merge
 from assay.connectors.parquet_rows import ParquetInput, RowGroup, has_parquet_suffix, parquet_files
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan, text_free_columns
 from assay.exceptions import ConfigError, ConnectorError
@@ -128,6 +129,53 @@ def _parquet_magic(filesystem: Any, path: str) -> bool:
 _NOT_PARQUET = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".csv", ".txt")
 
 
+@dataclass(slots=True)
+class RowSpan(Position):
+    """Rows ``line`` to ``last`` (1-based, inclusive) of one input, acknowledged as one position
+    (the columnar engine writes a whole batch of rows at once: one span, not a position per row)."""
+
+    last: int = 0
+
+
+@dataclass(slots=True)
+class ArrowUnit:
+    """One record batch of one input as read (:meth:`ParquetSource.arrow_batches`): ``first`` is
+    the 0-based row of its first row in the file; ``done`` says which rows an earlier attempt
+    completed (None: none of them)."""
+
+    name: str
+    first: int
+    batch: Any
+    done: Callable[[int], bool] | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.batch.num_rows)
+
+    def span(self) -> RowSpan:
+        """The batch's rows as one position (1-based, inclusive)."""
+        return RowSpan(self.name, self.first + 1, last=self.first + self.num_rows)
+
+    def envelopes(self, only: Sequence[int] | None = None) -> list[Envelope]:
+        """The batch's rows as the envelopes :meth:`ParquetSource.batches` gives (done rows left
+        out); ``only``: these rows of the batch (0-based, in order)."""
+        rows = BatchRows(self.batch, columnar_plan(self.batch.schema))
+        out = []
+        done = self.done
+        for i in range(self.num_rows) if only is None else only:
+            row = self.first + i + 1
+            if done is not None and done(row):
+                continue
+            out.append(Envelope(b"", Position(self.name, row), record=Row(rows, i)))
+        return out
+
+    def pending_rows(self) -> int:
+        """Rows not done by an earlier attempt."""
+        if self.done is None:
+            return self.num_rows
+        return sum(1 for i in range(self.num_rows) if not self.done(self.first + i + 1))
+
+
 class ParquetSource(Source):
     """Rows of Parquet files as records (see the module docs).
 
@@ -136,7 +184,8 @@ class ParquetSource(Source):
     (default: all); ``skip_text``: leave the ``content`` of OpenAI message columns unread (no
     evaluator of the run reads text: :func:`~assay.connectors.parquet_traces.text_free_columns`);
     ``skip_call_ids``: with ``skip_text``, leave the calls' ids and ``tool_call_id`` unread too (no
-    evaluator reads them);
+    evaluator reads them); ``skip_args``: with ``skip_text``, leave the calls' arguments unread (no
+    evaluator compares arguments: calls then read as having none, and argument defects go unseen);
     ``shard=(i, n)``; ``resume_state``: a :meth:`snapshot` of an earlier run.
     """
 
@@ -153,6 +202,7 @@ class ParquetSource(Source):
         columns: Sequence[str] | None = None,
         skip_text: bool = False,
         skip_call_ids: bool = False,
+        skip_args: bool = False,
     ) -> None:
         super().__init__()
         self.paths = list(paths)
@@ -166,10 +216,13 @@ class ParquetSource(Source):
         self.columns = list(columns) if columns else None
         self.skip_text = skip_text
         self.skip_call_ids = skip_call_ids
+        self.skip_args = skip_args
         self.ledger = LineLedger.from_json(resume_state)  # grows with ack()
         self._resume = LineLedger.from_json(resume_state)  # what to skip; frozen during a run
         self.units: list[tuple[ParquetInput, RowGroup]] = []  # this shard's (file, row group), in order
         self._stopped = False
+        self.has_exports = False
+        """Some input holds export rows (one trace over many rows; known after ``open``)."""
         self._rows_total = 0
         self._rows_done = 0
 
@@ -210,6 +263,7 @@ class ParquetSource(Source):
             pf = inp.open()  # the footer: row groups
             names = pf.schema_arrow.names
             every = export_columns(names)  # a trace's rows in any export file: every shard, by trace id
+            self.has_exports = self.has_exports or bool(every)
             for g in inp.row_groups:
                 keys.append(None if every else len(units))
                 units.append((inp, g))
@@ -219,6 +273,12 @@ class ParquetSource(Source):
         return units
 
     async def ack(self, positions: Sequence[Position]) -> None:
+        spans = [p for p in positions if type(p) is RowSpan]
+        if spans:
+            for sp in spans:
+                self.ledger.done[sp.source] = merge(self.ledger.done.get(sp.source, []), [[sp.line or 1, sp.last]])
+                self.ledger.add_keys(sp.source, [])  # the interval starts, refreshed
+            positions = [p for p in positions if type(p) is not RowSpan]
         self.ledger.add(positions)
 
     def snapshot(self) -> Any:
@@ -232,7 +292,15 @@ class ParquetSource(Source):
         first, last = g.first_row + 1, g.first_row + g.rows
         return any(s <= first and last <= e for s, e in ivs)
 
-    def _iter_envelopes(self) -> Iterator[Envelope]:
+    def _columns(self, pf: Any) -> list[str] | None:
+        """The columns to read of one file (every evaluator's needs; see the class docs)."""
+        columns = self.columns
+        if self.skip_text and columns is None:
+            columns = text_free_columns(pf, call_ids=not self.skip_call_ids, args=not self.skip_args)
+        return columns
+
+    def _iter_units(self) -> Iterator[ArrowUnit]:
+        """Every record batch of this shard's row groups not wholly done, in order."""
         open_files: dict[str, Any] = {}
         for inp, group in self.units:
             if self._stopped:
@@ -245,23 +313,29 @@ class ParquetSource(Source):
             if opened is None:
                 open_files.clear()  # one file open at a time
                 pf = inp.open()
-                columns = self.columns
-                if self.skip_text and columns is None:
-                    columns = text_free_columns(pf, call_ids=not self.skip_call_ids)
-                opened = open_files[name] = (pf, columns)
+                opened = open_files[name] = (pf, self._columns(pf))
             pf, columns = opened
             done = self._resume.checker(name)
-            plan = None
+            intervals = self._resume.done.get(name) or []
             for first, batch in inp.batches(pf, [group], columns=columns):
-                if plan is None:
-                    plan = columnar_plan(batch.schema)
-                rows = BatchRows(batch, plan)
-                for i in range(batch.num_rows):
-                    row = first + i + 1
-                    if done is not None and done(row):
-                        continue
-                    yield Envelope(b"", Position(name, row), record=Row(rows, i))
+                last = first + batch.num_rows  # rows first + 1 .. last, 1-based
+                touched = done is not None and any(s <= last and first + 1 <= e for s, e in intervals)
+                yield ArrowUnit(name, first, batch, done if touched else None)
                 self._rows_done += batch.num_rows
+
+    def _iter_envelopes(self) -> Iterator[Envelope]:
+        for unit in self._iter_units():
+            yield from unit.envelopes()
+
+    async def arrow_batches(self) -> AsyncIterator[ArrowUnit]:
+        """The record batches themselves (the columnar engine's reading: no envelope per row),
+        each read in a worker thread; acknowledge a unit's rows with :meth:`ArrowUnit.span`."""
+        units = self._iter_units()
+        while not self._stopped:
+            unit = await anyio.to_thread.run_sync(next, units, None)
+            if unit is None:
+                return
+            yield unit
 
     async def batches(self) -> AsyncIterator[list[Envelope]]:
         async for batch in threaded_batches(self._iter_envelopes(), self.batch_size, stopped=lambda: self._stopped):
@@ -271,4 +345,4 @@ class ParquetSource(Source):
         pass
 
 
-__all__ = ["ParquetSource", "list_s3_parquet", "s3_filesystem"]
+__all__ = ["ArrowUnit", "ParquetSource", "RowSpan", "list_s3_parquet", "s3_filesystem"]

@@ -74,7 +74,8 @@ def _call_list_type(t: pa.DataType) -> bool:
     if "function" not in names or not names <= {"id", "type", "function"}:
         return False
     fn = st.field("function").type
-    if not pa.types.is_struct(fn) or {f.name for f in fn} != {"name", "arguments"}:
+    # arguments may be left unread (no evaluator compares them): calls then have none
+    if not pa.types.is_struct(fn) or not {"name"} <= {f.name for f in fn} <= {"name", "arguments"}:
         return False
     return all(_is_text_or_null(f.type) for f in fn) and all(
         _is_text_or_null(f.type) for f in st if f.name != "function"
@@ -325,11 +326,12 @@ def columnar_plan(schema: pa.Schema) -> tuple[bool, str | None]:
     return True, ref
 
 
-def text_free_columns(pf: Any, *, call_ids: bool = True) -> list[str] | None:
+def text_free_columns(pf: Any, *, call_ids: bool = True, args: bool = True) -> list[str] | None:
     """The columns of a Parquet file to read when no evaluator reads message text: every column,
     with the ``content`` of its OpenAI message-list columns (``messages``, the reference) left
     out (and the calls' ``type``, which no reading uses); with ``call_ids=False`` (no evaluator
-    reads which call a result answers) the calls' ``id`` and the messages' ``tool_call_id`` too.
+    reads which call a result answers) the calls' ``id`` and the messages' ``tool_call_id`` too;
+    with ``args=False`` (no evaluator compares arguments) the calls' ``arguments``.
     None when the file has no such column (read everything). Roles, tool names and arguments,
     ids of traces stay."""
     schema = pf.schema_arrow
@@ -346,19 +348,21 @@ def text_free_columns(pf: Any, *, call_ids: bool = True) -> list[str] | None:
             continue
         for path in leaves:
             parts = path.split(".")
-            if parts[0] == name and not _unread_leaf(parts, call_ids):
+            if parts[0] == name and not _unread_leaf(parts, call_ids, args):
                 out.append(path)
     return out
 
 
-def _unread_leaf(parts: list[str], call_ids: bool) -> bool:
+def _unread_leaf(parts: list[str], call_ids: bool, args: bool = True) -> bool:
     """A leaf of a message-list column (``messages.list.element.<field>[.list.element.<field>…]``)
-    that no reading without text needs: the text, the calls' type (always "function"), and
-    unless ``call_ids`` the ids that pair calls with results."""
+    that no reading without text needs: the text, the calls' type (always "function"), unless
+    ``call_ids`` the ids that pair calls with results, and unless ``args`` the arguments."""
     if len(parts) == 4:
         return parts[3] == "content" or (not call_ids and parts[3] == "tool_call_id")
     if len(parts) == 7 and parts[3] == "tool_calls":
         return parts[6] == "type" or (not call_ids and parts[6] == "id")
+    if len(parts) == 8 and parts[3] == "tool_calls" and parts[6] == "function":
+        return not args and parts[7] == "arguments"
     return False
 
 

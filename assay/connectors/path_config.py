@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from assay.connectors.base import ConnectorConfig
-from assay.paths import day_problem
+from assay.paths import check_ds
 from assay.traces.row_groups import DEFAULT_SPILL_BYTES
 
 
@@ -63,13 +63,6 @@ class SinkConfig(ConnectorConfig):
     @classmethod
     def _day(cls, v: str | None) -> str | None:
         return check_ds(v)
-
-
-def check_ds(value: str | None) -> str | None:
-    """A sink's ``ds`` is a day like ``--ds`` (it names folders: ``ds=../..`` would leave the output)."""
-    if value is not None and (problem := day_problem(value)) is not None:
-        raise ValueError(problem)
-    return value
 
 
 class DeadLetterConfig(ConnectorConfig):

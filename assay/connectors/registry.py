@@ -10,7 +10,9 @@ checkpoint key), the dead-letter output beside its results, where its summary li
 how the resume states of several writers merge, whether processes scale by a consumer group, and
 the size of an input (``--workers auto``). The engine asks through this module's functions and
 never reads a connector's fields. The built-in ones are ``file`` (local files, directories, globs,
-stdin), ``s3`` (``s3://`` paths select it without a ``type``) and ``kafka``. Used by ``run``,
+stdin), ``s3`` (``s3://`` paths select it without a ``type``) and ``kafka``. The table of types and
+the validation of a section by its connector's model are :mod:`assay.connector_table`, below the run
+file's models that use them; this module re-exports them. Used by ``run``,
 ``score``, ``--dry-run`` and ``report``.
 
 >>> from assay.connectors.registry import connector_types
@@ -20,30 +22,27 @@ stdin), ``s3`` (``s3://`` paths select it without a ``type``) and ``kafka``. Use
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
-from pydantic import BaseModel
 
-from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.connector_table import (
+    BUILTIN_CONNECTORS,
+    EXTRAS,
+    ConnectorConfig,
+    clear_cache,
+    config_model,
+    connector_types,
+    default_type,
+    load_connector,
+    parse_section,
+)
+from assay.connectors.base import Sink, Source
 from assay.exceptions import ConfigError, ConnectorError
 from assay.paths import safe_join
-
-BUILTIN_CONNECTORS: dict[str, str] = {
-    "file": "assay.connectors.builtin:FILE",
-    "s3": "assay.connectors.s3:CONNECTOR",
-    "kafka": "assay.connectors.kafka:CONNECTOR",
-    "delta": "assay.connectors.delta:CONNECTOR",
-}
-
-#: the optional dependency each built-in connector needs, for the install hint
-EXTRAS = {"s3": "assay[s3]", "kafka": "assay[kafka]", "delta": "assay[lake]"}
 
 #: a sink's start-over state: a writer that restores nothing and deletes nothing of other writers
 EMPTY_SINK_STATE: dict[str, Any] = {"parts": [], "seq": 0, "current": None}
@@ -65,6 +64,8 @@ class SourceContext:
     """False: no evaluator reads message text; a columnar source may skip those columns."""
     reads_call_ids: bool = True
     """False: no evaluator reads tool-call ids; a columnar source may skip those columns."""
+    reads_args: bool = True
+    """False: no evaluator compares tool-call arguments; a columnar source may skip them."""
     owns_input: bool = False
     """The processes of this run own their share of the input outright (the run writes files or
     S3, which one run owns at a time): a source split by a consumer group takes a fixed share
@@ -147,6 +148,13 @@ class BaseConnector:
         None (the default): the shards' rows are the output already, beside their summaries."""
         return None
 
+    def results_fs(self, location: str, s3: Any) -> Any:
+        """The results under ``location`` (a URL of one of this connector's ``schemes``) that
+        ``assay merge`` reads and writes: an object with ``list()``, ``read_bytes(name)``,
+        ``write_bytes(name, data)`` (atomic), ``remove(name)`` and ``close()``
+        (:class:`~assay.pipeline.merge.ResultsFS`). None (the default): not reachable for a merge."""
+        return None
+
     def merge_resume_states(self, states: Iterable[Any]) -> Any:
         """One resume state from those of several writers of one run (a resume with another
         ``--workers``). The default knows nothing of the state's shape: equal states (or none)
@@ -185,31 +193,10 @@ class BaseConnector:
 _DEFAULTS = BaseConnector()
 
 
-@cache
-def _entry_points() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group="assay.connectors")}
-
-
-def clear_cache() -> None:
-    """Forget the entry points read so far (a package installed since is found next time)."""
-    _entry_points.cache_clear()
-
-
-def connector_types() -> list[str]:
-    return sorted({*BUILTIN_CONNECTORS, *_entry_points()})
-
-
 def get_connector(type_: str) -> Connector:
-    target = BUILTIN_CONNECTORS.get(type_) or _entry_points().get(type_)
-    if target is None:
-        raise ConfigError(f"unknown connector type {type_!r} (known: {', '.join(connector_types())})")
-    module, _, attr = target.partition(":")
-    try:
-        obj: Connector = getattr(importlib.import_module(module), attr)
-    except ImportError as exc:
-        hint = f"; install {EXTRAS[type_]}" if type_ in EXTRAS else ""
-        raise ConfigError(f"connector {type_!r} needs a missing dependency ({exc.name}){hint}") from exc
-    return obj
+    """The connector registered under ``type_`` (:func:`assay.connector_table.load_connector`)."""
+    connector: Connector = load_connector(type_)
+    return connector
 
 
 def build_source(config: Any, ctx: SourceContext) -> Source:
@@ -226,50 +213,6 @@ def _hook(config: Any, name: str) -> Any:
     """The connector's own ``name`` hook for ``config``, else the default one."""
     hook = getattr(get_connector(config.type), name, None)
     return hook if hook is not None else getattr(_DEFAULTS, name)
-
-
-def default_type(section: Mapping[str, Any]) -> str:
-    """The connector of a section without ``type``: the one claiming the scheme of its (first)
-    ``path`` (``s3://`` → ``s3``), else ``file``."""
-    path = section.get("path")
-    first = path[0] if isinstance(path, list) and path else path
-    if isinstance(first, str) and "://" in first:
-        scheme = first.split("://", 1)[0]
-        for name in connector_types():
-            try:
-                if scheme in getattr(get_connector(name), "schemes", ()):
-                    return name
-            except ConfigError:
-                continue
-    return "file"
-
-
-def config_model(type_: str, role: str) -> type[ConnectorConfig]:
-    """The model a ``role`` section (``source``, ``sink``, ``dead_letter``) of ``type_`` is
-    validated with: the connector's own."""
-    connector = get_connector(type_)
-    model = getattr(connector, "dead_letter_config", None) if role == "dead_letter" else None
-    model = model or getattr(connector, "source_config" if role == "source" else "sink_config", None)
-    if model is None:
-        raise ConfigError(f"connector {type_!r} has no {'source' if role == 'source' else 'sink'}")
-    return model  # type: ignore[no-any-return]
-
-
-def parse_section(raw: Any, role: str) -> ConnectorConfig:
-    """A run file's ``source:``/``sink:``/``dead_letter:`` section, validated by its connector's
-    model (a pydantic ValidationError names the keys; an unknown type is a ValueError)."""
-    if isinstance(raw, ConnectorConfig):
-        return raw
-    if isinstance(raw, BaseModel):
-        raw = raw.model_dump()
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"expected a mapping, got {type(raw).__name__}")
-    section = {**raw, "type": raw.get("type") or default_type(raw)}
-    try:
-        model = config_model(str(section["type"]), role)
-    except ConfigError as exc:
-        raise ValueError(str(exc)) from None
-    return model.model_validate(section)
 
 
 def sink_identity(config: ConnectorConfig) -> str:
@@ -303,6 +246,15 @@ def shard_merge(config: ConnectorConfig, s3: Any) -> Any:
     return _hook(config, "shard_merge")(config, s3)
 
 
+def results_fs(location: str, s3: Any) -> Any:
+    """The results under a URL (``s3://bucket/prefix/``) that ``assay merge`` reads and writes,
+    reached by the connector claiming its scheme (``s3``: the run file's ``s3:`` settings); None
+    when no connector reaches it."""
+    type_ = default_type({"path": location})
+    hook = getattr(get_connector(type_), "results_fs", None) or _DEFAULTS.results_fs
+    return hook(location, s3)
+
+
 def merge_resume_states(config: ConnectorConfig, states: Iterable[Any]) -> Any:
     """The resume states of several writers reading ``config``, merged by its connector."""
     return _hook(config, "merge_resume_states")(states)
@@ -331,3 +283,35 @@ def scales_by_group(source: ConnectorConfig, sinks: Iterable[ConnectorConfig]) -
 def input_size(source: ConnectorConfig) -> int | None:
     """The size of a source's input in bytes, when its connector knows it cheaply."""
     return _hook(source, "input_size")(source)  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "BUILTIN_CONNECTORS",
+    "EMPTY_SINK_STATE",
+    "EXTRAS",
+    "PUBLISHER",
+    "BaseConnector",
+    "Connector",
+    "ConnectorConfig",
+    "SinkContext",
+    "SourceContext",
+    "build_sink",
+    "build_source",
+    "checkpoint_scope",
+    "clear_cache",
+    "config_model",
+    "connector_types",
+    "default_dead_letter",
+    "default_type",
+    "get_connector",
+    "input_size",
+    "merge_resume_states",
+    "parse_section",
+    "rerun_state",
+    "restart_state",
+    "results_fs",
+    "scales_by_group",
+    "shard_merge",
+    "sink_identity",
+    "summary_path",
+]

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from assay.connectors.base import ConnectorConfig, Sink, Source
+from assay.connectors.layout import DEAD_LETTER, DEAD_PREFIX, RESULTS_PREFIX
 from assay.connectors.ledger import merge_ledger_states
 from assay.connectors.path_config import DeadLetterConfig, SinkConfig, SourceConfig
 from assay.connectors.registry import BaseConnector
@@ -51,8 +52,14 @@ class S3Connector(BaseConnector):
         path = str(config.path)
         if path.endswith(".parquet"):
             folder, _, name = path.rpartition("/")
-            return DeadLetterConfig(type="s3", path=f"{folder}/_dead_letter/{name.removesuffix('.parquet')}/")
-        return DeadLetterConfig(type="s3", path=path.rstrip("/") + "/_dead_letter/")
+            return DeadLetterConfig(type="s3", path=f"{folder}/{DEAD_LETTER}/{name.removesuffix('.parquet')}/")
+        return DeadLetterConfig(type="s3", path=f"{path.rstrip('/')}/{DEAD_LETTER}/")
+
+    def results_fs(self, location: str, s3: Any) -> Any:
+        """The results prefix through its own S3 client (closed by ``close()``)."""
+        from assay.connectors.s3_results import S3ResultsFS
+
+        return S3ResultsFS(location, s3)
 
     def merge_resume_states(self, states: Iterable[Any]) -> Any:
         """The union of the writers' object ledgers."""
@@ -85,10 +92,10 @@ class S3Connector(BaseConnector):
             resume_state=ctx.resume_state,
         )
         if sessions:  # session grouping works over any source
-            from assay.stages.sessions import GroupSessions
+            from assay.connectors.sessions import GroupSessions
 
             return GroupSessions(source, shard=ctx.shard, spill_bytes=export_memory(config))
-        from assay.stages.exports import AssembleExports
+        from assay.connectors.exports import AssembleExports
 
         # objects are sharded whole: unsharded, a trace is grouped across them
         return AssembleExports(source, spill_bytes=export_memory(config))
@@ -102,7 +109,7 @@ class S3Connector(BaseConnector):
         return S3Sink(
             config.path,
             s3=s3_config(getattr(ctx, "options", None)),
-            prefix="part" if results else "dead",
+            prefix=RESULTS_PREFIX if results else DEAD_PREFIX,
             shard=ctx.shard,
             compression=getattr(config, "compression", "auto") if results else "none",
             max_rows_per_part=getattr(config, "max_rows_per_part", None) if results else None,

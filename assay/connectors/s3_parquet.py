@@ -25,7 +25,6 @@ names, schema and markers under an ``s3://`` prefix (docs/lake.md, docs/s3.md).
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -34,14 +33,14 @@ import anyio
 import anyio.to_thread
 import orjson
 
-from assay.connectors.file_sink import SUCCESS, SUMMARY
+from assay.connectors.layout import PARQUET_SUFFIX, RESULTS_PREFIX, SUCCESS, SUMMARY, part_pattern, part_prefix
 from assay.connectors.parquet_segments import segment_shard
 from assay.connectors.parquet_sink import ParquetSink, StagedSink
 from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
 from assay.exceptions import ConfigError, ConnectorError
 from assay.paths import safe_join
 
-_PART = re.compile(r"part-(\d{5})-\d{5}\.parquet")
+_PART = part_pattern(RESULTS_PREFIX, PARQUET_SUFFIX)
 
 
 def staging_path(url: str, state_dir: str | Path) -> str:
@@ -155,7 +154,14 @@ class S3ParquetSink(StagedSink[ParquetSink]):
         """Each part uploaded under its name, then the parts of earlier outputs that none replaced
         deleted (of ``shards`` only, when given)."""
         # uploads a killed publish left unfinished (of these shards only: others may be publishing)
-        mine = [self.name] if self.single else [f"part-{s:05d}-" for s in sorted(shards)] if shards else ["part-"]
+        every = f"{RESULTS_PREFIX}-"
+        mine = (
+            [self.name]
+            if self.single
+            else [part_prefix(RESULTS_PREFIX, s) for s in sorted(shards)]
+            if shards
+            else [every]
+        )
         for prefix in mine:
             await client.abort_uploads(self.bucket, self.dir + prefix)
         if self.single:
@@ -165,7 +171,7 @@ class S3ParquetSink(StagedSink[ParquetSink]):
             await self._upload(client, part, self.dir + part.name)
         names = {p.name for p in parts}
         stale = []
-        async for obj in client.list_objects(self.bucket, self.dir + "part-"):
+        async for obj in client.list_objects(self.bucket, self.dir + every):
             name = obj["Key"][len(self.dir) :]
             m = _PART.fullmatch(name)
             if m and name not in names and (shards is None or int(m.group(1)) in shards):

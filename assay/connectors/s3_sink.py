@@ -30,13 +30,13 @@ import anyio.to_thread
 import orjson
 
 from assay.connectors.base import Sink
+from assay.connectors.layout import DEAD_LETTER, DEAD_PREFIX, RESULTS_PREFIX, SUCCESS, SUMMARY, part_name, part_prefix
+from assay.connectors.layout import STAGING as STAGING_NAME
 from assay.connectors.s3_client import PART_SIZE, S3Client, S3Config, parse_s3_url
 from assay.exceptions import ConfigError
 from assay.paths import safe_join
 
-SUCCESS = "_SUCCESS"
-SUMMARY = "_SUMMARY.json"
-STAGING = "_staging/"
+STAGING = f"{STAGING_NAME}/"
 SWAP = "_SWAP.json"
 OPEN = "_OPEN"
 """In a staging area from its start-over until it is swapped in: a resumed publish whose staging
@@ -109,7 +109,7 @@ class S3Sink(Sink):
         url: str,
         *,
         s3: S3Config | None = None,
-        prefix: str = "part",
+        prefix: str = RESULTS_PREFIX,
         shard: int = 0,
         compression: str = "auto",
         max_rows_per_part: int | None = None,
@@ -142,7 +142,7 @@ class S3Sink(Sink):
         # clock, every limits.commit_interval_s, which ends the current part as a smaller object)
         self.commit_every_rows = max_rows_per_part
         self.resume_state = resume_state
-        self.markers = prefix != "dead" if markers is None else markers
+        self.markers = prefix != DEAD_PREFIX if markers is None else markers
         self.reset_only_shard = start_over_scope == "shard"
         """A start-over removes only this shard's parts (the engine's name for ``start_over_scope``)."""
         self.parts: list[str] = list(resume_state.get("parts", [])) if resume_state else []
@@ -160,13 +160,13 @@ class S3Sink(Sink):
         """The dead-letter sink of a results prefix: ``dead-*`` parts under ``<url>/_dead_letter/``,
         no markers of its own."""
         base = url if url.endswith("/") else url + "/"
-        return cls(base + "_dead_letter/", prefix="dead", markers=False, **kwargs)
+        return cls(f"{base}{DEAD_LETTER}/", prefix=DEAD_PREFIX, markers=False, **kwargs)
 
     def describe(self) -> str:
         return self.url
 
     def key_for(self, seq: int) -> str:
-        return f"{self.pdir}{self.prefix}-{self.shard:05d}-{seq:05d}.jsonl{_EXT[self.compression]}"
+        return self.pdir + part_name(self.prefix, self.shard, seq, f".jsonl{_EXT[self.compression]}")
 
     def key_under(self, base: str, name: str) -> str:
         """The key ``name`` under the prefix ``base`` (``..`` and absolute names refused)."""
@@ -200,7 +200,7 @@ class S3Sink(Sink):
             await self._client.delete_keys(self.bucket, [self.dir + SUMMARY])
         if self.staged:
             await self._client.delete_keys(self.bucket, [self.pdir + SUMMARY, self.pdir + SWAP])
-        mine = f"{self.pdir}{self.prefix}-" + (f"{self.shard:05d}-" if scope == "shard" else "")
+        mine = self.pdir + (part_prefix(self.prefix, self.shard) if scope == "shard" else f"{self.prefix}-")
         await self._client.abort_uploads(self.bucket, mine)
         stale = [o["Key"] async for o in self._client.list_objects(self.bucket, mine) if self._is_part(o["Key"])]
         await self._client.delete_keys(self.bucket, stale)
@@ -216,7 +216,7 @@ class S3Sink(Sink):
         """Resume: this shard's parts completed after the checkpoint would repeat rows; drop them."""
         if self.markers and not self.staged:
             await self._client.delete_keys(self.bucket, [self.dir + SUCCESS])
-        mine = f"{self.pdir}{self.prefix}-{self.shard:05d}-"
+        mine = self.pdir + part_prefix(self.prefix, self.shard)
         await self._client.abort_uploads(self.bucket, mine)
         keep = {k.rsplit("/", 1)[-1] for k in self.parts}  # by name: a finished swap moved them up
         extra = [

@@ -36,6 +36,7 @@ from assay.traces.normalize import USAGE_KEYS, trace_from_args
 
 if TYPE_CHECKING:
     from assay.judges.base import Judge, JudgeRequest
+    from assay.judges.pool import JudgePool
     from assay.sampling import Sampler
 
 #: The optional hooks of an evaluator (see :meth:`BaseEvaluator.offers`).
@@ -87,6 +88,15 @@ class BaseEvaluator(ABC, Generic[P]):
     #: unread too (they are most of what a trajectory match would decode). True unless a class says
     #: otherwise.
     reads_call_ids: ClassVar[bool] = True
+
+    @property
+    def reads_args(self) -> bool:
+        """Whether scoring compares tool-call arguments. When no evaluator of a run does, a columnar
+        source may leave them unread (the calls then read as having none, and argument defects
+        are not reported). True unless an evaluator's params say otherwise (a name-level
+        trajectory match: ``tool_args_match_mode: ignore``)."""
+        return True
+
     #: Example params shown by ``assay evaluators show``.
     example: ClassVar[dict[str, Any]] = {}
 
@@ -97,6 +107,9 @@ class BaseEvaluator(ABC, Generic[P]):
     version: int | str | None = None
     """The run file's ``version:`` of this evaluator (set by ``build_evaluators``): it enters the
     evaluator's identity (:mod:`assay.evaluators.identity`), so raising it makes earlier results stale."""
+    judge_pool: JudgePool | None = None
+    """Where the judges this evaluator names are found: the run's pool, handed by the engine
+    (:meth:`use_judges`); None until then (see :meth:`judges`)."""
 
     def __init__(self, params: P | dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         if isinstance(params, EvaluatorParams):
@@ -115,6 +128,26 @@ class BaseEvaluator(ABC, Generic[P]):
 
     def default_key(self) -> str:
         return self.name
+
+    def use_judges(self, pool: JudgePool) -> None:
+        """Find this evaluator's judges in ``pool``: the engine hands every evaluator it builds the
+        run's pool (an argument, never an ambient one). A judge evaluator checks the names it
+        refers to (ConfigError naming the known ones)."""
+        self.judge_pool = pool
+
+    def calls_judges(self) -> bool:
+        """Whether scoring calls a judge endpoint (it offers ``resolve_judge``, or names a judge)."""
+        return self.offers("resolve_judge") or getattr(self.params, "judge", None) is not None
+
+    def judges(self) -> JudgePool:
+        """The pool this evaluator's judges are found in: the one handed to it, else a pool of its
+        own for inline configs (each endpoint built once, so repeated ``evaluate()`` calls share
+        its limits and statistics)."""
+        if self.judge_pool is None:
+            from assay.judges.pool import JudgePool  # lazy: keeps aiohttp out of `import assay`
+
+            self.judge_pool = JudgePool({})
+        return self.judge_pool
 
     def setup(self) -> None:
         """Build-time work (compile patterns, validate schemas); raise ConfigError on bad params."""

@@ -15,7 +15,7 @@ scored either.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -23,6 +23,9 @@ from assay.evaluators.base import BaseEvaluator, Evaluator, EvaluatorParams
 from assay.exceptions import ConfigError
 from assay.records import Result
 from assay.traces.model import Trace
+
+if TYPE_CHECKING:
+    from assay.judges.pool import JudgePool
 
 
 class ChildSpec(BaseModel):
@@ -86,6 +89,15 @@ class Composite(Evaluator[CompositeParams]):
         # An instance flag: a composite is async exactly when one of its children is.
         self.is_async = any(c.is_async for c in children)  # type: ignore[misc]
         self.reads_scenario = any(c.reads_scenario for c in children)  # type: ignore[misc]
+
+    def calls_judges(self) -> bool:
+        return any(c.calls_judges() for c in self.children)
+
+    def use_judges(self, pool: JudgePool) -> None:
+        """The children find their judges in ``pool`` too."""
+        for c in self.children:
+            c.use_judges(pool)
+        super().use_judges(pool)
 
     async def aclose(self) -> None:
         for c in self.children:

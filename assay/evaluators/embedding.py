@@ -202,11 +202,16 @@ class EmbeddingSimilarity(Evaluator[EmbeddingSimilarityParams]):
                 out.append([self._result(vectors[p[0]], vectors[p[1]])])
         return out
 
+    def calls_judges(self) -> bool:
+        """A hosted model's embeddings come from a judge endpoint."""
+        return self._hosted
+
     async def aembed(self, texts: list[str]) -> list[Vector]:
         """Embed texts with the hosted model's API (see ``params.model`` / ``params.judge``)."""
         from assay.evaluators.judge_base import find_judge
 
-        endpoint = find_judge(self.params.judge, self.name, None if self.params.judge else self.params.model)
+        model = None if self.params.judge else self.params.model
+        endpoint = find_judge(self.params.judge, self.name, model, self.judges())
         embed = getattr(endpoint, "embed", None)
         if embed is None:
             raise ConfigError(f"evaluator {self.name!r}: judge {endpoint.name!r} cannot embed texts")

@@ -109,7 +109,7 @@ class JsonMatch(MultiEvaluator[JsonMatchParams]):
 
         return await grade_rubric(
             items,
-            resolve(self.params.judge),
+            resolve(self.params.judge, self.judges()),
             aggregated=self.params.aggregator is not None,
             use_reasoning=self.params.use_reasoning,
         )

@@ -11,7 +11,7 @@ strictly (``"false"`` is False); a missing or non-boolean verdict is a VerdictPa
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.evaluators.json_rubric_item import RubricItem
 from assay.evaluators.judge_render import as_text, format_template
@@ -19,6 +19,9 @@ from assay.exceptions import VerdictParseError
 from assay.judges.base import Judge, JudgeRequest
 from assay.judges.prompts import load_template
 from assay.judges.verdict import coerce_bool, reasoning_property, response_object
+
+if TYPE_CHECKING:
+    from assay.judges.pool import JudgePool
 
 Graded = tuple[float | None, str | None]
 
@@ -114,11 +117,11 @@ async def grade_rubric(items: list[RubricItem], judge: Judge, *, aggregated: boo
     return [g if g is not None else (None, None) for g in graded]
 
 
-def resolve(spec: Any) -> Judge:
-    """A Judge object as is, else the named/inline endpoint (see ``find_judge``)."""
+def resolve(spec: Any, pool: JudgePool | None = None) -> Judge:
+    """A Judge object as is, else the named/inline endpoint found in ``pool`` (see ``find_judge``)."""
     from assay.evaluators.judge_base import find_judge
 
-    return find_judge(spec, "json_match")
+    return find_judge(spec, "json_match", pool=pool)
 
 
 __all__ = [

@@ -18,7 +18,7 @@ import inspect
 import re
 from abc import abstractmethod
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 from pydantic import Field, field_validator, model_validator
@@ -30,6 +30,9 @@ from assay.exceptions import ConfigError, EvaluatorError, VerdictParseError
 from assay.judges.base import Judge, JudgeRequest, JudgeResponse, JudgeUsage
 from assay.records import Result
 from assay.traces.model import Trace
+
+if TYPE_CHECKING:
+    from assay.judges.pool import JudgePool
 
 
 class JudgeParams(EvaluatorParams):
@@ -94,17 +97,12 @@ class JudgeParams(EvaluatorParams):
     @field_validator("judge")
     @classmethod
     def _judge_reference(cls, v: Any) -> Any:
-        """An inline config must be a valid endpoint; a name must exist in the active pool."""
+        """An inline config must be a valid endpoint (a name is checked against the run's judges
+        when the engine hands the evaluator their pool: :meth:`JudgeEvaluator.use_judges`)."""
         if isinstance(v, dict):
             from assay.judges.config import parse_judge_config
 
             parse_judge_config("(inline)", v)
-        elif isinstance(v, str):
-            from assay.judges.pool import current_pool
-
-            pool = current_pool()
-            if pool is not None:
-                pool.get(v)  # ConfigError naming the known judges
         return v
 
 
@@ -147,24 +145,24 @@ def shorthand_judge(text: str) -> dict[str, Any]:
     return config
 
 
-def find_judge(spec: Any, evaluator: str, model: str | None = None) -> Judge:
-    """Resolve a ``judge`` parameter: a Judge object as is; a name or an inline config through
-    :func:`assay.judges.resolve_judge`; None → the ``model`` shorthand when given, else the
-    active pool's only judge."""
+def find_judge(spec: Any, evaluator: str, model: str | None = None, pool: JudgePool | None = None) -> Judge:
+    """Resolve a ``judge`` parameter in ``pool`` (a :class:`~assay.judges.pool.JudgePool`: the
+    run's, or the evaluator's own): a Judge object as is; a name or an inline config through
+    :func:`assay.judges.resolve_judge`; None → the ``model`` shorthand when given, else the pool's
+    only judge."""
     if isinstance(spec, Judge):
         return spec
-    from assay.judges import current_pool, resolve_judge  # lazy: keeps aiohttp out of imports
+    from assay.judges import resolve_judge  # lazy: keeps aiohttp out of imports
 
     if spec is None and model is not None:
         spec = shorthand_judge(model)
     if spec is None:
-        pool = current_pool()
         names = pool.names if pool is not None else []
         if len(names) != 1:
-            where = f"the run declares {len(names)} judges" if pool is not None else "no judge pool is active"
+            where = f"the run declares {len(names)} judges" if names else "no judges are declared"
             raise ConfigError(f"evaluator {evaluator!r}: params.judge is required ({where})")
         spec = names[0]
-    return resolve_judge(spec)
+    return resolve_judge(spec, pool)
 
 
 def require_judge(evaluator: Any, declared: int) -> None:
@@ -223,10 +221,18 @@ class JudgeCalls:
 class JudgeEvaluator(AsyncEvaluator[JP]):
     """Base of the judge evaluators: implement ``build_requests`` and ``judge_trace``."""
 
+    def use_judges(self, pool: JudgePool) -> None:
+        """Find the judges in ``pool`` (the run's); a judge named by ``judge`` / ``judges`` that
+        the pool does not know is a ConfigError naming the known ones."""
+        for spec in self.panel:
+            if isinstance(spec, str):
+                pool.get(spec)
+        super().use_judges(pool)
+
     def resolve_judge(self) -> Judge:
         """The judge endpoint, resolved at first use (so building an evaluator needs no network);
         a jury's first judge (the engine sizes its in-flight traces by it)."""
-        return find_judge(self.panel[0], self.name, self.params.model)
+        return find_judge(self.panel[0], self.name, self.params.model, self.judges())
 
     @property
     def panel(self) -> list[Any]:
@@ -306,7 +312,7 @@ class JudgeEvaluator(AsyncEvaluator[JP]):
             label = judge_label(spec, i) if spec is not None else (self.params.model or "judge")
 
             def resolve(spec: Any = spec) -> Judge:
-                return find_judge(spec, self.name, self.params.model)
+                return find_judge(spec, self.name, self.params.model, self.judges())
 
             slots.extend((label, s, JudgeCalls(resolve, sample=s)) for s in range(k))
         results: list[Result | None] = [None] * len(slots)

@@ -28,9 +28,15 @@ class ToolUse(Evaluator[ToolUseParams]):
 
     name: ClassVar[str] = "tool_use"
     reads_scenario: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = False  # tool calls only
+    reads_call_ids: ClassVar[bool] = False
     description: ClassVar[str] = "Did the agent call a given tool (optionally with expected arguments)?"
     Params = ToolUseParams
     example: ClassVar[dict[str, Any]] = {"expected_tool": "submit", "expected_args": {"id": 1}}
+
+    @property
+    def reads_args(self) -> bool:
+        return bool(self.params.expected_args) and self.params.args_match_mode != "ignore"
 
     def default_key(self) -> str:
         return f"tool_use:{self.params.expected_tool}"
@@ -64,9 +70,15 @@ class ToolCallAccuracy(Evaluator[ToolCallAccuracyParams]):
 
     name: ClassVar[str] = "tool_call_accuracy"
     reads_scenario: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = False  # tool calls only
+    reads_call_ids: ClassVar[bool] = False
     description: ClassVar[str] = "Fraction of the reference tool calls the agent reproduced (partial credit)."
     Params = ToolCallAccuracyParams
     example: ClassVar[dict[str, Any]] = {"args_match_mode": "exact"}
+
+    @property
+    def reads_args(self) -> bool:
+        return self.params.args_match_mode != "ignore" or bool(self.params.tool_args_match_overrides)
 
     def setup(self) -> None:
         self._match = CallMatcher(

@@ -189,6 +189,11 @@ class TrajectoryMatch(Evaluator[TrajectoryMatchParams]):
             del params["trajectory_match_mode"]
         super().__init__(params, **kwargs)
 
+    @property
+    def reads_args(self) -> bool:
+        p = self.params
+        return p.tool_args_match_mode != "ignore" or bool(p.tool_args_match_overrides)
+
     def default_key(self) -> str:
         return f"trajectory_{self.params.mode}_match"
 

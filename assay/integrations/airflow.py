@@ -475,7 +475,7 @@ class AssayRunOperator(_AssayCommandOperator):
         return self.execute(context)
 
     def summary_path(self) -> Path | None:
-        from assay.pipeline.merge import shard_summary_name
+        from assay.connectors.layout import shard_summary_name
         from assay.pipeline.targets import local_summary_path
 
         config = self._run_file_config(self.run_file, self.ds, self.overrides)
@@ -530,11 +530,12 @@ class AssayMergeOperator(_AssayCommandOperator):
         return argv + [str(a) for a in self.extra_args]
 
     def summary_path(self) -> Path | None:
+        from assay.connectors.layout import SUMMARY
         from assay.pipeline.targets import local_summary_path
 
         if self.results:
             p = Path(self.results)
-            return p if p.name == "_SUMMARY.json" else p / "_SUMMARY.json"
+            return p if p.name == SUMMARY else p / SUMMARY
         assert self.run_file is not None
         config = self._run_file_config(self.run_file, self.ds, self.overrides)
         path: Path = local_summary_path(config)

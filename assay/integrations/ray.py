@@ -40,6 +40,14 @@ cluster of several nodes each node keeps the cache on its own disk at the same `
 an actor restarted on *another* node pays again for the answers of the batch it redoes.
 ``use_cache=False`` turns the cache off.
 
+``limits.budget_usd`` is the whole job's, not each actor's: the actors reserve every judge call's
+cost in ``<state_dir>/budget.sqlite`` under the job's run id (:mod:`assay.judges.budget_store`), so
+together they stop within one call's cost of the cap; the traces of a batch the budget cut short get
+an error result (``BudgetExceeded: judge budget … reached``) in their judged columns. What a run id
+spent stays counted: the same job run again under the same cap sends nothing; a raised cap goes on
+(the answers already paid come from the cache). SQLite is one machine's: on a cluster of several
+nodes set ``rate_store: redis://…``, and the budget is kept in that Redis instead.
+
 Rows are traces one by one: multi-row exports (LangSmith runs, Langfuse observations) are
 assembled by ``assay run``, not here (their rows of one trace may be in different batches).
 """
@@ -59,9 +67,10 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 from assay.config import RunConfig, build_config, load_run_file, stable_run_id
 from assay.connectors.parquet_schema import TableBuilder
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
+from assay.exceptions import BudgetExceeded
 from assay.pipeline.assembly import build_evaluators
 from assay.records import Envelope, Failure, Position, Result
-from assay.stages.evaluate import EvaluateStage
+from assay.stages.evaluate import EvaluateStage, PartialBatch
 from assay.stages.normalize import RecordParser
 from assay.traces.model import Trace
 
@@ -123,8 +132,12 @@ class AssayScorer:
                 state_dir=Path(self.config.state_dir),
                 use_cache=self.use_cache,
                 budget_usd=self.config.limits.budget_usd,
+                budget_scope=f"ray:{self.run_id}",  # one budget for every actor of the job (and its reruns)
+                budget_store=self.config.rate_store,
             )
             self._pool = stack.enter_context(self._portal.wrap_async_context_manager(pool))
+            for ev in self.evaluators:
+                ev.use_judges(self._pool)
         self._loop = stack
 
     def close(self) -> None:
@@ -138,13 +151,14 @@ class AssayScorer:
             self.close()
 
     async def _process(self, traces: list[Trace]) -> list[dict[str, Result]]:
-        if self._pool is None:
+        try:
             results, _ = await self.stage.process(traces)
-            return results
-        from assay.judges.pool import use_pool
-
-        with use_pool(self._pool):
-            results, _ = await self.stage.process(traces)
+        except PartialBatch as cut:  # the budget is spent: what was not judged says so
+            spent = f"judge budget of ${self.config.limits.budget_usd} reached"
+            for res in cut.results:
+                for ev in self.stage.async_:
+                    res.setdefault(ev.key, Result.from_error(ev.key, BudgetExceeded(spent)))
+            return cut.results
         return results
 
     def _evaluate(self, traces: list[Trace]) -> list[dict[str, Result]]:

@@ -12,6 +12,11 @@ the judge's mean ratio of real to estimated cost) fits: the run stops within one
 the limit — at most one call's overrun past it, and never more than one typical call short of it.
 When not even that fits, the budget is spent: :class:`~assay.exceptions.BudgetExceeded`.
 
+Several processes spending one budget (``--workers N``, the actors of a Ray job) attach the same
+:class:`~assay.judges.budget_store.BudgetStore` scope: the same rule is then decided over every
+process's spending and reservations in one SQLite transaction, so the run as a whole stops within
+one call's cost of the limit (each process keeps its own calibration).
+
 >>> import anyio
 >>> async def demo():
 ...     b = Budget(0.10)
@@ -30,12 +35,15 @@ When not even that fits, the budget is spent: :class:`~assay.exceptions.BudgetEx
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
 from assay.exceptions import BudgetExceeded
+
+if TYPE_CHECKING:
+    from assay.judges.budget_store import BudgetStore
 
 _EPSILON = 1e-12
 
@@ -46,6 +54,9 @@ UNCALIBRATED_FACTOR = 10.0
 CALIBRATION_CALLS = 8
 #: What a calibrated call holds beyond its estimate times the largest ratio seen so far.
 SAFETY_MARGIN = 1.25
+#: With a shared store, a call that must wait for others' calls asks again after this long (the
+#: calls of this process wake it at once; another process's finishing cannot).
+STORE_POLL_S = 0.05
 
 
 class Reservation(float):
@@ -54,11 +65,13 @@ class Reservation(float):
 
     judge: str
     estimate_usd: float
+    ticket: int
 
-    def __new__(cls, amount: float, judge: str, estimate_usd: float) -> Reservation:
+    def __new__(cls, amount: float, judge: str, estimate_usd: float, ticket: int = 0) -> Reservation:
         held = super().__new__(cls, amount)
         held.judge = judge
         held.estimate_usd = estimate_usd
+        held.ticket = ticket  # its row in a shared store (0: none)
         return held
 
 
@@ -74,14 +87,28 @@ class _Calibration:
 
 class Budget:
     """Dollars spent on judge calls so far, held for calls in flight, and the limit (None:
-    unlimited)."""
+    unlimited). ``store``: the scope shared with the run's other processes (see the module docs);
+    ``spent_usd`` and ``reserved_usd`` stay this process's."""
 
-    __slots__ = ("_changed", "_closed", "_costs", "limit_usd", "reserved_usd", "spent_usd")
+    __slots__ = (
+        "_changed",
+        "_charged",
+        "_closed",
+        "_costs",
+        "_polling",
+        "limit_usd",
+        "reserved_usd",
+        "spent_usd",
+        "store",
+    )
 
-    def __init__(self, limit_usd: float | None = None) -> None:
+    def __init__(self, limit_usd: float | None = None, *, store: BudgetStore | None = None) -> None:
         self.limit_usd = limit_usd
+        self.store = store if limit_usd is not None else None
         self._closed = False
         self.spent_usd = 0.0
+        self._charged = 0.0  # what this Budget's calls cost (the store's row of this process)
+        self._polling = False  # a waiting call of this process asks the shared store again
         self.reserved_usd = 0.0
         self._costs: dict[str, _Calibration] = {}
         self._changed: tuple[Any, anyio.Event] | None = None  # (event loop token, event)
@@ -135,6 +162,8 @@ class Budget:
                 f"judge budget of ${self.limit_usd:.4f} was already spent (${self.spent_usd:.4f}) by an earlier "
                 f"attempt of this run; not calling judge {judge!r}"
             )
+        if self.store is not None:
+            return await self._acquire_shared(self.store, judge, estimate_usd, ceiling_usd)
         while True:
             # the calls that finished meanwhile teach both amounts
             amount = self.safe(judge, estimate_usd, ceiling_usd)
@@ -152,8 +181,54 @@ class Budget:
         self.reserved_usd += amount
         return Reservation(amount, judge, estimate_usd)
 
+    async def _acquire_shared(
+        self, store: BudgetStore, judge: str, estimate_usd: float, ceiling_usd: float | None
+    ) -> Reservation:
+        """:meth:`acquire` decided in the shared store, over every process of the scope. Of the
+        calls of this process that wait, one asks the store again every STORE_POLL_S (the others
+        wait for a change here: a call of this process finishing, or that one seeing room, or
+        the budget spent); 64 waiting calls do not ask 64 times."""
+        assert self.limit_usd is not None
+        while True:
+            amount = self.safe(judge, estimate_usd, ceiling_usd)
+            expected = self.calibrated(judge, estimate_usd)
+            grant = await store.reserve(amount, expected, limit=self.limit_usd, spent=self._charged)
+            if grant.verdict != "wait":
+                self._notify()  # room, or the end: the other waiting calls ask again
+            if grant.verdict == "ok":
+                self.reserved_usd += amount
+                return Reservation(amount, judge, estimate_usd, grant.ticket)
+            if grant.verdict == "closed":
+                raise BudgetExceeded(
+                    f"judge budget of ${self.limit_usd:.4f} was already spent (${grant.spent_usd:.4f}) by this run's "
+                    f"processes; not calling judge {judge!r}"
+                )
+            if grant.verdict == "over":
+                raise BudgetExceeded(
+                    f"judge budget of ${self.limit_usd:.4f} reached: this run's processes spent "
+                    f"${grant.spent_usd:.4f}, and the next call to judge {judge!r} (about ${expected:.4f}) "
+                    "would cross it"
+                )
+            if self._polling:
+                await self._wait_for_change()
+                continue
+            self._polling = True
+            try:
+                with anyio.move_on_after(STORE_POLL_S):
+                    await self._wait_for_change()
+            except BaseException:
+                self._notify()  # another waiting call takes over the asking
+                raise
+            finally:
+                self._polling = False
+
     def release(self, reserved_usd: float) -> None:
         """A held call that was not made (or failed): its amount is free again."""
+        if self.store is not None and isinstance(reserved_usd, Reservation) and reserved_usd.ticket:
+            self.store.release(reserved_usd.ticket)
+        self._release_local(reserved_usd)
+
+    def _release_local(self, reserved_usd: float) -> None:
         self.reserved_usd = max(0.0, self.reserved_usd - reserved_usd)
         if self.reserved_usd < _EPSILON:
             self.reserved_usd = 0.0
@@ -168,7 +243,10 @@ class Budget:
             cal.real += cost_usd
             cal.max_ratio = max(cal.max_ratio, cost_usd / reserved_usd.estimate_usd)
         self.spent_usd += cost_usd
-        self.release(reserved_usd)
+        self._charged += cost_usd
+        if self.store is not None and isinstance(reserved_usd, Reservation) and reserved_usd.ticket:
+            self.store.settle(reserved_usd.ticket, self._charged)
+        self._release_local(reserved_usd)
 
     async def _wait_for_change(self) -> None:
         token = anyio.lowlevel.current_token()

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from assay.exceptions import ConfigError
 from assay.judges.batch.config import BatchConfig
 from assay.judges.provider_table import load_provider_class, provider_names
+from assay.urls import redis_url
 
 
 class JudgeConfig(BaseModel):
@@ -189,13 +190,3 @@ def parse_judge_config(name: str, raw: dict[str, Any] | JudgeConfig) -> JudgeCon
             lines.append(f"judges.{name}.{loc}: {err['msg']}")
         # `from None`: pydantic's own message echoes the input, which may hold a secret
         raise ConfigError("\n".join(lines)) from None
-
-
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-
-
-def redis_url(v: str | None) -> str | None:
-    """A ``shared_limit`` or ``rate_store`` value: a Redis URL, or None."""
-    if v is not None and not v.startswith(REDIS_SCHEMES):
-        raise ValueError("expected a redis:// (or rediss://, unix://) URL")
-    return v

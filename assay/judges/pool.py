@@ -1,9 +1,10 @@
 """The run's judge endpoints: one :class:`JudgePool` owns them all, with the shared cache and budget.
 
 Evaluators never hold an endpoint themselves; they name one (``judge: gpt``) and
-:func:`resolve_judge` finds it in the pool made current with :func:`use_pool`. Library users may
-pass a config dict instead (an ad-hoc endpoint, reused for equal configs) or any object that
-implements :class:`~assay.judges.base.Judge`.
+:func:`resolve_judge` finds it in the pool it is handed: the engine hands the run's pool to every
+evaluator it builds (``BaseEvaluator.use_judges``); nothing is ambient. Library users may pass a
+config dict instead (an ad-hoc endpoint, built once per distinct config by the pool that is asked:
+:meth:`JudgePool.adhoc`) or any object that implements :class:`~assay.judges.base.Judge`.
 
 >>> import anyio, tempfile, pathlib
 >>> from assay.judges.base import JudgeRequest
@@ -13,9 +14,8 @@ implements :class:`~assay.judges.base.Judge`.
 ...         judges = {"local": {"base_url": server.url + "/v1", "model": "m", "rpm": 600}}
 ...         state = pathlib.Path(tempfile.mkdtemp())
 ...         async with JudgePool.from_config(judges, state_dir=state) as pool:
-...             with use_pool(pool):
-...                 request = JudgeRequest([{"role": "user", "content": "hi"}])
-...                 reply = await resolve_judge("local").complete(request)
+...             request = JudgeRequest([{"role": "user", "content": "hi"}])
+...             reply = await resolve_judge("local", pool).complete(request)
 ...             return reply.cached, pool.stats()["local"]["ok"]
 >>> anyio.run(demo)
 (False, 1)
@@ -24,9 +24,7 @@ implements :class:`~assay.judges.base.Judge`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,8 @@ import orjson
 from assay.exceptions import ConfigError
 from assay.judges.base import Judge, JudgeUsage
 from assay.judges.budget import Budget
+from assay.judges.budget_store import DEFAULT_FILENAME as BUDGET_FILENAME
+from assay.judges.budget_store import open_budget_store
 from assay.judges.cache import DEFAULT_FILENAME, JudgeCache
 from assay.judges.config import JudgeConfig, parse_judge_config
 from assay.judges.endpoint import JudgeEndpoint
@@ -61,6 +61,8 @@ class JudgePool(AsyncResource):
         self.budget = budget if budget is not None else Budget()
         self.secrets = Secrets()
         """Every endpoint's key: each endpoint redacts all of them, not only its own."""
+        self._adhoc: dict[bytes, JudgeEndpoint] = {}
+        self._adhoc_lock = threading.Lock()
         for endpoint in self.endpoints.values():
             endpoint.cache = cache
             endpoint.budget = self.budget
@@ -76,17 +78,27 @@ class JudgePool(AsyncResource):
         use_cache: bool = True,
         cache_ttl_s: float | None = None,
         budget_usd: float | None = None,
+        budget_scope: str | None = None,
+        budget_store: str | None = None,
     ) -> JudgePool:
-        """Build the pool of a run file's ``judges:`` section (validated; ConfigError names the judge)."""
+        """Build the pool of a run file's ``judges:`` section (validated; ConfigError names the judge).
+        ``budget_scope``: the budget is shared with the other processes of that scope (the run's
+        ``--workers``, a Ray job's actors) through ``<state_dir>/budget.sqlite``, or through the
+        Redis of ``budget_store`` (the run's ``rate_store``)."""
         configs = {name: parse_judge_config(name, raw) for name, raw in judges.items()}
         cache = JudgeCache(Path(state_dir) / DEFAULT_FILENAME, ttl_s=cache_ttl_s) if use_cache else None
         endpoints = {name: make_judge(name, cfg) for name, cfg in configs.items()}
-        return cls(endpoints, cache=cache, budget=Budget(budget_usd))
+        store = None
+        if budget_scope is not None and budget_usd is not None:
+            store = open_budget_store(budget_store or Path(state_dir) / BUDGET_FILENAME, budget_scope)
+        return cls(endpoints, cache=cache, budget=Budget(budget_usd, store=store))
 
     def __repr__(self) -> str:
         return f"JudgePool({sorted(self.endpoints)}, cache={self.cache!r}, budget={self.budget!r})"
 
     async def open(self) -> None:
+        if self.budget.store is not None:
+            await self.budget.store.open()
         if self.cache is not None:
             await self.cache.open()
         for endpoint in self.endpoints.values():
@@ -97,8 +109,12 @@ class JudgePool(AsyncResource):
             for endpoint in self.endpoints.values():
                 await endpoint.aclose()
         finally:
-            if self.cache is not None:
-                await self.cache.aclose()
+            try:
+                if self.cache is not None:
+                    await self.cache.aclose()
+            finally:
+                if self.budget.store is not None:
+                    await self.budget.store.aclose()
 
     @property
     def names(self) -> list[str]:
@@ -111,6 +127,18 @@ class JudgePool(AsyncResource):
         except KeyError:
             known = ", ".join(self.names) or "none are configured"
             raise ConfigError(f"unknown judge {name!r} (judges: {known})") from None
+
+    def adhoc(self, spec: dict[str, Any] | JudgeConfig) -> JudgeEndpoint:
+        """The endpoint of an inline judge config (no cache, no budget): built once per distinct
+        config and kept by this pool, so the evaluators sharing the pool, and repeated
+        ``evaluate()`` calls of one evaluator, share its limits and statistics."""
+        config = parse_judge_config("(inline)", spec)
+        key = orjson.dumps(config.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        with self._adhoc_lock:
+            endpoint = self._adhoc.get(key)
+            if endpoint is None:
+                endpoint = self._adhoc[key] = JudgeEndpoint(f"{config.provider}:{config.model}", config)
+        return endpoint
 
     @property
     def spent_usd(self) -> float:
@@ -139,51 +167,24 @@ def make_judge(name: str, config: JudgeConfig) -> JudgeEndpoint:
     return JudgeEndpoint(name, config)
 
 
-_current_pool: ContextVar[JudgePool | None] = ContextVar("assay_judge_pool", default=None)
+def resolve_judge(spec: str | dict[str, Any] | JudgeConfig | Judge, pool: JudgePool | None = None) -> Judge:
+    """The judge an evaluator's ``judge`` parameter refers to, found in ``pool``.
 
-
-@contextmanager
-def use_pool(pool: JudgePool) -> Iterator[JudgePool]:
-    """Make ``pool`` the one :func:`resolve_judge` looks names up in (within this context)."""
-    token = _current_pool.set(pool)
-    try:
-        yield pool
-    finally:
-        _current_pool.reset(token)
-
-
-def current_pool() -> JudgePool | None:
-    return _current_pool.get()
-
-
-_adhoc: dict[bytes, JudgeEndpoint] = {}
-_adhoc_lock = threading.Lock()
-
-
-def resolve_judge(spec: str | dict[str, Any] | JudgeConfig | Judge) -> Judge:
-    """The judge an evaluator's ``judge`` parameter refers to.
-
-    * a name: looked up in the current pool (ConfigError when there is none or it is unknown);
-    * a config dict / JudgeConfig: an ad-hoc endpoint (no cache, no budget), built once per
-      distinct config and reused, so repeated ``evaluate()`` calls share limits and statistics;
+    * a name: the pool's endpoint of that name (ConfigError when the pool declares none, or not
+      this one);
+    * a config dict / JudgeConfig: the pool's ad-hoc endpoint for it (:meth:`JudgePool.adhoc`;
+      without a pool, a new endpoint each call);
     * a Judge object: returned as is.
     """
     if isinstance(spec, str):
-        pool = current_pool()
-        if pool is None:
+        if pool is None or not pool.endpoints:
             raise ConfigError(
-                f"judge {spec!r} is referred to by name, but no judge pool is active "
+                f"judge {spec!r} is referred to by name, but no judges are declared "
                 "(declare it under `judges:` in the run file, or pass a config dict as `judge`)"
             )
         return pool.get(spec)
     if isinstance(spec, JudgeConfig | dict):
-        config = parse_judge_config("(inline)", spec)
-        key = orjson.dumps(config.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
-        with _adhoc_lock:
-            endpoint = _adhoc.get(key)
-            if endpoint is None:
-                endpoint = _adhoc[key] = JudgeEndpoint(f"{config.provider}:{config.model}", config)
-        return endpoint
+        return (pool if pool is not None else JudgePool({})).adhoc(spec)
     if isinstance(spec, Judge):
         return spec
     raise ConfigError(f"judge: expected a judge name, a config mapping or a Judge, got {type(spec).__name__}")

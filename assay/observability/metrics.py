@@ -118,26 +118,20 @@ class RunMetrics:
 
     def observe_gauges(self, gauges: Any) -> None:
         """A gauge observer: takes the progress sampler's ``Gauges`` (about once a second) and
-        keeps the depth of every stage's queue."""
+        keeps the depth of every stage's queue and, in a run with judges, the judges' statistics
+        and latency samples (the pool the engine samples them from)."""
         with self._lock:
             self._queues = {stage: (used, size) for stage, (used, size) in gauges.queues.items()}
+        judges = getattr(gauges, "judge_stats", None)
+        if judges:
+            self.update(None, judges, latencies=getattr(gauges, "judge_latencies", None) or {})
 
     def observer(self) -> Callable[[Any], None]:
-        """A progress observer: takes a ``RunStats`` and, when called inside a run with judges,
-        reads the active judge pool's statistics and latency samples too."""
+        """A progress observer: takes a ``RunStats`` (the judges come with the gauges:
+        :meth:`observe_gauges`)."""
 
         def observe(stats: Any) -> None:
-            from assay.judges.pool import current_pool
-
-            pool = current_pool()
-            if pool is None:
-                self.update(stats.to_dict())
-                return
-            self.update(
-                stats.to_dict(),
-                pool.stats(),
-                latencies={name: tuple(ep.stats.latencies) for name, ep in pool.endpoints.items()},
-            )
+            self.update(stats.to_dict())
 
         return observe
 

@@ -38,6 +38,8 @@ class RunSession:
     metrics: RunMetrics | None = None
     quiet: bool = False
     """``-q``: text logs show errors only (JSON events stay: a JSON log is what was asked for)."""
+    verbose: bool = False
+    """``--verbose``: debug logs too, with the Kafka client's own messages."""
 
     @property
     def wants_metrics(self) -> bool:
@@ -51,7 +53,8 @@ class RunSession:
         self.run_id = config.run_id or stable_run_id(config)
         config = config.model_copy(update={"run_id": self.run_id})
         quiet = self.quiet and self.log_format == "text"
-        setup_logging(self.log_format, self.run_id, self.secrets, level=logging.ERROR if quiet else logging.INFO)
+        level = logging.ERROR if quiet else logging.DEBUG if self.verbose else logging.INFO
+        setup_logging(self.log_format, self.run_id, self.secrets, level=level)
         if self.wants_metrics:
             try:
                 from assay.observability.metrics import RunMetrics

@@ -8,7 +8,7 @@ import gc
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.config import RunConfig
 from assay.connectors.registry import input_size
@@ -18,9 +18,18 @@ from assay.exceptions import AssayError, ConfigError
 from assay.registry import build_evaluator
 from assay.sampling import Sampler
 
+if TYPE_CHECKING:
+    from assay.judges.pool import JudgePool
 
-def build_evaluators(config: RunConfig, origin: str = "run file") -> list[BaseEvaluator[Any]]:
-    """Build every evaluator of the run file; errors name the evaluator's index and name."""
+
+def build_evaluators(
+    config: RunConfig, origin: str = "run file", judges: JudgePool | None = None
+) -> list[BaseEvaluator[Any]]:
+    """Build every evaluator of the run file; errors name the evaluator's index and name.
+    ``judges``: the run's judge pool (:func:`judge_pool`), handed to every evaluator
+    (``use_judges``); None: in a run that declares no judge, the evaluators that call judges share
+    one pool of their own (equal inline judge configs are one endpoint); else the evaluators are
+    built to be looked at (``--dry-run``, ``validate``), not to call judges."""
     evaluators: list[BaseEvaluator[Any]] = []
     seen: dict[str, int] = {}
     for i, spec in enumerate(config.evaluators):
@@ -39,26 +48,38 @@ def build_evaluators(config: RunConfig, origin: str = "run file") -> list[BaseEv
         if spec.sample is not None:  # the EvaluateStage scores only its sample
             ev.sampler = Sampler(spec.sample, ev.key, config=config)
         evaluators.append(ev)
+    if judges is None and not config.judges and any(ev.calls_judges() for ev in evaluators):
+        from assay.judges.pool import JudgePool  # lazy: a run that calls no judge loads no HTTP client
+
+        judges = JudgePool({})
+    if judges is not None:
+        for i, ev in enumerate(evaluators):
+            try:
+                ev.use_judges(judges)
+            except ConfigError as exc:
+                raise ConfigError(f"{origin}: evaluators[{i}] ({config.evaluators[i].name}): {exc}") from exc
     return evaluators
 
 
 @contextlib.asynccontextmanager
-async def judge_pool(config: RunConfig, *, use_cache: bool) -> AsyncIterator[Any]:
-    """Open the run's judge pool when the run file declares judges (judges are optional)."""
+async def judge_pool(config: RunConfig, *, use_cache: bool, budget_scope: str | None = None) -> AsyncIterator[Any]:
+    """Open the run's judge pool when the run file declares judges (judges are optional);
+    ``budget_scope``: the budget is shared with the other processes of that scope."""
     if not config.judges:
         yield None
         return
-    from assay.judges.pool import JudgePool, use_pool
+    from assay.judges.pool import JudgePool
 
     pool = JudgePool.from_config(
         config.judges,
         state_dir=Path(config.state_dir),
         use_cache=use_cache,
         budget_usd=config.limits.budget_usd,
+        budget_scope=budget_scope,
+        budget_store=config.rate_store,
     )
     async with pool:
-        with use_pool(pool):
-            yield pool
+        yield pool
 
 
 def sweep_leftovers(config: RunConfig) -> None:

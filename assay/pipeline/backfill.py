@@ -22,6 +22,7 @@ import orjson
 
 from assay.config import RunConfig
 from assay.connectors import registry
+from assay.connectors.layout import SUMMARIES
 from assay.evaluators.base import offers
 from assay.exceptions import EXIT_OK, ConfigError
 from assay.paths import safe_join
@@ -108,8 +109,8 @@ async def plan_day(config: RunConfig, origin: str = "run file") -> DayPlan:
 
     published = await RunPlan(config).over_published()
     pairs = await anyio.to_thread.run_sync(published_pairs, config) if published else None
-    async with judge_pool(config, use_cache=False):
-        evaluators = build_evaluators(config, origin)
+    async with judge_pool(config, use_cache=False) as pool:
+        evaluators = build_evaluators(config, origin, judges=pool)
         expected = expected_identities(evaluators)
     judged = [ev.key for ev in evaluators if offers(ev, "build_requests")]
     # the day's current pairs of judged keys: no call for them
@@ -175,7 +176,7 @@ def backfill_location(configs: list[RunConfig]) -> tuple[Any, str]:
 
 def _summary_dir(config: RunConfig) -> str:
     if config.sink.type == "delta":
-        from assay.connectors.delta import SUMMARIES, table_url
+        from assay.connectors.delta import table_url
 
         return f"{table_url(str(getattr(config.sink, 'path', '')))}/{SUMMARIES}/ds={_day_of(config)}"
     beside = registry.summary_path(config.sink)

@@ -195,26 +195,24 @@ async def _collect_pass(
     """Read the input with the batch judges in collect mode (their misses go to the ledger)."""
     from assay.connectors.registry import SourceContext, build_source
     from assay.evaluators.base import offers
-    from assay.judges.pool import use_pool
     from assay.stages.evaluate import EvaluateStage
     from assay.stages.normalize import RecordParser
     from assay.traces.model import Trace
 
-    evaluators = [ev for ev in build_evaluators(config, origin) if ev.is_async and offers(ev, "resolve_judge")]
+    built = build_evaluators(config, origin, judges=pool)
+    evaluators = [ev for ev in built if ev.is_async and offers(ev, "resolve_judge")]
     stage = EvaluateStage(evaluators)
     if not fresh and shard is None and evaluators and await RunPlan(config).over_published():
-        with use_pool(pool):
-            stage = LedgerEvaluate(evaluators, await load_ledger(config, evaluators))
+        stage = LedgerEvaluate(evaluators, await load_ledger(config, evaluators))
     parse = RecordParser(config.normalize)
     source = build_source(
         config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
     )
-    with use_pool(pool):
-        async with source as src:
-            async for batch in src.batches():
-                traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
-                if traces and evaluators:
-                    await stage.process(traces)
+    async with source as src:
+        async for batch in src.batches():
+            traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
+            if traces and evaluators:
+                await stage.process(traces)
 
 
 async def shared_batch_phase(configs: list[RunConfig], path: Path, *, origin: str = "run file") -> bool:

@@ -23,7 +23,8 @@ from typing import Any
 
 import orjson
 
-from assay.connectors.file_sink import os_error_message, write_json_atomic
+from assay.connectors.file_sink import os_error_message
+from assay.connectors.layout import write_json_atomic
 from assay.connectors.state_keys import SinkKey
 from assay.exceptions import ConnectorError
 from assay.paths import safe_join

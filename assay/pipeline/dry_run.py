@@ -120,8 +120,8 @@ async def dry_run(
 async def _current(config: RunConfig, origin: str) -> tuple[Callable[[str, str | None], bool], int]:
     """Which pairs the published output holds current (the ledger), and how many of them."""
     pairs = await anyio.to_thread.run_sync(published_pairs, config)
-    async with judge_pool(config, use_cache=False):
-        evaluators = build_evaluators(config, origin)
+    async with judge_pool(config, use_cache=False) as pool:
+        evaluators = build_evaluators(config, origin, judges=pool)
         expected = expected_identities(evaluators)
     done = current_ids(pairs, expected, [ev.key for ev in evaluators if offers(ev, "build_requests")])
     return (lambda key, tid: tid not in done.get(key, ())), sum(len(v) for v in done.values())

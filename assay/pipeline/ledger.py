@@ -30,6 +30,7 @@ import orjson
 
 from assay.config import RunConfig
 from assay.connectors import registry
+from assay.connectors.layout import RESULTS_PREFIX, SUMMARIES, SUMMARY
 from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.merge import open_results
 from assay.pipeline.targets import results_location
@@ -82,7 +83,7 @@ def _decompress(name: str, data: bytes) -> bytes:
 
 
 def _is_part(name: str) -> bool:
-    return name.startswith("part-") and (name.endswith(".parquet") or name.endswith(_JSON_SUFFIXES))
+    return name.startswith(f"{RESULTS_PREFIX}-") and (name.endswith(".parquet") or name.endswith(_JSON_SUFFIXES))
 
 
 def _parts(config: RunConfig) -> tuple[Any, list[str]]:
@@ -181,9 +182,9 @@ def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
 def published_summary(config: RunConfig) -> dict[str, Any] | None:
     """The published output's ``_SUMMARY.json`` (None when it cannot be read)."""
     location: Any = results_location(config)
-    name = "_SUMMARY.json"
+    name = SUMMARY
     if config.sink.type == "delta":
-        from assay.connectors.delta import SUMMARIES, table_url
+        from assay.connectors.delta import table_url
 
         location = f"{table_url(str(getattr(config.sink, 'path', '')))}/{SUMMARIES}/ds={getattr(config.sink, 'ds', '')}"
     else:

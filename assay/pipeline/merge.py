@@ -22,9 +22,9 @@ Exit codes as ``assay run``: 0 ok; 1 a shard summary is missing (status ``incomp
 failed; 2 bad usage; 3 a gate failed; 4 dead letters above the limit; 5 a shard stopped on its
 budget; 75 a shard's work is pending; 130 a shard was interrupted.
 
-The results are reached through :class:`ResultsFS`: a local directory (:class:`LocalFS`) or a
-prefix of a store the report knows (``s3://``: :class:`~assay.report.s3_store.S3ResultsFS`, with the
-run file's ``s3:`` settings or the AWS chain's), where the shards of a run on several machines wrote
+The results are reached through :class:`ResultsFS`: a local directory (:class:`LocalFS`) or an
+``s3://`` prefix (:class:`~assay.connectors.s3_results.S3ResultsFS`, with the run file's ``s3:``
+settings or the AWS chain's), where the shards of a run on several machines wrote
 their parts and summaries.
 """
 
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,22 +41,13 @@ from typing import Any, Protocol
 import orjson
 
 from assay.connectors import registry
-from assay.connectors.file_sink import STAGING
+from assay.connectors.layout import SHARD_SUMMARY, STAGING, SUCCESS, SUMMARY, write_atomic
 from assay.exceptions import ConfigError
 from assay.judges.batch.totals import merge_split_totals
 from assay.paths import safe_join
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
 from assay.pipeline.targets import results_location
 from assay.pipeline.verdict import Policy, combine_statuses, decide
-
-SUMMARY = "_SUMMARY.json"
-SUCCESS = "_SUCCESS"
-_SHARD_RE = re.compile(r"^_SUMMARY\.shard-(\d+)-of-(\d+)\.json$")
-
-
-def shard_summary_name(index: int, count: int) -> str:
-    """The file name shard ``index`` of ``count`` writes its summary under."""
-    return f"_SUMMARY.shard-{index}-of-{count}.json"
 
 
 def forget_shard_summaries(fs: ResultsFS, index: int, count: int) -> list[str]:
@@ -67,7 +57,7 @@ def forget_shard_summaries(fs: ResultsFS, index: int, count: int) -> list[str]:
     Returns the names removed."""
     gone = []
     for name in fs.list():
-        m = _SHARD_RE.match(name)
+        m = SHARD_SUMMARY.match(name)
         if m and (int(m.group(1)) == index or int(m.group(2)) != count):
             fs.remove(name)
             gone.append(name)
@@ -91,6 +81,10 @@ class ResultsFS(Protocol):
         """Remove if present."""
         ...
 
+    def close(self) -> None:
+        """Release what reaching the results holds (a client); a local directory holds nothing."""
+        ...
+
 
 @dataclass
 class LocalFS:
@@ -108,17 +102,13 @@ class LocalFS:
         return safe_join(self.root, name).read_bytes()
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        target = safe_join(self.root, name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        write_atomic(safe_join(self.root, name), data)
 
     def remove(self, name: str) -> None:
         safe_join(self.root, name).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        pass
 
     def discard_staging(self) -> None:
         """The staging area the shards of a Parquet output shared (``_staging/``, their segments):
@@ -128,13 +118,14 @@ class LocalFS:
 
 def open_results(location: str | os.PathLike[str], s3: Any = None) -> ResultsFS:
     """The :class:`ResultsFS` of a results location: a local directory (or its ``_SUMMARY.json``),
-    or an ``s3://`` prefix (``s3``: the run file's ``s3:`` settings; default the AWS chain), opened
-    by the report's stores (:func:`assay.report.store.open_results_fs`; the caller closes it)."""
+    or a prefix a connector reaches (``s3://``: :class:`~assay.connectors.s3_results.S3ResultsFS`,
+    ``s3`` the run file's ``s3:`` settings, default the AWS chain; the caller closes it)."""
     text = os.fspath(location)
-    if "://" in text:  # a store's scheme: the report's stores know them
-        from assay.report.store import open_results_fs
-
-        return open_results_fs(text.removesuffix(SUMMARY), s3)  # type: ignore[no-any-return]
+    if "://" in text:  # the connector claiming the scheme reaches it
+        fs: ResultsFS | None = registry.results_fs(text.removesuffix(SUMMARY), s3)
+        if fs is None:
+            raise ConfigError(f"{text}: results are merged from a local directory or an s3:// prefix")
+        return fs
     p = Path(text)
     return LocalFS(p.parent if p.name == SUMMARY else p)
 
@@ -154,7 +145,7 @@ def find_shards(fs: ResultsFS, shards: int | None = None) -> tuple[int, dict[int
     several N are present (a rerun with another N left old ones behind)."""
     found: dict[int, dict[int, str]] = {}
     for name in fs.list():
-        m = _SHARD_RE.match(name)
+        m = SHARD_SUMMARY.match(name)
         if m:
             found.setdefault(int(m.group(2)), {})[int(m.group(1))] = name
     if shards is None:

@@ -27,7 +27,7 @@ import orjson
 
 from assay.config import RunConfig
 from assay.connectors import registry
-from assay.connectors.file_sink import write_json_atomic
+from assay.connectors.layout import shard_summary_name, write_json_atomic
 from assay.connectors.registry import EMPTY_SINK_STATE, PUBLISHER, SinkContext, build_sink
 from assay.pipeline.checkpoint import CheckpointStore, fingerprint, fingerprint_change
 from assay.pipeline.ledger import published_summary
@@ -70,7 +70,7 @@ class RunPlan:
     @property
     def summary_name(self) -> str | None:
         """Shards of a ``--shard`` run write ``_SUMMARY.shard-i-of-N.json``; ``assay merge`` makes one."""
-        return f"_SUMMARY.shard-{self.shard[0]}-of-{self.shard[1]}.json" if self.shard else None
+        return shard_summary_name(*self.shard) if self.shard else None
 
     def _sink(self, role: str, writer: int, state: Any) -> Any:
         cfg = self.config.sink if role == "results" else dead_letter_of(self.config)

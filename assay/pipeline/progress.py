@@ -76,6 +76,10 @@ class Gauges:
     judges: Mapping[str, JudgeGauge] = field(default_factory=dict)
     grace_left_s: float | None = None
     """Set once the run is stopping: seconds before in-flight work is abandoned."""
+    judge_stats: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each judge's statistics now (``JudgePool.stats()``), for the metrics."""
+    judge_latencies: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    """Each judge's latency samples in seconds, for the metrics."""
 
 
 class WindowRate:
@@ -360,13 +364,26 @@ def gauges_of(pipeline: Pipeline, pool: Any = None, *, now: float | None = None)
     if done is None and unit == "records" and total is not None:
         done = pipeline.emitted
     judges: dict[str, JudgeGauge] = {}
-    if pool is not None:
-        for name, j in pool.stats().items():
-            judges[name] = JudgeGauge(int(j.get("in_flight") or 0), int(j.get("requests") or 0), j.get("rate_rpm"))
+    stats: dict[str, dict[str, Any]] = pool.stats() if pool is not None else {}
+    for name, j in stats.items():
+        judges[name] = JudgeGauge(int(j.get("in_flight") or 0), int(j.get("requests") or 0), j.get("rate_rpm"))
+    endpoints = getattr(pool, "endpoints", None) or {}
+    latencies = {name: tuple(ep.stats.latencies) for name, ep in endpoints.items()}
     grace = None
     if pipeline.stop_deadline is not None:
         grace = max(pipeline.stop_deadline - (time.monotonic() if now is None else now), 0.0)
-    return Gauges(total, done, unit, pipeline.in_flight, pipeline.emitted, pipeline.queue_depths(), judges, grace)
+    return Gauges(
+        total,
+        done,
+        unit,
+        pipeline.in_flight,
+        pipeline.emitted,
+        pipeline.queue_depths(),
+        judges,
+        grace,
+        judge_stats=stats,
+        judge_latencies=latencies,
+    )
 
 
 async def sample_gauges(pipeline: Pipeline, sink: Any, pool: Any = None, *, every_s: float | None = None) -> None:

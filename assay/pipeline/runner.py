@@ -281,38 +281,42 @@ class Pipeline:
         return Processed(rows, failures, kept, positions, len(batch), abandoned, warnings, keys, clusters)
 
     async def _sink_loop(self, recv: ObjectReceiveStream[Processed]) -> None:
+        async with recv:
+            async for p in recv:
+                await self._write(p)
+            await self._read_errors()
+
+    async def _write(self, p: Processed) -> None:
+        """Write one processed batch, count it, and commit when it is time."""
         stats = self.stats
         counts = stats.counts
         commit = self.committer
-        async with recv:
-            async for p in recv:
-                if p.rows:
-                    await self.sink.write_results(p.rows, p.keys)
-                if p.failures:
-                    await self.dead_letter.write_failures(p.failures)
-                counts["read"] += p.read
-                counts["scored"] += len(p.rows)
-                counts["abandoned"] += p.abandoned
-                counts["warnings"] += p.warnings
-                for f in p.failures:
-                    if f.severity == "error":
-                        stats.add_dead_letter(f)
-                if p.clusters is None and stats.labels is None:
-                    for res in p.results:
-                        stats.add_results(res)
-                else:
-                    nothing: list[None] = [None] * len(p.results)
-                    clusters: Sequence[str | None] = nothing if p.clusters is None else p.clusters
-                    ids: Sequence[str | None] = nothing if p.keys is None else p.keys
-                    for res, cluster, trace_id in zip(p.results, clusters, ids, strict=True):
-                        stats.add_results(res, cluster, trace_id)
-                await self._read_errors()
-                if commit is not None:
-                    commit.add(p.positions, len(p.rows))
-                    await commit.maybe_commit()
-                if self.on_progress is not None:
-                    self.on_progress(stats)
-            await self._read_errors()
+        if p.rows:
+            await self.sink.write_results(p.rows, p.keys)
+        if p.failures:
+            await self.dead_letter.write_failures(p.failures)
+        counts["read"] += p.read
+        counts["scored"] += len(p.rows)
+        counts["abandoned"] += p.abandoned
+        counts["warnings"] += p.warnings
+        for f in p.failures:
+            if f.severity == "error":
+                stats.add_dead_letter(f)
+        if p.clusters is None and stats.labels is None:
+            for res in p.results:
+                stats.add_results(res)
+        else:
+            nothing: list[None] = [None] * len(p.results)
+            clusters: Sequence[str | None] = nothing if p.clusters is None else p.clusters
+            ids: Sequence[str | None] = nothing if p.keys is None else p.keys
+            for res, cluster, trace_id in zip(p.results, clusters, ids, strict=True):
+                stats.add_results(res, cluster, trace_id)
+        await self._read_errors()
+        if commit is not None:
+            commit.add(p.positions, len(p.rows))
+            await commit.maybe_commit()
+        if self.on_progress is not None:
+            self.on_progress(stats)
 
     async def _read_errors(self) -> None:
         """Input the source could not split into records: a dead letter each, acknowledged too."""

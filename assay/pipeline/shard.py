@@ -7,8 +7,10 @@ modulo N; a Kafka source joins one consumer group), writes its own parts
 checkpoint; its counts go into shared memory (the parent shows their sum as progress). The parent
 prepares the outputs before the workers start (start over, or resume with any earlier N: see
 :mod:`assay.pipeline.outputs`) and publishes the summary of the whole output after they end.
-Judge limits (rpm, tpm, concurrency) and the budget are the run's: each of N processes gets 1/N
-(unless the judges share one limit through Redis).
+Judge limits (rpm, tpm, concurrency) are the run's: each of N processes gets 1/N (unless the
+judges share one limit through Redis). The budget is one for all: the workers reserve against it
+in ``<state_dir>/budget.sqlite`` (:mod:`assay.judges.budget_store`), seeded with what earlier
+attempts spent.
 
 SIGTERM/SIGINT to the parent stop every worker gracefully, and so does the parent's death (Linux);
 the same command, with any ``--workers``, resumes.
@@ -27,6 +29,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -45,15 +48,17 @@ from assay.pipeline.verdict import RunReport
 from assay.pipeline.writer import WriterResult, run_writer
 
 
-def share_limits(config: RunConfig, n: int) -> RunConfig:
-    """One of N shards' share of the run's judge limits and budget (``--workers`` and ``--shard``)."""
+def share_limits(config: RunConfig, n: int, *, budget: bool = True) -> RunConfig:
+    """One of N shards' share of the run's judge limits and budget (``--workers`` and ``--shard``;
+    ``budget=False``: the budget stays whole, the processes share it in a store)."""
     if n <= 1:
         return config
-    budget = config.limits.budget_usd
+    limit = config.limits.budget_usd
+    share = limit / n if limit is not None and budget else limit
     return config.model_copy(
         update={
             "judges": {name: share_judge(cfg, n) for name, cfg in config.judges.items()},
-            "limits": config.limits.model_copy(update={"budget_usd": None if budget is None else budget / n}),
+            "limits": config.limits.model_copy(update={"budget_usd": share}),
         }
     )
 
@@ -117,6 +122,7 @@ class _Job:
     store_key: str
     parent: int
     states: dict[int, dict[str, Any]]
+    budget_scope: str | None = None
 
 
 def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters: Any) -> None:
@@ -153,6 +159,7 @@ def _shard_main(conn: Connection, config: RunConfig, i: int, job: _Job, counters
                 progress=_SharedCounts(counters, i),
                 stop_requested=lambda: stop[0],
                 abandon_requested=lambda: abandon[0],
+                budget_scope=job.budget_scope,
             )
         )
         message: tuple[str, Any] = ("ok", result)
@@ -305,6 +312,23 @@ def _sum_gauges(counters: Any, n: int) -> Gauges:
     )
 
 
+def _budget_scope(config: RunConfig, plan: RunPlan, states: dict[int, dict[str, Any]]) -> str | None:
+    """This attempt's shared budget (None without ``budget_usd``), seeded with what earlier attempts
+    spent; an attempt that stopped at the budget stops every writer (each closes under that cap)."""
+    if config.limits.budget_usd is None or not config.judges:
+        return None
+    from assay.judges.budget_store import DEFAULT_FILENAME, open_budget_store
+
+    judges = [st.get("judges") or {} for st in [*states.values(), plan.store.carried()]]
+    spent = sum(float(j.get("cost_usd", 0.0) or 0.0) for js in judges for j in js.values())
+    stops = [st["budget_stopped_at"] for st in states.values() if st.get("budget_stopped_at") is not None]
+    for st in states.values() if stops else ():
+        st["budget_stopped_at"] = max(stops)
+    scope = f"{plan.store.key}:{os.getpid()}:{time.time_ns()}"
+    open_budget_store(config.rate_store or Path(config.state_dir) / DEFAULT_FILENAME, scope).seed(spent)
+    return scope
+
+
 def execute_sharded(
     config: RunConfig,
     *,
@@ -332,10 +356,10 @@ def execute_sharded(
     plan = RunPlan(config, None)
     sweep_leftovers(config)
     states = anyio.run(lambda: plan.prepare(workers, fresh=fresh))
-    job = _Job(origin, workers, use_cache, plan.store.key, os.getpid(), states)
+    job = _Job(origin, workers, use_cache, plan.store.key, os.getpid(), states, _budget_scope(config, plan, states))
     signals = _Signals()
     with signals.installed():  # until the summary is published: a signal then cannot cut it short
-        results = _run_workers([share_limits(config, workers)] * workers, job, progress, signals)
+        results = _run_workers([share_limits(config, workers, budget=False)] * workers, job, progress, signals)
         return anyio.run(
             lambda: conclude(
                 plan,

@@ -12,6 +12,7 @@ from typing import Any
 
 from assay.config import RunConfig
 from assay.connectors import registry
+from assay.connectors.layout import SUMMARY
 from assay.paths import safe_join
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.processes import pid_alive
@@ -60,7 +61,7 @@ def local_summary_path(config: RunConfig) -> Path:
         return beside
     if config.summary_path:
         return Path(config.summary_path)
-    return safe_join(Path(config.state_dir), "summaries", CheckpointStore.key_for(sink_url(config)), "_SUMMARY.json")
+    return safe_join(Path(config.state_dir), "summaries", CheckpointStore.key_for(sink_url(config)), SUMMARY)
 
 
 def results_location(config: RunConfig) -> str | Path:

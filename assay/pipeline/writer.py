@@ -20,6 +20,7 @@ from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, SourceConte
 from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.assembly import build_evaluators, judge_pool
 from assay.pipeline.checkpoint import CheckpointStore
+from assay.pipeline.columnar_run import make_pipeline
 from assay.pipeline.commit import Committer
 from assay.pipeline.ledger import Ledger, LedgerEvaluate, load_ledger
 from assay.pipeline.progress import ProgressSink, sample_gauges
@@ -72,16 +73,18 @@ async def run_writer(
     stop_requested: Callable[[], bool | float | str] | None = None,
     abandon_requested: Callable[[], bool] = lambda: False,
     shard: tuple[int, int] | None = None,
+    budget_scope: str | None = None,
 ) -> WriterResult:
     """Run writer ``writer`` of ``n`` (``state``: its checkpoint; sinks must not be None-reset here:
-    the orchestrator resets outputs before any writer starts)."""
+    the orchestrator resets outputs before any writer starts; ``budget_scope``: the budget shared
+    with the other writers, see :mod:`assay.judges.budget_store`)."""
     started = time.perf_counter()
     state = state or {}
     sink_states = state.get("sinks") or {}
     staged = bool(state.get("staged"))  # write into the sinks' staging areas (see RunPlan.prepare)
     prior_judges: dict[str, Any] = state.get("judges") or {}
-    async with judge_pool(config, use_cache=use_cache) as pool:
-        evaluators = build_evaluators(config, origin)
+    async with judge_pool(config, use_cache=use_cache, budget_scope=budget_scope) as pool:
+        evaluators = build_evaluators(config, origin, judges=pool)
         await prepare_sampling(config, samplers_of(evaluators))  # the counting pass, when strata need one
         # over a published output: its current results are kept, only the other pairs are scored
         ledger: Ledger | None = await load_ledger(config, evaluators) if state.get("ledger") else None
@@ -100,6 +103,9 @@ async def run_writer(
         spent_before = 0.0
         if pool is not None:
             spent_before = sum(float(j.get("cost_usd", 0.0) or 0.0) for j in prior_judges.values())
+            if writer == 0 and store is not None:  # and what writers no longer run (fewer now) spent
+                carried = store.carried().get("judges") or {}
+                spent_before += sum(float(j.get("cost_usd", 0.0) or 0.0) for j in carried.values())
             pool.budget.spent_usd += spent_before  # one budget for the whole run, not per attempt
             # an earlier attempt stopped at this budget (or a higher one): it stays spent, not one
             # more call per rerun (the calibration that stopped it is not in the checkpoint)
@@ -116,6 +122,7 @@ async def run_writer(
                 options=config.s3,
                 reads_text=any(ev.reads_text for ev in evaluators),
                 reads_call_ids=any(ev.reads_call_ids for ev in evaluators),
+                reads_args=any(ev.reads_args for ev in evaluators),
                 owns_input=not scales_by_group(config),
             ),
         )
@@ -167,7 +174,7 @@ async def run_writer(
             run_id=config.run_id or RunOptions().run_id,
             cluster_by=config.stats.cluster_by,
         )
-        pipeline = Pipeline(
+        pipeline = make_pipeline(  # the columnar path where the source and every evaluator allow it
             source,
             EvaluateStage(evaluators) if ledger is None else LedgerEvaluate(evaluators, ledger),
             sinks["results"],

@@ -98,8 +98,8 @@ def iter_normalized(
     import anyio
     from pydantic import ValidationError
 
-    from assay.config import SourceConfig
     from assay.connectors.builtin import FILE
+    from assay.connectors.path_config import SourceConfig
     from assay.connectors.registry import SourceContext
     from assay.exceptions import ConfigError
     from assay.stages.normalize import parse_envelope

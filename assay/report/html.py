@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from assay.connectors.layout import write_atomic
 from assay.report.page import Page, esc
 
 if TYPE_CHECKING:
@@ -191,7 +192,5 @@ def write_html(
     that failed after this one, say) lead the page in a red box."""
     out = Path(path)
     text = render_html(report, comparison=comparison, trend=trend, title=title, notices=notices, slices=slices)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    write_atomic(out, text.encode("utf-8"))
     return out

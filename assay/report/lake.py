@@ -22,6 +22,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from assay.connectors.layout import (
+    DEAD_LETTER,
+    DEAD_PREFIX,
+    RESULTS_PREFIX,
+    SUCCESS,
+    SUMMARIES,
+    SUMMARY,
+    part_name,
+    summary_beside,
+)
 from assay.exceptions import ConfigError, ConnectorError
 from assay.paths import partition, safe_join
 
@@ -35,7 +45,7 @@ def is_delta_table(path: str) -> bool:
 
 def delta_days(table: str) -> list[str]:
     """The days of a Delta table written by assay (those with a summary), sorted."""
-    root = Path(table) / "_summaries"
+    root = Path(table) / SUMMARIES
     if not root.is_dir():
         return []
     return sorted(p.name.removeprefix("ds=") for p in root.iterdir() if p.name.startswith("ds=") and p.is_dir())
@@ -72,15 +82,15 @@ class ParquetFileStore:
     def _files(self) -> dict[str, Path]:
         stem = self.path.name.removesuffix(".parquet")
         return {
-            "part-00000-00000.parquet": self.path,
-            "_SUMMARY.json": self.path.with_name(f"{self.path.name}._SUMMARY.json"),
-            "_dead_letter/dead-00000-00000.jsonl": self.path.with_name(f"{stem}.dead_letter.jsonl"),
+            part_name(RESULTS_PREFIX, 0, 0, ".parquet"): self.path,
+            SUMMARY: Path(summary_beside(str(self.path))),
+            f"{DEAD_LETTER}/{part_name(DEAD_PREFIX, 0, 0, '.jsonl')}": self.path.with_name(f"{stem}.dead_letter.jsonl"),
         }
 
     def _whole(self) -> bool:
         from assay.pipeline.verdict import WHOLE_STATUSES
 
-        summary = self._files()["_SUMMARY.json"]
+        summary = self._files()[SUMMARY]
         if not (self.path.is_file() and summary.is_file()):
             return False
         try:
@@ -101,7 +111,7 @@ class ParquetFileStore:
             raise ConnectorError(f"cannot open {name} of {self.location}: {exc}") from exc
 
     def exists(self, name: str) -> bool:
-        if name == "_SUCCESS":
+        if name == SUCCESS:
             return self._whole()
         p = self._files().get(name)
         return p is not None and p.is_file()
@@ -114,20 +124,20 @@ class DeltaDayStore:
         self.location = location
         self.table = table
         self.day = day
-        self.folder = safe_join(Path(table), "_summaries", partition("ds", day))
+        self.folder = safe_join(Path(table), SUMMARIES, partition("ds", day))
 
     def list(self, pattern: str) -> list[str]:
         import fnmatch
 
         names = [p.name for p in self.folder.glob("*") if p.is_file()] if self.folder.is_dir() else []
-        dead = safe_join(Path(self.table), "_dead_letter", partition("ds", self.day))
+        dead = safe_join(Path(self.table), DEAD_LETTER, partition("ds", self.day))
         if dead.is_dir():
-            names += [f"_dead_letter/{p.name}" for p in dead.iterdir() if p.is_file()]
+            names += [f"{DEAD_LETTER}/{p.name}" for p in dead.iterdir() if p.is_file()]
         return sorted(n for n in names if fnmatch.fnmatch(n, pattern))
 
     def _path(self, name: str) -> Path:
-        if name.startswith("_dead_letter/"):
-            return safe_join(Path(self.table), "_dead_letter", partition("ds", self.day), name.split("/", 1)[1])
+        if name.startswith(f"{DEAD_LETTER}/"):
+            return safe_join(Path(self.table), DEAD_LETTER, partition("ds", self.day), name.split("/", 1)[1])
         return safe_join(self.folder, name)
 
     def open(self, name: str) -> IO[bytes]:

@@ -17,13 +17,13 @@ from typing import Any
 import orjson
 
 from assay.connectors.file import iter_lines
+from assay.connectors.layout import DEAD_LETTER, DEAD_PREFIX, ROW_PATTERNS, SUCCESS, SUMMARY
 from assay.exceptions import ConfigError
 from assay.report.store import ResultStore, open_decompressed, open_store
 
 __all__ = ["RunInfo", "iter_dead_letters", "iter_rows", "read_run_info"]
 
-ROW_PATTERNS = ("part-*.jsonl", "part-*.jsonl.gz", "part-*.jsonl.zst", "part-*.parquet")
-DEAD_PATTERNS = ("_dead_letter/dead-*.jsonl", "_dead_letter/dead-*.jsonl.gz", "_dead_letter/dead-*.jsonl.zst")
+DEAD_PATTERNS = tuple(f"{DEAD_LETTER}/{DEAD_PREFIX}-*{ext}" for ext in (".jsonl", ".jsonl.gz", ".jsonl.zst"))
 _DT = re.compile(r"(?:^|/)(?:dt|ds)=([^/]+)/*$")
 
 
@@ -75,21 +75,21 @@ def read_run_info(location: str | ResultStore) -> RunInfo:
     path whose directory is the location) and read its summary."""
     if isinstance(location, str):
         loc = location
-        if loc.endswith("_SUMMARY.json"):
-            loc = loc[: -len("_SUMMARY.json")].rstrip("/") or "."
+        if loc.endswith(SUMMARY):
+            loc = loc[: -len(SUMMARY)].rstrip("/") or "."
         store = open_store(loc)
     else:
         store = location
     info = RunInfo(location=store.location, store=store)
-    if store.exists("_SUMMARY.json"):
-        with store.open("_SUMMARY.json") as f:
+    if store.exists(SUMMARY):
+        with store.open(SUMMARY) as f:
             try:
                 summary = orjson.loads(f.read())
             except orjson.JSONDecodeError as exc:
-                raise ConfigError(f"report: {store.location}/_SUMMARY.json is not JSON: {exc}") from exc
+                raise ConfigError(f"report: {store.location}/{SUMMARY} is not JSON: {exc}") from exc
         if isinstance(summary, dict):
             info.summary = summary
-    info.complete = store.exists("_SUCCESS")
+    info.complete = store.exists(SUCCESS)
     return info
 
 

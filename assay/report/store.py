@@ -7,7 +7,7 @@ bytes plugs in with :func:`register_store` without touching the report::
 
     register_store("gs", lambda location: MyGcsStore(location), expand=my_glob, close=my_close)
 
-``s3://`` is built in (:mod:`assay.report.s3_store`, extra ``assay[s3]``, imported on first use):
+``s3://`` is built in (:mod:`assay.connectors.s3_results`, extra ``assay[s3]``, imported on first use):
 a prefix is one run, a pattern such as ``s3://lake/scores/dt=*/`` expands to the runs it selects.
 
 Compression is a separate concern: :func:`open_decompressed` wraps any opened stream by the
@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import IO, Protocol, runtime_checkable
 
 from assay.exceptions import ConfigError, ConnectorError
 
@@ -33,7 +33,6 @@ __all__ = [
     "close_stores",
     "expand_locations",
     "open_decompressed",
-    "open_results_fs",
     "open_store",
     "register_store",
 ]
@@ -116,13 +115,13 @@ def register_store(
 
 
 def _s3_store(location: str) -> ResultStore:
-    from assay.report.s3_store import S3Store
+    from assay.connectors.s3_results import S3Store
 
     return S3Store(location)
 
 
 def _s3_expand(location: str) -> list[str]:
-    from assay.report.s3_store import expand_s3
+    from assay.connectors.s3_results import expand_s3
 
     return expand_s3(location)
 
@@ -130,22 +129,12 @@ def _s3_expand(location: str) -> list[str]:
 def _s3_close() -> None:
     import sys
 
-    module = sys.modules.get("assay.report.s3_store")  # nothing to close if it was never imported
+    module = sys.modules.get("assay.connectors.s3_results")  # nothing to close if it was never imported
     if module is not None:
         module.close_shared_reader()
 
 
 register_store("s3", _s3_store, expand=_s3_expand, close=_s3_close)
-
-
-def open_results_fs(location: str, s3: Any = None) -> Any:
-    """A results prefix of a registered scheme that ``assay merge`` reads and writes
-    (:class:`~assay.pipeline.merge.ResultsFS`); ``s3``: the run file's ``s3:`` settings."""
-    if not location.startswith("s3://"):
-        raise ConfigError(f"{location}: results are merged from a local directory or an s3:// prefix")
-    from assay.report.s3_store import S3ResultsFS
-
-    return S3ResultsFS(location, s3)
 
 
 def open_store(location: str) -> ResultStore:

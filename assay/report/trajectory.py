@@ -8,6 +8,14 @@ number) and those records are normalized as ``assay run`` does. A record that ca
 file moved, a Kafka offset, an id that does not match) leaves the trace with its results only.
 Remote source files are readable once a scheme has an opener (:func:`register_source_opener`);
 ``s3://`` objects are built in (the report's shared S3 reader).
+
+Multi-row exports (LangSmith runs, Langfuse observations: :func:`assay.traces.exports.export_row_kind`)
+hold a trace in many rows, and a result's position is its first row's. When the row there is an
+export row, the rows of the wanted traces are gathered, as ``assay run`` groups them, from that
+file and the other files of its folder (an export's files are cut by size; Langfuse's legacy
+``traces/`` and ``observations/`` folders are read together), JSON lines or Parquet (only the rows of
+the wanted traces are decoded), at most :data:`MAX_EXPORT_ROWS` per trace, and assembled into the
+trace the run scored (an export object in S3 is read alone).
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import IO, Any
+
+import orjson
 
 from assay.connectors.file import iter_lines
 from assay.exceptions import AssayError
@@ -28,6 +38,10 @@ __all__ = ["attach_trajectories", "compact_trace", "register_source_opener"]
 MAX_MESSAGES = 60
 CONTENT_CHARS = 1500
 ARGS_CHARS = 600
+#: Rows of one multi-row export trace gathered for its trajectory (a larger trace shows its first ones).
+MAX_EXPORT_ROWS = 5000
+#: Langfuse's export folders: the legacy ``traces/`` rows and their ``observations/`` are read together.
+_LANGFUSE_FOLDERS = ("traces", "observations")
 
 SourceOpener = Callable[[str], IO[bytes]]
 _OPENERS: dict[str, SourceOpener] = {}
@@ -41,7 +55,7 @@ def register_source_opener(scheme: str, opener: SourceOpener) -> None:
 
 def _open_s3(name: str) -> IO[bytes]:
     from assay.connectors.s3_client import parse_s3_url
-    from assay.report.s3_store import shared_reader
+    from assay.connectors.s3_results import shared_reader
 
     url = parse_s3_url(name)
     return shared_reader().open_object(url.bucket, url.key)
@@ -74,16 +88,25 @@ def _file_line(position: Any) -> tuple[str, int] | None:
     return None
 
 
+_Exports = dict[str, dict[str, list[tuple[int, WorstTrace]]]]
+"""Per export file: per trace id, the (first row, trace) whose rows are to be gathered."""
+
+
 def attach_trajectories(traces: Iterable[WorstTrace]) -> None:
-    """Fill ``trajectory`` of each trace whose source record is readable (one pass per file)."""
+    """Fill ``trajectory`` of each trace whose source record is readable (one pass per file; a
+    multi-row export: one more pass over its folder's files)."""
     wanted: dict[str, dict[int, list[WorstTrace]]] = defaultdict(lambda: defaultdict(list))
     for t in traces:
         fl = _file_line(t.position)
         if fl:
             wanted[fl[0]][fl[1]].append(t)
+    exports: _Exports = defaultdict(lambda: defaultdict(list))
     for name, lines in wanted.items():
         with contextlib.suppress(OSError, AssayError, EOFError, ValueError):
-            _read_lines(name, lines)
+            _read_lines(name, lines, exports)
+    for name, ids in exports.items():
+        with contextlib.suppress(OSError, AssayError, EOFError, ValueError):
+            _assemble_exports(name, ids)
 
 
 def _is_parquet(name: str, raw: IO[bytes]) -> bool:
@@ -98,10 +121,10 @@ def _is_parquet(name: str, raw: IO[bytes]) -> bool:
     return head == MAGIC
 
 
-def _read_parquet_rows(name: str, raw: IO[bytes], rows: dict[int, list[WorstTrace]]) -> None:
+def _read_parquet_rows(name: str, raw: IO[bytes], rows: dict[int, list[WorstTrace]], exports: _Exports) -> None:
     """The rows wanted of a Parquet source (1-based row numbers), read a row group at a time, as
-    the Parquet source decodes them. Exports that spread a trace over many rows (LangSmith runs,
-    Langfuse observations) are assembled across files by a run: one row is not the trace."""
+    the Parquet source decodes them. An export's row is its trace's first: the trace is gathered
+    (``exports``)."""
     import pyarrow.parquet as pq
 
     from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
@@ -110,6 +133,9 @@ def _read_parquet_rows(name: str, raw: IO[bytes], rows: dict[int, list[WorstTrac
 
     pf = pq.ParquetFile(raw)
     if export_columns(pf.schema_arrow.names):
+        for r, ts in rows.items():
+            for t in ts:
+                exports[name][t.trace_id].append((r, t))
         return
     first, last = 0, max(rows)
     for g in range(pf.metadata.num_row_groups):
@@ -128,23 +154,134 @@ def _read_parquet_rows(name: str, raw: IO[bytes], rows: dict[int, list[WorstTrac
             first += batch.num_rows
 
 
-def _read_lines(name: str, lines: dict[int, list[WorstTrace]]) -> None:
+def _read_lines(name: str, lines: dict[int, list[WorstTrace]], exports: _Exports) -> None:
+    from assay.traces.exports import export_row_kind, row_trace_id
+
     raw = _open_source(name)
     if raw is None:
         return
     if _is_parquet(name, raw):
         with raw:
-            _read_parquet_rows(name, raw, lines)
+            _read_parquet_rows(name, raw, lines, exports)
         return
     last = max(lines)
     with contextlib.ExitStack() as stack:
         stack.enter_context(raw)
         f = stack.enter_context(open_decompressed(raw, name))
         for i, text in enumerate(iter_lines(f), 1):
-            for t in lines.get(i, ()):
-                t.trajectory = compact_trace(text, name, i, t.trace_id)
+            ts = lines.get(i, ())
+            row = _json_row(text) if ts else None
+            if row is not None and export_row_kind(row) is not None:
+                for t in ts:  # one row of a trace the export spreads over many
+                    exports[name][row_trace_id(row) or t.trace_id].append((i, t))
+            else:
+                for t in ts:
+                    t.trajectory = compact_trace(text, name, i, t.trace_id)
             if i >= last:
                 break
+
+
+def _json_row(text: bytes) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _export_files(name: str) -> list[str]:
+    """The files whose rows may belong to the traces of export file ``name``: it, then the other
+    files of its folder (and of Langfuse's sibling ``traces/``/``observations/`` folder), sorted;
+    a remote file alone."""
+    if "://" in name:
+        return [name]
+    folder = os.path.dirname(name) or "."
+    folders = [folder]
+    parent, base = os.path.split(os.path.abspath(folder))
+    if base in _LANGFUSE_FOLDERS:
+        folders += [os.path.join(parent, other) for other in _LANGFUSE_FOLDERS if other != base]
+    found = [name]
+    for d in folders:
+        with contextlib.suppress(OSError):
+            for entry in sorted(os.listdir(d)):
+                path = os.path.join(d, entry)
+                if not entry.startswith((".", "_")) and os.path.isfile(path) and not _same(path, name):
+                    found.append(path)
+    return found
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _assemble_exports(name: str, ids: dict[str, list[tuple[int, WorstTrace]]]) -> None:
+    """Gather the rows of the traces ``ids`` from export file ``name``'s files and show each
+    trace as the run assembled it."""
+    gathered: dict[str, list[bytes]] = {tid: [] for tid in ids}
+    files: dict[str, set[str]] = {tid: set() for tid in ids}
+    for path in _export_files(name):
+        with contextlib.suppress(OSError, AssayError, EOFError, ValueError):
+            for tid, payload in _export_rows(path, gathered):
+                rows = gathered[tid]
+                if len(rows) < MAX_EXPORT_ROWS:
+                    rows.append(payload)
+                    files[tid].add(path)
+    for tid, firsts in ids.items():
+        rows = gathered[tid]
+        if not rows:
+            continue
+        payload = b"[" + b",".join(rows) + b"]"
+        for line, t in firsts:
+            traj = compact_trace(payload, name, line, tid)
+            if traj is not None and "where" in traj:
+                where = name if len(files[tid]) == 1 else f"{len(files[tid])} files of {os.path.dirname(name) or '.'}"
+                traj["where"] = f"{len(rows)} export rows in {where} (first: {name}:{line})"
+            t.trajectory = traj
+
+
+def _export_rows(path: str, wanted: dict[str, list[bytes]]) -> Iterable[tuple[str, bytes]]:
+    """(trace id, row as JSON) of the rows of ``path`` that belong to a ``wanted`` trace."""
+    from assay.traces.exports import export_row_kind, row_trace_id
+
+    raw = _open_source(path)
+    if raw is None:
+        return
+    with raw:
+        if _is_parquet(path, raw):
+            yield from _parquet_export_rows(raw, wanted)
+            return
+        with open_decompressed(raw, path) as f:
+            for text in iter_lines(f):
+                row = _json_row(text.rstrip(b"\r"))
+                if type(row) is dict and export_row_kind(row) is not None:
+                    tid = row_trace_id(row)
+                    if tid in wanted:
+                        yield tid, bytes(text.rstrip(b"\r"))
+
+
+def _parquet_export_rows(raw: IO[bytes], wanted: dict[str, list[bytes]]) -> Iterable[tuple[str, bytes]]:
+    """The wanted traces' rows of a Parquet export, read a row group at a time: the trace id
+    columns first, then only the groups holding a wanted row, decoded as the Parquet source does."""
+    import pyarrow.parquet as pq
+
+    from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
+    from assay.traces.exports import export_columns, row_trace_id
+
+    pf = pq.ParquetFile(raw)
+    names = pf.schema_arrow.names
+    if not export_columns(names):
+        return
+    id_columns = [c for c in ("trace_id", "traceId", "id") if c in names]
+    for g in range(pf.metadata.num_row_groups):
+        ids = pf.read_row_group(g, columns=id_columns)
+        if not any(str(v) in wanted for c in id_columns for v in ids.column(c).to_pylist() if v is not None):
+            continue
+        for batch in pf.read_row_group(g).to_batches():
+            block = BatchRows(batch, columnar_plan(batch.schema))
+            for i in range(batch.num_rows):
+                row = Row(block, i).as_dict()
+                tid = row_trace_id(row)
+                if tid in wanted:
+                    yield tid, orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS)
 
 
 def compact_trace(

@@ -2,11 +2,9 @@
 
 from assay.stages.evaluate import EvaluateStage
 from assay.stages.normalize import parse_envelope, tool_argument_warnings, trace_warnings, warning_failure
-from assay.stages.sessions import GroupSessions
 
 __all__ = [
     "EvaluateStage",
-    "GroupSessions",
     "parse_envelope",
     "tool_argument_warnings",
     "trace_warnings",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
+from assay.connectors.layout import write_atomic
 from assay.exceptions import AssayError, ConfigError
 from assay.sampling import Sampler, unbounded_refusal
 from assay.traces.model import Trace
@@ -51,9 +52,7 @@ async def prepare_sampling(config: RunConfig, samplers: Mapping[str, Sampler]) -
             except (OSError, orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError):
                 pass  # none yet (or unreadable): count
             await _count(config, need)
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(orjson.dumps({s.key: s.counts() for s in need}))
-            os.replace(tmp, cache)
+            write_atomic(cache, orjson.dumps({s.key: s.counts() for s in need}), per_process=True)
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 

@@ -20,7 +20,7 @@ evaluators) and records it. Every test that uses the fixture or the ``assay`` ma
 
 Options:
 
-* ``--assay-results DIR`` writes the cases as an assay output: ``part-00000.jsonl`` (one row per
+* ``--assay-results DIR`` writes the cases as an assay output: ``part-00000-00000.jsonl`` (one row per
   case), ``_SUMMARY.json`` (the engine's statistics and verdict) and ``_SUCCESS`` — what
   ``assay report DIR`` and ``assay compare BEFORE AFTER`` read, like a nightly run's output.
 * ``--assay-gate KEY:RULE=VALUE`` (repeatable; rules as in a run file's ``gates:``, e.g.
@@ -32,8 +32,6 @@ Options:
 from __future__ import annotations
 
 import datetime as dt
-import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -43,6 +41,7 @@ from typing import Any
 import orjson
 import pytest
 
+from assay.connectors.layout import RESULTS_PREFIX, SUCCESS, SUMMARY, part_name, write_atomic
 from assay.evaluators.base import BaseEvaluator
 from assay.evaluators.identity import evaluator_identity
 from assay.exceptions import ConfigError
@@ -221,27 +220,15 @@ def write_output(
     each written atomically; ``_SUCCESS`` of an earlier session is removed first."""
     identities = identities or {}
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "_SUCCESS").unlink(missing_ok=True)
-    for stale in directory.glob("part-*.jsonl"):
+    (directory / SUCCESS).unlink(missing_ok=True)
+    for stale in directory.glob(f"{RESULTS_PREFIX}-*.jsonl"):
         stale.unlink()
-    _atomic(directory / "part-00000.jsonl", b"".join(orjson.dumps(_row_dict(r, identities)) + b"\n" for r in rows))
+    rows_part = directory / part_name(RESULTS_PREFIX, 0, 0, ".jsonl")
+    write_atomic(rows_part, b"".join(orjson.dumps(_row_dict(r, identities)) + b"\n" for r in rows))
     summary = {**info, **stats.to_dict(), "judges": {}, "outputs": {"results": str(directory)}, "source": "pytest"}
-    _atomic(directory / "_SUMMARY.json", orjson.dumps(verdict.record(summary), option=orjson.OPT_INDENT_2))
+    write_atomic(directory / SUMMARY, orjson.dumps(verdict.record(summary), option=orjson.OPT_INDENT_2))
     if verdict.whole:
-        _atomic(directory / "_SUCCESS", b"")
-
-
-def _atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="_tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_atomic(directory / SUCCESS, b"")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -70,7 +70,7 @@ def test_results_are_an_assay_output_that_report_reads(tmp_path: Path) -> None:
     proc = run_pytest(tmp_path, "--assay-results", str(out), "--assay-gate", "helpfulness:min_mean=0.8")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "trajectory_superset_match: n=2 mean=1.000" in proc.stdout
-    rows = [json.loads(line) for line in (out / "part-00000.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (out / "part-00000-00000.jsonl").read_text().splitlines()]
     ids = sorted(r["trace_id"] for r in rows)
     assert len(ids) == 4 and all(i.startswith("test_agent.py::") for i in ids)  # not_an_eval_case has no row
     by_id = {r["trace_id"].split("::")[1]: r["results"] for r in rows}

@@ -167,3 +167,39 @@ def test_no_night_at_all_is_a_clear_error(tmp_path: Path) -> None:
     proc = assay("report", str(tmp_path / "results" / "dt=*"), "--html", str(tmp_path / "r.html"))
     assert proc.returncode == 2 and "no results directory matches" in proc.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_langsmith_export_run_shows_its_trajectories_in_chromium(tmp_path: Path, fmt: str) -> None:
+    """A trace of a multi-row export is shown assembled from its rows (spread over three files):
+    every worst trace's messages are in the page Chromium draws, none says "not readable"."""
+    import json
+    import random
+
+    from tests.support.exports import langsmith_export, write_jsonl, write_parquet
+
+    rows, expected = langsmith_export(12, seed=21)
+    random.Random(22).shuffle(rows)
+    (tmp_path / "export").mkdir()
+    for i in range(3):
+        write = write_parquet if fmt == "parquet" else write_jsonl
+        write(tmp_path / "export" / f"runs-{i}.{fmt}", rows[i::3])
+    run_file = tmp_path / "run.yaml"
+    cfg = {
+        "source": {"path": str(tmp_path / "export")},
+        "evaluators": ["max_turns:max_turns=1"],  # every trace has two turns at least: all among the worst
+        "sink": {"path": str(tmp_path / "out") + "/", "format": "parquet"},
+        "state_dir": str(tmp_path / ".assay"),
+    }
+    run_file.write_text(json.dumps(cfg))
+    assert assay("run", str(run_file), "-q").returncode == 0  # no gate: failing traces are results
+    page = tmp_path / f"export-{fmt}.html"
+    proc = assay("report", str(tmp_path / "out"), "--html", str(page), "-q")
+    assert proc.returncode == 0, proc.stderr
+    marks = check_page(page, tmp_path, f"export-{fmt}")
+    assert marks["js-errors"] == 0
+    dom = chromium(page, tmp_path / f"profile-export-{fmt}-dom", "--dump-dom").stdout
+    assert "not readable from here" not in dom
+    assert dom.count(" export rows in ") == len(expected)
+    for tid, want in expected.items():
+        assert f"{tid}</b>" in dom and want["final"] in dom

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 import assay
 from assay import config
+from assay.connectors import path_config
 from assay.registry import list_evaluators
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,9 +31,9 @@ def _fields(model: type[BaseModel]) -> list[str]:
 @pytest.mark.parametrize(
     "model",
     [
-        config.SourceConfig,
+        path_config.SourceConfig,
         config.NormalizeConfig,
-        config.SinkConfig,
+        path_config.SinkConfig,
         config.LimitsConfig,
         config.GateConfig,
         config.RunConfig,

@@ -42,11 +42,18 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ("the engine", ["assay.pipeline"]),
     ("stages", ["assay.stages"]),
-    ("what is computed and who is called", ["assay.evaluators", "assay.judges", "assay.push"]),
+    ("what is computed and who is called", ["assay.evaluators", "assay.registry", "assay.judges", "assay.push"]),
     ("sources and sinks", ["assay.connectors"]),
     (
         "traces, statistics, run-file models",
-        ["assay.traces", "assay.stats", "assay.config", "assay.potato_config", "assay.registry", "assay.sampling"],
+        [
+            "assay.traces",
+            "assay.stats",
+            "assay.config",
+            "assay.connector_table",
+            "assay.potato_config",
+            "assay.sampling",
+        ],
     ),
     (
         "the data that flows, one exception root, small helpers",
@@ -58,6 +65,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "assay.loading",
             "assay.processes",
             "assay.paths",
+            "assay.urls",
         ],
     ),
 ]
@@ -65,22 +73,10 @@ LAYERS: list[tuple[str, list[str]]] = [
 #: Imports from a lower layer to a higher one as they are today: (importer, imported) -> where and
 #: why. May only shrink (see the module docstring).
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    # the run file's models name each connector's config model (DESIGN: connectors own them)
-    ("assay.config", "assay.connectors.base"): "config.py, module level",
-    ("assay.config", "assay.connectors.path_config"): "config.py, module level",
-    ("assay.config", "assay.connectors.registry"): "config.py, module level",
-    ("assay.config", "assay.judges.config"): "config.py, judges: validation (function level)",
-    # connectors that assemble exports / sessions with the stages' code
-    ("assay.connectors.builtin", "assay.stages.exports"): "connectors/builtin.py, function level",
-    ("assay.connectors.builtin", "assay.stages.sessions"): "connectors/builtin.py, function level",
-    ("assay.connectors.file_source", "assay.stages.sessions"): "connectors/file_source.py, function level",
-    ("assay.connectors.s3", "assay.stages.exports"): "connectors/s3.py, function level",
-    ("assay.connectors.s3", "assay.stages.sessions"): "connectors/s3.py, function level",
-    # a shard starting over forgets stale shard summaries where they are, an s3:// prefix too: the
-    # report's stores open it (the one S3 results reader; moving it below pipeline/ is issue 27 item 2)
-    ("assay.pipeline.merge", "assay.report.store"): "pipeline/merge.py, function level",
-    # the evaluator registry knows the evaluator base class
-    ("assay.registry", "assay.evaluators.base"): "registry.py, module level",
+    # the run file is checked whole when it is loaded: a judge's endpoint config (its provider,
+    # keys, limits) is validated by the judges' own model, so a wrong judge is exit 2 before
+    # anything runs (function level: judges/config.py is pydantic and the provider table only)
+    ("assay.config", "assay.judges.config"): "config.py, RunConfig._judges_known (function level)",
 }
 
 #: Import cycles as they are today, one entry per strongly connected set of modules -> the imports

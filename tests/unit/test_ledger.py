@@ -34,8 +34,8 @@ def config(judged: dict[str, Any] | None = None, **judge: Any) -> Any:
 
 def identities(cfg: Any) -> dict[str, str]:
     async def go() -> dict[str, str]:
-        async with judge_pool(cfg, use_cache=False):
-            return expected_identities(build_evaluators(cfg))
+        async with judge_pool(cfg, use_cache=False) as pool:
+            return expected_identities(build_evaluators(cfg, judges=pool))
 
     return anyio.run(go)
 

@@ -12,7 +12,7 @@ import anyio
 import orjson
 import pytest
 
-from assay.config import SourceConfig
+from assay.connectors.path_config import SourceConfig
 from assay.connectors.registry import SourceContext
 from assay.connectors.s3 import CONNECTOR
 from assay.records import Envelope

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from assay.evaluators.base import BaseEvaluator
-from assay.judges import JudgePool, use_pool
+from assay.judges import JudgePool
 from assay.records import Result
 from assay.registry import build_evaluator
 from assay.testing.judge_server import JudgeServer
@@ -57,9 +57,9 @@ def grade(body: dict[str, Any]) -> dict[str, Any] | str:
 
 
 async def score_all(pool: JudgePool, ev: BaseEvaluator[Any], traces: list[Trace]) -> list[list[Result]]:
+    ev.use_judges(pool)
     async with pool:
-        with use_pool(pool):
-            return [await ev.ascore_trace(t) for t in traces]
+        return [await ev.ascore_trace(t) for t in traces]
 
 
 def make_pool(server: JudgeServer, provider: str, tmp_path: Path, **extra: Any) -> JudgePool:

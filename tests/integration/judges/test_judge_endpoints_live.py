@@ -434,15 +434,16 @@ def test_adhoc_endpoint_across_event_loops() -> None:
     """The library's sync evaluate() runs a new loop per call: the session is rebuilt each time."""
     with JudgeServerThread() as server:
         spec = {"base_url": server.url + "/v1", "model": "stand-in", "api_key_env": None}
+        pool = JudgePool({})
         for i in range(3):
-            judge = resolve_judge(spec)
+            judge = resolve_judge(spec, pool)
 
             async def call(i: int = i, judge: Any = judge) -> JudgeResponse:
                 return await judge.complete(request(i))  # type: ignore[no-any-return]
 
             assert run(call).data is not None
         assert server.stats.ok == 3
-        assert resolve_judge(spec).stats.ok >= 3  # type: ignore[attr-defined]
+        assert resolve_judge(spec, pool).stats.ok >= 3  # type: ignore[attr-defined]
 
 
 def test_server_command_line() -> None:

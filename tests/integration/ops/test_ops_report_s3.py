@@ -147,7 +147,7 @@ def test_an_object_read_past_its_end_prints_no_aiohttp_stack_trace(
 ) -> None:
     """Buffered readers read again at the end (every ``read()``/``readline()``): aiohttp logged
     "Multiple access to StreamReader in eof state" with a stack trace after the fifth such read."""
-    from assay.report.s3_store import S3Reader
+    from assay.connectors.s3_results import S3Reader
 
     client.put_object(Bucket=bucket, Key="o/lines.txt", Body=b"one\ntwo\n")
     with S3Reader() as reader:

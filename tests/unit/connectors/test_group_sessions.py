@@ -12,8 +12,8 @@ import orjson
 
 from assay.connectors.file_source import FileSource
 from assay.connectors.ledger import LineLedger, position_key
+from assay.connectors.sessions import GroupSessions
 from assay.records import Position
-from assay.stages.sessions import GroupSessions
 from assay.testing import ListSource
 
 

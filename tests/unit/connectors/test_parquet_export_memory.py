@@ -12,9 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from assay.connectors.exports import AssembleExports
 from assay.connectors.parquet_rows import ParquetInput
 from assay.connectors.parquet_source import ParquetSource
-from assay.stages.exports import AssembleExports
 from tests.support.exports import langsmith_export, write_parquet
 
 pa = pytest.importorskip("pyarrow")

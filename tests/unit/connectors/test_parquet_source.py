@@ -16,11 +16,11 @@ import pyarrow.parquet as pq
 
 from assay.config import build_config
 from assay.connectors.builtin import FILE
+from assay.connectors.exports import AssembleExports
 from assay.connectors.parquet_rows import batch_records, parquet_files
 from assay.connectors.parquet_source import ParquetSource
 from assay.connectors.registry import SourceContext
 from assay.records import Envelope, Failure
-from assay.stages.exports import AssembleExports
 from assay.stages.normalize import RecordParser, parse_envelope
 from assay.traces.model import Trace
 from assay.traces.normalize import DEFAULT_OPTIONS

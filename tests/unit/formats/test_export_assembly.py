@@ -10,13 +10,13 @@ import anyio
 import orjson
 import pytest
 
-from assay.config import SourceConfig
 from assay.connectors.base import Source
 from assay.connectors.builtin import FILE
+from assay.connectors.exports import AssembleExports
 from assay.connectors.file_source import FileSource
+from assay.connectors.path_config import SourceConfig
 from assay.connectors.registry import SourceContext
 from assay.records import Envelope
-from assay.stages.exports import AssembleExports
 from assay.stages.normalize import parse_envelope
 from assay.traces.exports import RowGroups, export_columns, export_row_kind, row_trace_id
 from assay.traces.model import Trace
@@ -154,7 +154,7 @@ def test_rows_spill_to_disk_and_read_the_same(tmp_path: Path) -> None:
 
 
 def test_traces_of_a_large_input_are_given_out_a_chunk_at_a_time(tmp_path: Path) -> None:
-    from assay.stages.sessions import DRAIN_CHUNK
+    from assay.connectors.sessions import DRAIN_CHUNK
 
     rows, _ = langsmith_export(DRAIN_CHUNK + 44, seed=12)
     path = write_jsonl(tmp_path / "runs.jsonl", shuffled_files(rows, 1)[0])

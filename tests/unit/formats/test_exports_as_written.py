@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from assay.config import SourceConfig
 from assay.connectors.builtin import FILE
+from assay.connectors.path_config import SourceConfig
 from assay.connectors.registry import SourceContext
 from assay.records import Envelope
 from assay.traces.model import Trace

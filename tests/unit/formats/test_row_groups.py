@@ -15,8 +15,8 @@ import anyio
 import orjson
 import pytest
 
-from assay.config import SourceConfig
 from assay.connectors.builtin import FILE
+from assay.connectors.path_config import SourceConfig
 from assay.connectors.registry import SourceContext
 from assay.records import Envelope, Position
 from assay.stages.normalize import parse_envelope

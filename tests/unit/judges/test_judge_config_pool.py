@@ -17,10 +17,8 @@ from assay.judges import (
     JudgePool,
     JudgeRequest,
     cache_key,
-    current_pool,
     parse_judge_config,
     resolve_judge,
-    use_pool,
 )
 from assay.judges.base import Judge
 
@@ -54,15 +52,16 @@ def test_pool_get_unknown_names_the_judge(tmp_path: Path) -> None:
 
 def test_resolve_judge(tmp_path: Path) -> None:
     pool = JudgePool.from_config({"grader": {"model": "m"}}, state_dir=tmp_path)
-    with pytest.raises(ConfigError, match="no judge pool is active"):
-        resolve_judge("grader")
-    with use_pool(pool):
-        assert current_pool() is pool
-        assert resolve_judge("grader") is pool.get("grader")
-    assert current_pool() is None
-    first = resolve_judge({"model": "adhoc", "base_url": "http://127.0.0.1:9"})
-    assert resolve_judge({"base_url": "http://127.0.0.1:9", "model": "adhoc"}) is first  # reused per config
-    assert resolve_judge({"model": "other", "base_url": "http://127.0.0.1:9"}) is not first
+    with pytest.raises(ConfigError, match="referred to by name, but no judges are declared"):
+        resolve_judge("grader")  # no pool handed
+    with pytest.raises(ConfigError, match="no judges are declared"):
+        resolve_judge("grader", JudgePool({}))
+    assert resolve_judge("grader", pool) is pool.get("grader")
+    first = resolve_judge({"model": "adhoc", "base_url": "http://127.0.0.1:9"}, pool)
+    assert resolve_judge({"base_url": "http://127.0.0.1:9", "model": "adhoc"}, pool) is first  # reused per config
+    assert resolve_judge({"model": "other", "base_url": "http://127.0.0.1:9"}, pool) is not first
+    other = JudgePool({})  # the ad-hoc endpoints are the pool's own, nothing module-wide
+    assert resolve_judge({"model": "adhoc", "base_url": "http://127.0.0.1:9"}, other) is not first
     assert resolve_judge(first) is first and isinstance(first, Judge)
     with pytest.raises(ConfigError):
         resolve_judge(42)  # type: ignore[arg-type]

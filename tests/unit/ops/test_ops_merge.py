@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from assay.connectors.layout import shard_summary_name
 from assay.exceptions import ConfigError
-from assay.pipeline.merge import merge, shard_summary_name
+from assay.pipeline.merge import merge
 from assay.pipeline.verdict import Policy
 
 

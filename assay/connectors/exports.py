@@ -38,9 +38,9 @@ import zlib
 import orjson
 
 from assay.connectors.base import Source
+from assay.connectors.sessions import GroupingSource
 from assay.events import log_event
 from assay.records import Envelope, Position
-from assay.stages.sessions import GroupingSource
 from assay.traces.exports import (
     DEFAULT_SPILL_BYTES,
     RowGroups,

@@ -1,6 +1,7 @@
-"""Results under an ``s3://`` prefix, for ``assay report`` (extra ``assay[s3]``: aiobotocore).
+"""Results under an ``s3://`` prefix, read and written synchronously: ``assay report`` reads them
+and ``assay merge`` reads and writes the shard summaries (extra ``assay[s3]``: aiobotocore).
 
-The report reads synchronously; the S3 client is async. :class:`S3Reader` owns one
+The report and the merge are synchronous; the S3 client is async. :class:`S3Reader` owns one
 :class:`~assay.connectors.s3_client.S3Client` (endpoint, region and credentials from the standard
 AWS chain, or an :class:`~assay.connectors.s3_client.S3Config`) on an event loop in a daemon
 thread, and the report's calls cross over through an anyio blocking portal. Objects are streamed
