@@ -60,6 +60,10 @@ class EvaluatorSpec(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
     sample: SampleSpec | None = None
     """Score only a repeatable sample of the traces (see :mod:`assay.sampling`)."""
+    version: int | str | None = None
+    """Declared by the user (``version: 3``): it enters the evaluator's identity, so raising it
+    makes every earlier result of the evaluator stale (``assay run`` and ``assay backfill`` score
+    it again; see ``docs/backfill.md``)."""
 
 
 #: ``limits.max_dead_letter_ratio`` unless the run file sets it.

@@ -402,6 +402,16 @@ class ParquetSink(Sink):
 
     # -- publishing ---------------------------------------------------------------------------
 
+    async def whole(self) -> bool:
+        """Whether a whole output is published here (``_SUCCESS``; a file target: its file): a
+        rerun keeps its current results (:mod:`assay.pipeline.ledger`)."""
+        where = self.out_dir / SUCCESS if self.directory else Path(self.path)
+        return await anyio.to_thread.run_sync(where.exists)
+
+    async def discard(self) -> None:
+        """Drop the staged segments: the published parts stay as they are (nothing changed)."""
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.staging_dir, ignore_errors=True))
+
     async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
         """Write the Parquet parts when the output is whole (``success``) or is one shard's
         (``summary_name``), then the summary, then ``_SUCCESS`` when ``success``. What was written
