@@ -204,7 +204,7 @@ def published_summary(config: RunConfig) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-_TOP = frozenset({"trace_id", "run_id", "ds", "position", "key"})
+_TOP = frozenset({"trace_id", "run_id", "ds", "position", "platform", "key"})
 
 
 def published_pairs(config: RunConfig) -> pa.Table:
@@ -224,8 +224,9 @@ def published_pairs(config: RunConfig) -> pa.Table:
                 continue
             ids = batch.column("trace_id")
             for name in names:
-                if name in _TOP or not pa.types.is_struct(batch.schema.field(name).type):
-                    continue
+                kind = batch.schema.field(name).type
+                if name in _TOP or not pa.types.is_struct(kind) or kind.get_field_index("identity") < 0:
+                    continue  # a top column (``platform`` is a struct too), not a result
                 col = batch.column(name)
                 ident = col.field("identity")
                 valid = col.is_valid()
