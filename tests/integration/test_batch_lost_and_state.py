@@ -175,7 +175,12 @@ def test_a_deleted_cache_downloads_the_finished_batches_again(tmp_path: Path, co
         batches = server.stats.batches
         for f in (tmp_path / ".assay").glob("judge_cache.sqlite*"):
             f.unlink()
+        # over the published output every pair is current (the table is the ledger): nothing is asked
         proc = assay("run", str(run), "-q", cwd=tmp_path)
+        assert proc.returncode == 0 and "nothing to score" in proc.stderr, proc.stderr
+        assert server.stats.batches == batches and server.server.judge.stats.requests == 0
+        # --fresh scores every pair again: the answers come from the ledger's finished batches
+        proc = assay("run", str(run), "-q", "--fresh", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr  # in this invocation: no exit 75 round trip
         assert "answers downloaded again into the judge cache" in proc.stderr
         assert server.stats.batches == batches and set(server.stats.submissions.values()) == {1}
@@ -187,7 +192,7 @@ def test_a_deleted_cache_downloads_the_finished_batches_again(tmp_path: Path, co
         for f in (tmp_path / ".assay").glob("judge_cache.sqlite*"):
             f.unlink()
         server.forget()
-        proc = assay("run", str(run), "-q", "--wait", cwd=tmp_path)
+        proc = assay("run", str(run), "-q", "--wait", "--fresh", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert "the provider no longer keeps them; those requests are submitted (and paid) again" in proc.stderr
         assert set(server.stats.submissions.values()) == {2}

@@ -116,6 +116,7 @@ def airflow(airflow_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     shutil.copy(REPO / "examples" / "airflow" / "assay_nightly.py", home / "dags")
     shutil.copy(HERE / "exit_codes_dag.py", home / "dags")
     shutil.copy(HERE / "batch_deferrable_dag.py", home / "dags")
+    shutil.copy(HERE / "backfill_dag.py", home / "dags")
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
@@ -133,6 +134,8 @@ def airflow(airflow_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         "ASSAY_TEST_FAKE": str(HERE / "fake_assay.py"),
         # the deferrable batch DAG (its run file is written by the test)
         "ASSAY_BATCH_RUN_FILE": str(work / "batch" / "run.yaml"),
+        # the backfill DAG (its run file and days are written by the test)
+        "ASSAY_BACKFILL_RUN_FILE": str(work / "backfill" / "run.yaml"),
     }
     af = Airflow(airflow_bin, home, env)
     af.run("db", "migrate")
@@ -156,6 +159,45 @@ def test_nightly_dag_scores_yesterday_in_shards_and_merges(airflow: Airflow) -> 
     assert merged["shards"]["present"] == [0, 1]
     assert {g["key"] for g in merged["gates"]} == {"tool_call_accuracy", "trajectory_unordered_match"}
     assert (results / "_SUCCESS").exists()
+
+
+def test_backfill_dag_scores_a_range_of_days_then_only_what_is_missing(airflow: Airflow) -> None:
+    """``AssayBackfillOperator`` under a real Airflow: three days scored in one task, its XCom the
+    ``_BACKFILL.json``; a later run of the DAG, with late traces on one day, scores exactly those."""
+    run_file = Path(airflow.env["ASSAY_BACKFILL_RUN_FILE"])
+    root = run_file.parent
+    (root / "in").mkdir(parents=True)
+    lines = (REPO / "examples" / "quickstart" / "traces.jsonl").read_text().splitlines(keepends=True)
+    good = [line for line in lines if line.strip().startswith("{") and '"id"' in line][:12]
+    days = ["2026-11-19", "2026-11-20", "2026-11-21"]
+    for day in days:
+        (root / "in" / f"{day}.jsonl").write_text("".join(good[:10]))
+    run_file.write_text(
+        json.dumps(
+            {
+                "source": {"path": str(root / "in" / "{{ ds }}.jsonl")},
+                "evaluators": ["trajectory_match:mode=unordered", "tool_call_accuracy"],
+                "sink": {"path": str(root / "out" / "dt={{ ds }}") + "/"},
+                "state_dir": str(root / "state"),
+            }
+        )
+    )
+    airflow.run("dags", "test", "assay_backfill", "2026-11-22")
+    assert airflow.states("assay_backfill") == {("backfill", -1): ("success", 1)}
+    first = airflow.xcom("assay_backfill", "backfill")
+    assert [d["ds"] for d in first["days"]] == days and first["exit_code"] == 0
+    scored = {d["ds"]: d["pairs"]["scored"] for d in first["days"]}
+    assert scored == {day: 20 for day in days}  # 10 traces x 2 keys a day
+    for day in days:
+        assert (root / "out" / f"dt={day}" / "_SUCCESS").exists()
+    before = {day: (root / "out" / f"dt={day}" / "_SUMMARY.json").read_bytes() for day in days}
+    (root / "in" / "2026-11-20.jsonl").write_text("".join(good[:12]))  # two late traces on one day
+    airflow.run("dags", "test", "assay_backfill", "2026-11-23")
+    again = airflow.xcom("assay_backfill", "backfill")
+    assert {d["ds"]: d["pairs"]["scored"] for d in again["days"]} == {days[0]: 0, days[1]: 4, days[2]: 0}
+    assert again["exit_code"] == 0
+    for day in (days[0], days[2]):  # days with nothing missing are left as they were
+        assert (root / "out" / f"dt={day}" / "_SUMMARY.json").read_bytes() == before[day]
 
 
 def test_exit_codes_map_to_task_states(airflow: Airflow) -> None:
