@@ -177,60 +177,60 @@ class TrajectoryForm:
 def _same(view: BatchView, out: Side, ref: Side, exact: bool) -> np.ndarray:
     def make() -> np.ndarray:
         oc, rc = view.call_codes(exact)
-        return k.same_sequences(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
+        return k.same_sequences(oc, out.call_row, out.row_ncalls, rc, ref.call_row, ref.row_ncalls)
 
     same: np.ndarray = view.cached(("same", exact), make)
     return same
 
 
-def _misses(
-    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, of_reference: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """The calls of the rows whose lists differ, and which of them greedy first-fit leaves
-    unmatched: reference calls against the agent's (``of_reference``), or agent calls against
-    the reference's."""
+def _counted(
+    view: BatchView, out: Side, ref: Side, exact: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, from the counts of each call code on both sides: whether some reference call has
+    no agent call left to pair with (greedy first-fit), whether some agent call has no reference
+    call left, and how many pairs there are (the reference calls reproduced)."""
 
-    def make() -> tuple[np.ndarray, np.ndarray]:
-        todo = has_ref & ~_same(view, out, ref, exact)
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         oc, rc = view.call_codes(exact)
-        width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-        rows = np.flatnonzero(todo)
-        o_idx, o_rows = out.calls_of(rows)
-        r_idx, r_rows = ref.calls_of(rows)
-        o_keys = k.keys(o_rows, oc[o_idx], width)
-        r_keys = k.keys(r_rows, rc[r_idx], width)
-        if of_reference:
-            return r_idx, k.unmatched(o_keys, r_keys)
-        return o_idx, k.unmatched(r_keys, o_keys)
+        return k.multiset_counts(out.call_row, oc, ref.call_row, rc, out.n)
 
-    found: tuple[np.ndarray, np.ndarray] = view.cached(("miss", exact, of_reference, has_ref.tobytes()), make)
+    found: tuple[np.ndarray, np.ndarray, np.ndarray] = view.cached(("counts", exact), make)
     return found
+
+
+def _first_miss(view: BatchView, out: Side, ref: Side, exact: bool, rows: np.ndarray, of_reference: bool) -> np.ndarray:
+    """For ``rows``: the position of the first call greedy first-fit leaves unmatched (reference
+    calls against the agent's when ``of_reference``, else agent calls against the reference's),
+    -1 when none (only the failing rows' comments need this)."""
+    oc, rc = view.call_codes(exact)
+    width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
+    o_idx, o_rows = out.calls_of(rows)
+    r_idx, r_rows = ref.calls_of(rows)
+    o_keys = k.keys(o_rows, oc[o_idx], width)
+    r_keys = k.keys(r_rows, rc[r_idx], width)
+    if of_reference:
+        return _first(k.unmatched(o_keys, r_keys), r_idx, ref, out.n)[rows]
+    return _first(k.unmatched(r_keys, o_keys), o_idx, out, out.n)[rows]
 
 
 def _multiset(
     view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, mode: str
 ) -> tuple[np.ndarray, Callable[[], Reasons]]:
-    n = out.n
     same = _same(view, out, ref, exact)
     todo = has_ref & ~same
     ok = has_ref & same
     if not todo.any():
         return ok, list
-    sup_miss = np.full(n, -1, dtype=np.int64)  # first reference call without an agent call
-    sub_miss = np.full(n, -1, dtype=np.int64)  # first agent call without a reference call
-    if mode in ("superset", "unordered"):
-        idx, miss = _misses(view, out, ref, exact, has_ref, True)
-        sup_miss = _first(miss, idx, ref, n)
-    if mode in ("subset", "unordered"):
-        idx, miss = _misses(view, out, ref, exact, has_ref, False)
-        sub_miss = _first(miss, idx, out, n)
-    fail = (sup_miss >= 0) | (sub_miss >= 0)
-    ok = ok | (todo & ~fail)
+    ref_over, out_over, _ = _counted(view, out, ref, exact)
+    sup_fail = ref_over if mode in ("superset", "unordered") else np.zeros(out.n, dtype=bool)
+    sub_fail = out_over if mode in ("subset", "unordered") else np.zeros(out.n, dtype=bool)
+    ok = ok | (todo & ~sup_fail & ~sub_fail)
 
     def why() -> Reasons:
-        rows_sup = np.flatnonzero(todo & (sup_miss >= 0))
-        rows_sub = np.flatnonzero(todo & (sup_miss < 0) & (sub_miss >= 0))
-        pos_sup, pos_sub = sup_miss[rows_sup], sub_miss[rows_sub]
+        rows_sup = np.flatnonzero(todo & sup_fail)
+        rows_sub = np.flatnonzero(todo & ~sup_fail & sub_fail)
+        pos_sup = _first_miss(view, out, ref, exact, rows_sup, True)
+        pos_sub = _first_miss(view, out, ref, exact, rows_sub, False)
         return [
             (
                 rows_sup,
@@ -268,14 +268,12 @@ def _strict_calls(
     oc, rc = view.call_codes(exact)
     lens_eq = out.row_ncalls == ref.row_ncalls
     same = _same(view, out, ref, exact)
-    rows = np.flatnonzero(has_ref & lens_eq & ~same)
-    first = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, rows, n)
-    ok = has_ref & lens_eq & (first < 0)
+    ok = has_ref & same  # equal lists: equal lengths, equal calls in order
 
     def why() -> Reasons:
         short = np.flatnonzero(has_ref & ~lens_eq)
-        bad = np.flatnonzero(has_ref & lens_eq & (first >= 0))
-        pos = first[bad]
+        bad = np.flatnonzero(has_ref & lens_eq & ~same)
+        pos = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, bad, n)[bad]
         return [
             (
                 short,
@@ -455,9 +453,7 @@ class AccuracyForm:
             hits[same] = n_ref[same]
             todo = has_ref & ~same
             if todo.any():
-                r_idx, miss = _misses(view, out, ref, self.exact, has_ref, True)
-                matched = np.bincount(ref.rows_of_calls(r_idx[~miss]), minlength=n)
-                hits[todo] = matched[todo]
+                hits[todo] = _counted(view, out, ref, self.exact)[2][todo]
         score = hits / np.where(scored, n_ref, 1)
         value = _join([_num(hits), "/", _num(n_ref)])
 
