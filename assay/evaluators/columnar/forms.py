@@ -339,19 +339,17 @@ def _strict_messages(
     oc, rc = view.call_codes(exact)
     nm_o, nm_r = out.row_nmsgs, ref.row_nmsgs
     ok = has_ref & (nm_o == nm_r)
-    rows = np.flatnonzero(ok & (nm_o > 0))
-    lens = nm_o[rows]
-    total = int(lens.sum())
-    group_start = np.cumsum(lens) - lens
-    within = np.arange(total, dtype=np.int64) - np.repeat(group_start, lens)
-    om = np.repeat(out.row_msgs[rows], lens) + within
-    rm = np.repeat(ref.row_msgs[rows], lens) + within
-    pair_row = np.repeat(rows, lens)
+    # the message pairs of those rows: the messages of rows of equal length line up one to one
+    om = np.flatnonzero(ok[out.msg_row])
+    rm = np.flatnonzero(ok[ref.msg_row])
+    pair_row = out.msg_row[om]
     ac = out.msg_ncalls[om]
     bc = ref.msg_ncalls[rm]
     role_diff = out.roles[om] != ref.roles[rm]
-    miss = np.full(total, -1, dtype=np.int64)
-    pairs = np.flatnonzero((ac == bc) & (ac > 0) & ~role_diff)
+    miss = np.full(len(om), -1, dtype=np.int64)
+    # equal call lists per row and equal call counts per message: every message's calls are equal
+    same = _same(view, out, ref, exact)
+    pairs = np.flatnonzero((ac == bc) & (ac > 0) & ~role_diff & ~same[pair_row])
     if len(pairs):
         cnt = ac[pairs]
         ctotal = int(cnt.sum())
@@ -371,15 +369,12 @@ def _strict_messages(
                 owner = pid[dsel][hit]
                 uniq, first = np.unique(owner, return_index=True)
                 miss[pairs[uniq]] = cwithin[dsel][hit[first]]
-    reason = np.zeros(total, dtype=np.int8)
-    reason[miss >= 0] = 5
-    reason[(ac > 0) & (bc > 0) & (ac != bc)] = 4
-    reason[(ac > 0) & (bc == 0)] = 3
-    reason[(ac == 0) & (bc > 0)] = 2
-    reason[role_diff] = 1
-    failing = np.flatnonzero(reason > 0)
-    owner_rows, first_of = np.unique(pair_row[failing], return_index=True)
-    fp = failing[first_of]  # the first failing message pair of each failing row
+    failing = np.flatnonzero(role_diff | (ac != bc) | (miss >= 0))
+    fr = pair_row[failing]  # ascending: the first failing message pair of each failing row
+    head_of = np.ones(len(fr), dtype=bool)
+    np.not_equal(fr[1:], fr[:-1], out=head_of[1:])
+    fp = failing[head_of]
+    owner_rows = fr[head_of]
     ok[owner_rows] = False
 
     def why() -> Reasons:
@@ -387,8 +382,13 @@ def _strict_messages(
         groups: Reasons = [
             (counts, _join([_num(nm_o[counts]), " messages vs ", _num(nm_r[counts]), " in the reference"]))
         ]
-        kinds = reason[fp]
-        at = _num(within[fp])
+        fa, fb = ac[fp], bc[fp]
+        kinds = np.full(len(fp), 5, dtype=np.int8)  # the first reason that holds, in this order:
+        kinds[(fa > 0) & (fb > 0) & (fa != fb)] = 4
+        kinds[(fa > 0) & (fb == 0)] = 3
+        kinds[(fa == 0) & (fb > 0)] = 2
+        kinds[role_diff[fp]] = 1
+        at = _num(om[fp] - out.row_msgs[owner_rows])
         for kind in (1, 2, 3, 4, 5):
             sel = np.flatnonzero(kinds == kind)
             if not len(sel):
