@@ -102,6 +102,15 @@ def _num(x: np.ndarray) -> pa.Array:
     return pa.array(x, pa.int64()).cast(pa.string())
 
 
+def _count_texts(view: BatchView, side: Side | None) -> pa.Array:
+    """Each row's number of calls of one side as text (made once per batch and side; 0 without a
+    reference column)."""
+    key = ("ncalls text", side is view.out)
+    counts = side.row_ncalls if side is not None else np.zeros(view.n, dtype=np.int64)
+    text: pa.Array = view.cached(key, lambda: _num(counts))
+    return text
+
+
 # -- trajectory_match ---------------------------------------------------------------------------
 
 
@@ -125,8 +134,6 @@ class TrajectoryForm:
         out = view.out
         ref = view.ref
         has_ref = view.has_ref & ~view.fallback()
-        n_out = out.row_ncalls
-        n_ref = ref.row_ncalls if ref is not None else np.zeros(n, dtype=np.int64)
         ok = np.zeros(n, dtype=bool)
         why: Callable[[], Reasons] = list
         if ref is not None and has_ref.any():
@@ -146,9 +153,9 @@ class TrajectoryForm:
             summary = _join(
                 [
                     pc.if_else(pa.array(ok), head + "pass: ", head + "fail: "),
-                    _num(n_out),
+                    _count_texts(view, out),
                     " agent tool call(s) vs ",
-                    _num(n_ref),
+                    _count_texts(view, ref),
                     " reference",
                 ]
             )
@@ -183,9 +190,7 @@ def _same(view: BatchView, out: Side, ref: Side, exact: bool) -> np.ndarray:
     return same
 
 
-def _counted(
-    view: BatchView, out: Side, ref: Side, exact: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _counted(view: BatchView, out: Side, ref: Side, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row, from the counts of each call code on both sides: whether some reference call has
     no agent call left to pair with (greedy first-fit), whether some agent call has no reference
     call left, and how many pairs there are (the reference calls reproduced)."""
@@ -209,8 +214,11 @@ def _first_miss(view: BatchView, out: Side, ref: Side, exact: bool, rows: np.nda
     o_keys = k.keys(o_rows, oc[o_idx], width)
     r_keys = k.keys(r_rows, rc[r_idx], width)
     if of_reference:
-        return _first(k.unmatched(o_keys, r_keys), r_idx, ref, out.n)[rows]
-    return _first(k.unmatched(r_keys, o_keys), o_idx, out, out.n)[rows]
+        first = _first(k.unmatched(o_keys, r_keys), r_idx, ref, out.n)
+    else:
+        first = _first(k.unmatched(r_keys, o_keys), o_idx, out, out.n)
+    found: np.ndarray = first[rows]
+    return found
 
 
 def _multiset(
@@ -455,10 +463,11 @@ class AccuracyForm:
             if todo.any():
                 hits[todo] = _counted(view, out, ref, self.exact)[2][todo]
         score = hits / np.where(scored, n_ref, 1)
-        value = _join([_num(hits), "/", _num(n_ref)])
+        hits_text, ref_text = _num(hits), _count_texts(view, ref)
+        value = _join([hits_text, "/", ref_text])
 
         def comment() -> pa.Array:
-            text = _join(["reproduced ", _num(hits), " of ", _num(n_ref), " reference tool calls"])
+            text = _join(["reproduced ", hits_text, " of ", ref_text, " reference tool calls"])
             return pc.if_else(pa.array(scored), text, "no reference tool calls to score against").cast(pa.string())
 
         return KeyColumns(
