@@ -19,9 +19,9 @@ def keys(groups: np.ndarray, codes: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-#: Above this many (group, code) slots the counts are taken over the distinct keys (a sort)
-#: instead of a dense ``bincount`` table.
-DENSE_SLOTS = 1 << 24
+#: Above this many (group, code) slots (and four per element) the counts are taken over the
+#: distinct keys (a sort) instead of a dense ``bincount`` table (two int64 tables of that size).
+DENSE_SLOTS = 1 << 21
 
 
 def multiset_counts(
