@@ -78,7 +78,7 @@ def _run_config(
         if dry_run:
             from assay.pipeline.dry_run import dry_run as do_dry_run
 
-            report = anyio.run(do_dry_run, config, origin)
+            report = anyio.run(lambda: do_dry_run(config, origin, fresh=fresh))
             _print_dry_run(report)
             raise typer.Exit(0)
         shard_t = _parse_shard(shard)
@@ -135,10 +135,10 @@ def _run_config(
 
 def _push_after_run(config: RunConfig, secrets: Iterable[str], *, quiet: bool) -> int:
     """``push:`` right after the output is published (nothing when it was not: no ``_SUCCESS``)."""
-    from assay.push_command import find_output, push_published
+    from assay.push_command import output_published, push_published
 
     try:
-        if not find_output(config).published:
+        if not output_published(config):
             return 0
         code, _ = push_published(config, echo=lambda line: _echo_push(line, secrets, quiet))
     except AssayError as exc:
@@ -180,7 +180,16 @@ def run(
     run_file: Annotated[Path, typer.Argument(help="The run file (YAML).")],
     ds: Annotated[str | None, typer.Option("--ds", help="Logical date YYYY-MM-DD for {{ ds }} templating.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier stopped run.")] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help=(
+                "Score everything again: ignore the checkpoint of an earlier stopped run and the"
+                " results a published output already holds."
+            ),
+        ),
+    ] = False,
     workers: WorkersOption = "auto",
     shard: Annotated[str | None, typer.Option("--shard", help="Run one shard i/N (e.g. for Airflow mapping).")] = None,
     dry_run: Annotated[
@@ -673,6 +682,48 @@ def merge(
     for msg in report.messages:
         typer.echo(f"assay: {msg}", err=True)
     raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def backfill(
+    run_file: Annotated[Path, typer.Argument(help="The run file (YAML); its sink changes with {{ ds }}.")],
+    start: Annotated[str, typer.Option("--from", help="First day, YYYY-MM-DD.")],
+    end: Annotated[str, typer.Option("--to", help="Last day, YYYY-MM-DD (included).")],
+    parallel_days: Annotated[int, typer.Option("--parallel-days", min=1, help="Days scored at a time.")] = 1,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the preview and stop: nothing is spent.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The preview as JSON (for scripts).")] = False,
+    max_cost_usd: Annotated[
+        float | None, typer.Option("--max-cost-usd", help="Refuse to start when the estimate is above this.")
+    ] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a run-file key: a.b.c=value.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No preview table, no progress line.")] = False,
+) -> None:
+    """Score every day from --from to --to at the price of what is missing: each day's published
+    output is the ledger (results whose identity is current are kept, only missing or stale pairs
+    are scored, rows of traces gone from the input are dropped). Prints a preview first; writes
+    _BACKFILL.json beside the days' summaries; exit code: the worst day's (75 while batches are
+    pending: run the same command again)."""
+    from assay.backfill_command import BackfillOptions
+    from assay.backfill_command import backfill as do_backfill
+
+    opts = BackfillOptions(
+        run_file=run_file,
+        start=start,
+        end=end,
+        parallel_days=parallel_days,
+        dry_run=dry_run,
+        as_json=as_json,
+        max_cost_usd=max_cost_usd,
+        sets=list(set_ or []),
+        quiet=quiet,
+        echo=typer.echo,
+    )
+    try:
+        code = do_backfill(opts)
+    except AssayError as exc:
+        _fail(exc)
+        return
+    raise typer.Exit(code)
 
 
 batches_app = typer.Typer(help="The judge batches of a run (mode: batch): list, cancel, forget.", no_args_is_help=True)

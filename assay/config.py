@@ -41,6 +41,9 @@ from assay.sampling import SampleSpec
 from assay.traces.normalize import NormalizeOptions
 from assay.urls import REDIS_SCHEMES, redis_url
 
+#: The source types that read a platform's API over a day (:mod:`assay.connectors.api_source`).
+API_SOURCES = frozenset({"langsmith", "langfuse", "phoenix"})
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -57,6 +60,10 @@ class EvaluatorSpec(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
     sample: SampleSpec | None = None
     """Score only a repeatable sample of the traces (see :mod:`assay.sampling`)."""
+    version: int | str | None = None
+    """Declared by the user (``version: 3``): it enters the evaluator's identity, so raising it
+    makes every earlier result of the evaluator stale (``assay run`` and ``assay backfill`` score
+    it again; see ``docs/backfill.md``)."""
 
 
 #: ``limits.max_dead_letter_ratio`` unless the run file sets it.
@@ -215,6 +222,18 @@ class RunConfig(_Model):
         if dup:
             raise ValueError(f"two push targets are named {dup[0]!r}: give each a distinct name")
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _source_ds(cls, data: Any) -> Any:
+        """A platform API source reads the run's ``ds`` day unless it names its own window."""
+        source = data.get("source") if isinstance(data, dict) else None
+        if not isinstance(source, dict) or source.get("type") not in API_SOURCES:
+            return data
+        ds = data.get("ds")
+        if isinstance(ds, str) and day_problem(ds) is None and not any(k in source for k in ("ds", "start", "end")):
+            return {**data, "source": {**source, "ds": ds}}
+        return data
 
     @model_validator(mode="before")
     @classmethod

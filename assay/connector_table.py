@@ -31,6 +31,9 @@ BUILTIN_CONNECTORS: dict[str, str] = {
     "s3": "assay.connectors.s3:CONNECTOR",
     "kafka": "assay.connectors.kafka:CONNECTOR",
     "delta": "assay.connectors.delta:CONNECTOR",
+    "langsmith": "assay.connectors.langsmith_api:CONNECTOR",
+    "langfuse": "assay.connectors.langfuse_api:CONNECTOR",
+    "phoenix": "assay.connectors.phoenix_api:CONNECTOR",
 }
 
 #: the optional dependency each built-in connector needs, for the install hint

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import orjson
@@ -33,7 +33,14 @@ from assay.exceptions import EXIT_CONFIG, EXIT_INFRA, EXIT_OK, AssayError, Confi
 from assay.push import PushLedger, TargetReport, build_target, push_target
 from assay.push.base import PushTarget, stable_day
 
-__all__ = ["PublishedOutput", "check_push_specs", "find_output", "push_key_problems", "push_published"]
+__all__ = [
+    "PublishedOutput",
+    "check_push_specs",
+    "find_output",
+    "output_published",
+    "push_key_problems",
+    "push_published",
+]
 
 DEAD_DIR = PUSH_DEAD_LETTER
 
@@ -57,20 +64,94 @@ def push_key_problems(config: RunConfig) -> list[str]:
     return problems
 
 
+class OutputPlace(Protocol):
+    """Where an output's summary and push dead letters are (local disk, an S3 prefix)."""
+
+    def read_summary(self) -> dict[str, Any]: ...
+
+    def write_summary(self, doc: dict[str, Any]) -> None: ...
+
+    def write_dead(self, name: str, data: bytes | None) -> None:
+        """``_push_dead_letter/<name>.jsonl`` replaced by ``data`` (None: removed)."""
+
+
+class LocalPlace:
+    def __init__(self, summary: Path, dead_dir: Path) -> None:
+        self.summary, self.dead_dir = summary, dead_dir
+
+    def read_summary(self) -> dict[str, Any]:
+        with contextlib.suppress(OSError, orjson.JSONDecodeError):
+            doc = orjson.loads(self.summary.read_bytes())
+            if isinstance(doc, dict):
+                return doc
+        return {}
+
+    def write_summary(self, doc: dict[str, Any]) -> None:
+        write_json_atomic(self.summary, doc)
+
+    def write_dead(self, name: str, data: bytes | None) -> None:
+        dead = self.dead_dir / f"{name}.jsonl"
+        if data is None:
+            dead.unlink(missing_ok=True)
+            return
+        write_atomic(dead, data)
+
+
+class S3Place:
+    """An ``s3://`` output prefix: a PutObject appears whole or not at all (atomic writes)."""
+
+    def __init__(self, fs: Any) -> None:
+        self.fs = fs
+
+    def read_summary(self) -> dict[str, Any]:
+        with contextlib.suppress(AssayError, orjson.JSONDecodeError):
+            doc = orjson.loads(self.fs.read_bytes(SUMMARY))
+            if isinstance(doc, dict):
+                return doc
+        return {}
+
+    def write_summary(self, doc: dict[str, Any]) -> None:
+        self.fs.write_bytes(SUMMARY, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+    def write_dead(self, name: str, data: bytes | None) -> None:
+        key = f"{DEAD_DIR}/{name}.jsonl"
+        if data is not None:
+            self.fs.write_bytes(key, data)
+        else:
+            self.fs.remove(key)
+
+
 @dataclass
 class PublishedOutput:
     """A run's output as push reads it."""
 
     location: str
-    summary_path: Path
-    dead_dir: Path
+    place: OutputPlace
     published: bool
     rows: Callable[[], Iterator[Mapping[str, Any]]]
+    unpublished: str = "no _SUCCESS"
+    """Why an output that is not published is not (the refusal's message)."""
+
+    def close(self) -> None:
+        """Release what reading the output opened (an S3 client)."""
+        close = getattr(getattr(self.place, "fs", None), "close", None)
+        if close is not None:
+            close()
+
+
+def output_published(config: RunConfig) -> bool:
+    """Whether the run's output is published (its ``_SUCCESS``): the check ``assay run`` makes
+    before it pushes."""
+    out = find_output(config)
+    try:
+        return out.published
+    finally:
+        out.close()
 
 
 def find_output(config: RunConfig) -> PublishedOutput:
     """Where the run's published output is (a directory of JSON lines or Parquet parts, one file,
-    or a day of a Delta table on local disk)."""
+    or a day of a Delta table on local disk; an ``s3://`` prefix of JSON lines or Parquet parts)."""
     from assay.connectors.file_sink import is_directory_target
     from assay.report.load import iter_rows
     from assay.report.store import open_store
@@ -84,32 +165,84 @@ def find_output(config: RunConfig) -> PublishedOutput:
         loc = f"{path.rstrip('/')}/ds={ds}"
         return PublishedOutput(
             loc,
-            folder / SUMMARY,
-            folder / DEAD_DIR,
+            LocalPlace(folder / SUMMARY, folder / DEAD_DIR),
             (folder / SUCCESS).exists(),
             lambda: iter_rows(open_store(loc)),
         )
+    if kind == "s3" and isinstance(path, str) and path.startswith("s3://"):
+        return _s3_output(config, path)
+    if kind == "kafka":
+        return _kafka_output(config)
     if kind == "file" and isinstance(path, str) and path != "-":
         if is_directory_target(path):
             root = Path(path)
             return PublishedOutput(
                 path,
-                root / SUMMARY,
-                root / DEAD_DIR,
+                LocalPlace(root / SUMMARY, root / DEAD_DIR),
                 (root / SUCCESS).exists(),
                 lambda: iter_rows(open_store(path)),
             )
         summary = Path(summary_beside(path))
         return PublishedOutput(
             path,
-            summary,
-            Path(f"{path}{DEAD_DIR}"),
+            LocalPlace(summary, Path(f"{path}{DEAD_DIR}")),
             Path(path).exists() and _complete(summary),
             lambda: _file_rows(path),
         )
     raise ConfigError(
-        f"push: reads the published output from local disk (a directory, a file, a Delta table); "
-        f"the {kind} sink's output cannot be read back for a push yet"
+        f"push: reads the published output from local disk (a directory, a file, a Delta table) or an "
+        f"s3:// prefix; the {kind} sink's output cannot be read back for a push"
+    )
+
+
+def _kafka_output(config: RunConfig) -> PublishedOutput:
+    """A results topic: append-only, so "published" is the run's summary on local disk saying the
+    run completed (``<state_dir>/summaries/<sink key>/``, or ``summary_path``), and the rows are
+    the topic's messages of that run (its ``run_id``), read back from the earliest offset to the
+    end the topic had when the push started (:mod:`~assay.connectors.kafka_readback`). A topic
+    that holds many nights is read whole each time: its retention bounds what can be pushed."""
+    from assay.connectors.kafka_readback import iter_topic_values
+    from assay.pipeline.targets import local_summary_path
+
+    sink = config.sink
+    summary = local_summary_path(config)
+    place = LocalPlace(summary, summary.parent / DEAD_DIR)
+    run_id = place.read_summary().get("run_id")
+    topic = str(getattr(sink, "topic", ""))
+
+    def rows() -> Iterator[Mapping[str, Any]]:
+        for value in iter_topic_values(sink, topic):  # type: ignore[arg-type]
+            try:
+                row = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and row.get("run_id") == run_id:
+                yield row
+
+    return PublishedOutput(
+        f"kafka topic {topic}",
+        place,
+        summary.exists() and _complete(summary),
+        rows,
+        f"no summary of a completed run at {summary}",
+    )
+
+
+def _s3_output(config: RunConfig, path: str) -> PublishedOutput:
+    """An ``s3://`` output prefix (JSON lines or Parquet parts, ``_SUCCESS`` beside them), read and
+    written with the run file's ``s3:`` settings."""
+    from assay.connectors.registry import results_fs
+    from assay.connectors.s3_results import S3Store
+    from assay.report.load import iter_rows
+
+    location = path if path.endswith("/") else path + "/"
+    fs = results_fs(location, config.s3)
+    names = set(fs.list())
+    return PublishedOutput(
+        location,
+        S3Place(fs),
+        SUCCESS in names,
+        lambda: iter_rows(S3Store(location, reader=fs.reader)),
     )
 
 
@@ -155,8 +288,9 @@ def push_published(
     targets = _select(config, to)
     out = find_output(config)
     if not out.published:
-        raise InputMissingError(f"push: {out.location} is not published (no _SUCCESS): nothing was pushed")
-    summary = _read_summary(out.summary_path)
+        out.close()
+        raise InputMissingError(f"push: {out.location} is not published ({out.unpublished}): nothing was pushed")
+    summary = out.place.read_summary()
     when = stable_day(
         config.ds,
         summary.get("ds") if isinstance(summary.get("ds"), str) else None,
@@ -181,9 +315,10 @@ def push_published(
 
     try:
         reports = anyio.run(go)
+        _write_results(out, summary, reports)
     finally:
         ledger.close()
-    _write_results(out, summary, reports)
+        out.close()
     code = EXIT_OK
     for target in targets:
         rep = reports[target.name]
@@ -201,23 +336,14 @@ def push_published(
     return code, reports
 
 
-def _read_summary(path: Path) -> dict[str, Any]:
-    with contextlib.suppress(OSError, orjson.JSONDecodeError):
-        doc = orjson.loads(path.read_bytes())
-        if isinstance(doc, dict):
-            return doc
-    return {}
-
-
 def _write_results(out: PublishedOutput, summary: dict[str, Any], reports: Mapping[str, TargetReport]) -> None:
-    current = _read_summary(out.summary_path) or summary  # the newest, should another push have written
+    current = out.place.read_summary() or summary  # the newest, should another push have written
     section = dict(current.get("push") or {})
     for name, rep in reports.items():
         section[name] = rep.summary()
-        dead = out.dead_dir / f"{name}.jsonl"
         if rep.dead:
-            write_atomic(dead, b"".join(orjson.dumps(d) + b"\n" for d in rep.dead))
+            out.place.write_dead(name, b"".join(orjson.dumps(d) + b"\n" for d in rep.dead))
         elif rep.status == "ok":
-            dead.unlink(missing_ok=True)
+            out.place.write_dead(name, None)
     current["push"] = section
-    write_json_atomic(out.summary_path, current)
+    out.place.write_summary(current)

@@ -70,7 +70,9 @@ def prompt_param(prompt: Any) -> str:
     return _names_by_text().get(prompt, prompt)
 
 
-def judge_params(judge: Any, model: str | None) -> dict[str, Any]:
+def judge_params(
+    judge: Any, model: str | None, structured_output_kwargs: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """openevals' ``judge``/``model`` arguments as assay's ``judge``/``model`` params.
 
     ``model="openai:o3-mini"`` goes through assay's own endpoint (``OPENAI_BASE_URL`` and
@@ -88,7 +90,7 @@ def judge_params(judge: Any, model: str | None) -> dict[str, Any]:
         name = (model or "openai:gpt-4o-mini").partition(":")[2]
         return {"judge": {"provider": "openai", "model": name, "base_url": str(judge.base_url).rstrip("/")}}
     if is_chat_model(judge):  # called through its own async API, outside assay's limits (as openevals does)
-        return {"judge": LangChainJudge(judge)}
+        return {"judge": LangChainJudge(judge, structured_output_kwargs)}
     return {"judge": judge}
 
 
@@ -102,6 +104,7 @@ def llm_judge_evaluator(
     is_async: bool,
     raw_object: bool | type = False,
     strict_variables: bool = False,
+    structured_output_kwargs: dict[str, Any] | None = None,
     **params: Any,
 ) -> Any:
     """An openevals-style LLM judge factory's result: ``cls`` (an assay LLM-judge evaluator)
@@ -118,6 +121,7 @@ def llm_judge_evaluator(
             is_async=is_async,
             raw_object=raw_object,
             strict_variables=strict_variables,
+            structured_output_kwargs=structured_output_kwargs,
             **params,
         )
 
@@ -132,9 +136,10 @@ def _llm_judge_evaluator(
     is_async: bool,
     raw_object: bool | type,
     strict_variables: bool,
+    structured_output_kwargs: dict[str, Any] | None,
     **params: Any,
 ) -> Any:
-    judge_spec = judge_params(judge, model)
+    judge_spec = judge_params(judge, model, structured_output_kwargs)
     if is_prompt_function(prompt):  # a LangChain prompt template or a callable returning messages
         if not (isinstance(cls, type) and issubclass(cls, LLMJudge)):
             raise ConfigError(f"prompt: a prompt function is not supported by {cls.__name__}; pass a template string")

@@ -32,9 +32,27 @@ from assay.traces.model import Trace
 RAW_ARGS = "_assay_prompt_args"
 
 
-async def _invoke(runnable: Any, messages: Any) -> Any:
+async def _invoke(runnable: Any, messages: Any, callback: Any = None) -> Any:
     """``runnable.invoke(messages)`` in a worker thread: never the model's loop-bound async client."""
-    return await anyio.to_thread.run_sync(runnable.invoke, messages)
+    if callback is None:
+        return await anyio.to_thread.run_sync(runnable.invoke, messages)
+    return await anyio.to_thread.run_sync(lambda: runnable.invoke(messages, config={"callbacks": [callback]}))
+
+
+def _usage_counter() -> Any:
+    """LangChain's usage callback (token counts of every model call under it)."""
+    from langchain_core.callbacks import UsageMetadataCallbackHandler
+
+    return UsageMetadataCallbackHandler()
+
+
+def _counted(counter: Any) -> JudgeUsage:
+    totals = list(getattr(counter, "usage_metadata", {}).values())
+    return JudgeUsage(
+        input_tokens=sum(int(u.get("input_tokens", 0) or 0) for u in totals),
+        output_tokens=sum(int(u.get("output_tokens", 0) or 0) for u in totals),
+        calls=1,
+    )
 
 
 def is_chat_model(obj: Any) -> bool:
@@ -50,14 +68,16 @@ def is_prompt_function(obj: Any) -> bool:
 class LangChainJudge:
     """A LangChain chat model behind assay's :class:`~assay.judges.base.Judge` protocol.
 
-    The verdict schema goes to ``with_structured_output`` (as a JSON schema with a ``title``);
-    token usage is read from the reply's ``usage_metadata`` when the model reports it.
+    The verdict schema goes to ``with_structured_output`` (as a JSON schema with a ``title``, and
+    ``structured_output_kwargs``, as openevals passes them); token usage is collected by LangChain's
+    usage callback when the model reports it.
     """
 
     name: str
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, structured_output_kwargs: dict[str, Any] | None = None) -> None:
         self.model = model
+        self.structured_output_kwargs = dict(structured_output_kwargs or {})
         self.name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)
 
     async def complete(self, request: JudgeRequest) -> JudgeResponse:
@@ -65,14 +85,23 @@ class LangChainJudge:
         try:
             if request.schema is not None:
                 schema = {"title": request.schema_name, **request.schema}
-                runnable = self.model.with_structured_output(schema, include_raw=True)
-                reply = await _invoke(runnable, request.messages)
-                data, raw = reply.get("parsed"), reply.get("raw")
-                if reply.get("parsing_error") is not None or not isinstance(data, dict):
-                    text = str(getattr(raw, "content", "") or "")
-                    return JudgeResponse(text, None, _usage(raw), self.name, latency_s=time.monotonic() - started)
+                runnable = self.model.with_structured_output(schema, **self.structured_output_kwargs)
+                counter = _usage_counter()
+                reply = await _invoke(runnable, request.messages, counter)
+                if hasattr(reply, "model_dump"):
+                    reply = reply.model_dump()
+                if isinstance(reply, dict) and {"parsed", "raw"} <= reply.keys():  # include_raw=True given
+                    reply = reply["parsed"]
+                usage = _counted(counter)
+                if not isinstance(reply, dict):
+                    text = "" if reply is None else str(reply)
+                    return JudgeResponse(text, None, usage, self.name, latency_s=time.monotonic() - started)
                 return JudgeResponse(
-                    orjson.dumps(data).decode(), data, _usage(raw), self.name, latency_s=time.monotonic() - started
+                    orjson.dumps(reply, default=str).decode(),
+                    reply,
+                    usage,
+                    self.name,
+                    latency_s=time.monotonic() - started,
                 )
             message = await _invoke(self.model, request.messages)
         except Exception as exc:  # the model's own errors, as data for the evaluator's error policy

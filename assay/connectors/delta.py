@@ -147,6 +147,16 @@ class _Store:
         except (OSError, orjson.JSONDecodeError):
             return None
 
+    async def exists(self, rel: str) -> bool:
+        """Whether the file ``rel`` is there."""
+        if not self.remote:
+            return await anyio.to_thread.run_sync((Path(self.root) / rel).is_file)
+        from assay.connectors.s3_client import S3Client, S3Config, parse_s3_url
+
+        u = parse_s3_url(self.url(rel))
+        async with S3Client(self.s3 or S3Config()) as client:
+            return bool(await client.exists(u.bucket, u.key))
+
     async def put_folder(self, folder: str, files: list[Path]) -> list[str]:
         """Replace ``folder`` by copies of ``files`` (their names); the names written."""
         await self.remove_tree(folder)
@@ -273,6 +283,15 @@ class DeltaSink(StagedSink[LocalSink]):
             except OSError as exc:
                 raise ConnectorError(f"{self.config.path}: cannot write: {exc}") from exc
         return self.store.url(rel)
+
+    async def whole(self) -> bool:
+        """Whether the day is published whole (its ``_SUCCESS``): a rerun keeps its current
+        results (:mod:`assay.pipeline.ledger`) and replaces the day only when something changed."""
+        return await self.store.exists(f"{self.folder}/_SUCCESS")
+
+    async def discard(self) -> None:
+        """Drop the staged rows: the day stays as its last commit left it (no new commit)."""
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.staging_dir, ignore_errors=True))
 
     async def _stage_shard(self, shard: tuple[int, int]) -> dict[str, Any]:
         """Copy this shard's staged parts beside the table (its folder replaced whole)."""

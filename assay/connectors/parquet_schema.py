@@ -6,6 +6,9 @@
     run_id    string          the run's id (stable for a run file and --ds)
     ds        string          the logical date, YYYY-MM-DD (null without --ds)
     position  string          where the trace was read: "file:row", "s3://b/k:line", "topic[p]@offset"
+    platform  struct          the ids a platform knows the trace by (null when it was read from no
+                              platform's format): trace_id, root_id (root run / span), session_id
+                              (LangSmith's project); what ``push:`` puts a score on
     <key>     struct          one column per result key, named by the key:
         score          double   in [0, 1]; null when not scored
         value          string   the raw outcome as text (JSON for non-strings: true, 3, {"a": 1})
@@ -63,12 +66,22 @@ OWN_THRESHOLD = ("threshold", pa.float64())
 """The extra field of a result in the Parquet sink's staged segments: the row's own pass mark
 (null when the row has none; ``passed`` is then settled with the summary's at publish)."""
 SEGMENT_RESULT_TYPE = pa.struct([*RESULT_FIELDS, OWN_THRESHOLD])
+PLATFORM_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("trace_id", pa.string()),
+    ("root_id", pa.string()),
+    ("session_id", pa.string()),
+]
+PLATFORM_TYPE = pa.struct(PLATFORM_FIELDS)
+"""A row's ``platform`` (:func:`assay.traces.platform.platform_ids`) as a column."""
 TOP_FIELDS: list[tuple[str, pa.DataType]] = [
     ("trace_id", pa.string()),
     ("run_id", pa.string()),
     ("ds", pa.string()),
     ("position", pa.string()),
+    ("platform", PLATFORM_TYPE),
 ]
+#: The top columns that are plain text (the rest: ``platform``, built by :func:`platform_column`).
+TEXT_TOP = 4
 
 
 def result_schema(keys: Sequence[str], layout: str = "wide", *, own_threshold: bool = False) -> pa.Schema:
@@ -93,6 +106,24 @@ def position_text(pos: Any) -> str | None:
         return f"{pos.get('topic')}[{pos.get('partition')}]@{pos.get('offset')}"
     line = pos.get("line")
     return f"{pos.get('file')}:{line}" if line is not None else str(pos.get("file"))
+
+
+def platform_column(values: list[Any]) -> pa.Array:
+    """The ``platform`` column of rows' ``platform`` dicts (None, or not a dict: a null struct)."""
+    n = len(values)
+    dicts = [v if type(v) is dict else None for v in values]
+    if dicts.count(None) == n:
+        return pa.nulls(n, PLATFORM_TYPE)
+    fields = [
+        column([None if d is None else _id_text(d.get(name)) for d in dicts], pa.string())
+        for name, _ in PLATFORM_FIELDS
+    ]
+    mask = column([d is None for d in dicts], pa.bool_())
+    return pa.StructArray.from_arrays(fields, fields=list(PLATFORM_TYPE), mask=mask)
+
+
+def _id_text(value: Any) -> str | None:
+    return value if value is None or type(value) is str else str(value)
 
 
 def _text(value: Any) -> str | None:
@@ -201,6 +232,7 @@ class StagedRow(msgspec.Struct, gc=False):
     position: Any = None
     results: dict[str, _StagedResult] = msgspec.field(default_factory=dict)
     identity: dict[str, Any] | None = None
+    platform: Any = None
 
 
 _decode_lines = msgspec.json.Decoder(StagedRow).decode_lines
@@ -271,10 +303,13 @@ class RowColumns(NamedTuple):
     identities: list[Any]
     results: list[Any]
     """Each row's results: key → a staged result or a ``Result``."""
+    platforms: list[Any]
+    """Each row's ``platform`` (a dict, or None)."""
 
     @classmethod
     def of_staged(cls, rows: Sequence[StagedRow]) -> RowColumns:
-        return cls(*(list(map(attrgetter(f), rows)) for f in ("trace_id", "run_id", "position", "identity", "results")))
+        fields = ("trace_id", "run_id", "position", "identity", "results", "platform")
+        return cls(*(list(map(attrgetter(f), rows)) for f in fields))
 
 
 _ROW_FIELDS = itemgetter("trace_id", "run_id", "position", "results")
@@ -295,6 +330,7 @@ def result_columns(rows: Sequence[Any]) -> tuple[RowColumns, set[str]] | None:
         return None
     trace_ids, run_ids, positions, results = (list(c) for c in zip(*fields, strict=True))
     identities = [r.get("identity") for r in rows]
+    platforms = [r.get("platform") for r in rows]
     if set(map(type, results)) != {dict} or set(map(type, positions)) != {dict}:
         return None
     if not (
@@ -324,7 +360,10 @@ def result_columns(rows: Sequence[Any]) -> tuple[RowColumns, set[str]] | None:
                 or not _same_in_json([u.get(f) for u in usages for f in ("input_tokens", "output_tokens", "cost_usd")])
             ):
                 return None
-    return RowColumns(trace_ids, run_ids, positions, identities, results), keys
+    for plat in platforms:
+        if plat is not None and (type(plat) is not dict or not _same_in_json(list(plat.values()))):
+            return None
+    return RowColumns(trace_ids, run_ids, positions, identities, results, platforms), keys
 
 
 class _ResultColumns:
@@ -514,12 +553,14 @@ class TableBuilder:
 
     def _reset(self) -> None:
         self.top: list[list[Any]] = [[], [], [], []]
+        self.platforms: list[Any] = []
         self.cols: dict[str, _ResultColumns] = {k: _ResultColumns(self.own_threshold) for k in self.keys}
         self.long_keys: list[str] = []
         self.long = _ResultColumns(self.own_threshold)
         self.rows = 0
 
-    def _top(self, tid: Any, rid: Any, position: Any) -> None:
+    def _top(self, tid: Any, rid: Any, position: Any, platform: Any = None) -> None:
+        self.platforms.append(platform)
         t0, t1, t2, t3 = self.top
         t0.append(tid if tid is None or type(tid) is str else _text(tid))
         t1.append(rid if rid is None or type(rid) is str else _text(rid))
@@ -537,12 +578,12 @@ class TableBuilder:
         if self.layout == "long":
             for key, res in results.items():
                 if type(res) is dict:
-                    self._top(row.get("trace_id"), row.get("run_id"), row.get("position"))
+                    self._top(row.get("trace_id"), row.get("run_id"), row.get("position"), row.get("platform"))
                     self.long_keys.append(key)
                     self.long.add_dict(res, _identity(ids, key), thresholds.get(key, 0.5))
                     self.rows += 1
             return
-        self._top(row.get("trace_id"), row.get("run_id"), row.get("position"))
+        self._top(row.get("trace_id"), row.get("run_id"), row.get("position"), row.get("platform"))
         for key, cols in self.cols.items():
             cols.add_dict(results.get(key), _identity(ids, key), thresholds.get(key, 0.5))
         self.rows += 1
@@ -554,12 +595,12 @@ class TableBuilder:
         thresholds = self.thresholds
         if self.layout == "long":
             for key, res in results.items():
-                self._top(row.trace_id, row.run_id, row.position)
+                self._top(row.trace_id, row.run_id, row.position, row.platform)
                 self.long_keys.append(key)
                 self.long.add_staged(res, _identity(ids, key), thresholds.get(key, 0.5))
                 self.rows += 1
             return
-        self._top(row.trace_id, row.run_id, row.position)
+        self._top(row.trace_id, row.run_id, row.position, row.platform)
         get = results.get
         for key, cols in self.cols.items():
             cols.add_staged(get(key), _identity(ids, key), thresholds.get(key, 0.5))
@@ -579,10 +620,11 @@ class TableBuilder:
         """Rows as columns: of staged rows (:meth:`add_staged_rows`), or of the engine's rows
         (:func:`result_columns`), whose ``Result`` objects are read as staged results are."""
         if self.layout == "long":
-            for tid, rid, position, identity, results in zip(*rows, strict=True):
-                self.add_staged(StagedRow(tid, rid, position, results, identity))
+            for tid, rid, position, identity, results, platform in zip(*rows, strict=True):
+                self.add_staged(StagedRow(tid, rid, position, results, identity, platform))
             return
-        trace_ids, run_ids, positions, identities, results = rows
+        trace_ids, run_ids, positions, identities, results, platforms = rows
+        self.platforms.extend(platforms)
         t0, t1, t2, t3 = self.top
         t0.extend([t if t is None or type(t) is str else _text(t) for t in trace_ids])
         t1.extend([t if t is None or type(t) is str else _text(t) for t in run_ids])
@@ -617,7 +659,8 @@ class TableBuilder:
 
     def batch(self) -> pa.RecordBatch:
         """The rows added since the last call, as one record batch."""
-        arrays: list[pa.Array] = [column(col, t) for col, (_, t) in zip(self.top, TOP_FIELDS, strict=True)]
+        arrays: list[pa.Array] = [column(col, t) for col, (_, t) in zip(self.top, TOP_FIELDS[:TEXT_TOP], strict=True)]
+        arrays.append(platform_column(self.platforms))
         if self.layout == "long":
             arrays.append(column(self.long_keys, pa.string()))
             arrays += self.long.arrays()
@@ -642,6 +685,7 @@ def summary_keys(summary: Mapping[str, Any]) -> tuple[list[str], dict[str, float
 
 __all__ = [
     "OWN_THRESHOLD",
+    "PLATFORM_TYPE",
     "RESULT_FIELDS",
     "RESULT_TYPE",
     "ROW_GROUP_ROWS",
@@ -651,6 +695,7 @@ __all__ = [
     "StagedRow",
     "TableBuilder",
     "decode_staged",
+    "platform_column",
     "position_text",
     "result_columns",
     "result_schema",

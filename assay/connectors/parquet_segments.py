@@ -30,6 +30,7 @@ from assay.connectors.parquet_schema import (
     RESULT_FIELDS,
     RESULT_TYPE,
     ROW_GROUP_ROWS,
+    TOP_FIELDS,
     column,
 )
 
@@ -39,6 +40,7 @@ few enough that the rows waiting, their decoded form and the column lists stay s
 the peak RSS of a 10^5-row run from ~240 to ~315 MB at the same CPU time)."""
 _SEGMENT = re.compile(r"^\.?seg-(\d{5})-(\d{5})\.arrow(\.tmp)?$")
 _PASSED = [name for name, _ in RESULT_FIELDS].index("passed")
+_TOP = len(TOP_FIELDS)  # the columns before the results (trace_id … platform)
 
 
 def segment_name(shard: int, seq: int) -> str:
@@ -109,9 +111,10 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema, thresholds: Mapping[str, f
         arrays = batch.columns[:-1]
         own = batch.column(len(names) - 1)
         if own.null_count and any(t != 0.5 for t in thresholds.values()):
-            keys, scores = batch.column(4).to_pylist(), batch.column(5).to_pylist()
-            owns, passed = own.to_pylist(), batch.column(5 + _PASSED).to_pylist()
-            arrays[5 + _PASSED] = column(
+            key_at, score_at = _TOP, _TOP + 1  # the top columns, then key and the result's fields
+            keys, scores = batch.column(key_at).to_pylist(), batch.column(score_at).to_pylist()
+            owns, passed = own.to_pylist(), batch.column(score_at + _PASSED).to_pylist()
+            arrays[score_at + _PASSED] = column(
                 [
                     p if o is not None or s is None else s >= thresholds.get(k, 0.5)
                     for k, s, o, p in zip(keys, scores, owns, passed, strict=True)
@@ -119,8 +122,8 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema, thresholds: Mapping[str, f
                 pa.bool_(),
             )
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
-    arrays = batch.columns[:4]
-    for key in schema.names[4:]:
+    arrays = batch.columns[:_TOP]
+    for key in schema.names[_TOP:]:
         if key in names:
             arrays.append(_settle(batch.column(names.index(key)), thresholds.get(key, 0.5)))
         else:

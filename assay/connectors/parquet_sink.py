@@ -278,13 +278,14 @@ class ParquetSink(Sink):
     def _write_columns(self, trace_ids: Any, run_id: str, positions: Any, results: Mapping[str, Any]) -> None:
         import pyarrow as pa
 
-        from assay.connectors.parquet_schema import SEGMENT_RESULT_TYPE
+        from assay.connectors.parquet_schema import PLATFORM_TYPE, SEGMENT_RESULT_TYPE
 
         self._convert()  # the rows written before these, first
         builder = self._builder_for(set(results))
         n = len(trace_ids)
         top = [trace_ids, pa.repeat(pa.scalar(run_id, pa.string()), n), pa.repeat(pa.scalar(self.ds, pa.string()), n)]
         top.append(positions)
+        top.append(pa.nulls(n, PLATFORM_TYPE))  # a trace read by columns is in no platform's format
         arrays = top + [results.get(k, pa.nulls(n, SEGMENT_RESULT_TYPE)) for k in builder.keys]
         if self._segment is None:
             self._segment = Segment(self.staging_dir / segment_name(self.shard, self.seq), builder.schema)
@@ -401,6 +402,16 @@ class ParquetSink(Sink):
 
     # -- publishing ---------------------------------------------------------------------------
 
+    async def whole(self) -> bool:
+        """Whether a whole output is published here (``_SUCCESS``; a file target: its file): a
+        rerun keeps its current results (:mod:`assay.pipeline.ledger`)."""
+        where = self.out_dir / SUCCESS if self.directory else Path(self.path)
+        return await anyio.to_thread.run_sync(where.exists)
+
+    async def discard(self) -> None:
+        """Drop the staged segments: the published parts stay as they are (nothing changed)."""
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.staging_dir, ignore_errors=True))
+
     async def publish(self, summary: dict[str, Any], *, success: bool, summary_name: str | None = None) -> str | None:
         """Write the Parquet parts when the output is whole (``success``) or is one shard's
         (``summary_name``), then the summary, then ``_SUCCESS`` when ``success``. What was written
@@ -508,16 +519,23 @@ def rows_of_batches(batches: Iterable[Any], long: bool) -> Iterator[dict[str, An
         yield current
 
 
+#: The columns of the output schema that are not result keys.
+_TOP_COLUMNS = frozenset({"trace_id", "run_id", "ds", "position", "platform"})
+
+
 def _as_json_rows(rec: dict[str, Any], long: bool) -> Iterator[dict[str, Any]]:
     top = {"trace_id": rec.get("trace_id"), "run_id": rec.get("run_id"), "position": rec.get("position")}
     if rec.get("ds") is not None:
         top["ds"] = rec["ds"]
+    platform = rec.get("platform")
+    if isinstance(platform, dict):
+        ids = {k: v for k, v in platform.items() if v is not None}
+        if ids:
+            top["platform"] = ids
     if long:
         cells = {rec["key"]: rec}
     else:
-        cells = {
-            k: v for k, v in rec.items() if k not in ("trace_id", "run_id", "ds", "position") and isinstance(v, dict)
-        }
+        cells = {k: v for k, v in rec.items() if k not in _TOP_COLUMNS and isinstance(v, dict)}
     identity = {k: v["identity"] for k, v in cells.items() if v.get("identity") is not None}
     row = {**top, "results": {k: _result(k, v) for k, v in cells.items()}}
     if identity:

@@ -10,9 +10,11 @@ checkpoint key), the dead-letter output beside its results, where its summary li
 how the resume states of several writers merge, whether processes scale by a consumer group, and
 the size of an input (``--workers auto``). The engine asks through this module's functions and
 never reads a connector's fields. The built-in ones are ``file`` (local files, directories, globs,
-stdin), ``s3`` (``s3://`` paths select it without a ``type``) and ``kafka``. The table of types and
-the validation of a section by its connector's model are :mod:`assay.connector_table`, below the run
-file's models that use them; this module re-exports them. Used by ``run``,
+stdin), ``s3`` (``s3://`` paths select it without a ``type``), ``kafka``, ``delta``, and the
+platform API sources ``langsmith``, ``langfuse`` and ``phoenix`` (:mod:`assay.connectors.api_source`).
+The table of types and the validation of a section by its connector's model are
+:mod:`assay.connector_table`, below the run file's models that use them; this module re-exports
+them. Used by ``run``,
 ``score``, ``--dry-run`` and ``report``.
 
 >>> from assay.connectors.registry import connector_types

@@ -104,6 +104,9 @@ class BaseEvaluator(ABC, Generic[P]):
     sampler: Sampler | None = None
     """Which traces it scores when its run-file spec has ``sample:`` (see :mod:`assay.sampling`;
     set by the run's ``build_evaluators``); None: every trace."""
+    version: int | str | None = None
+    """The run file's ``version:`` of this evaluator (set by ``build_evaluators``): it enters the
+    evaluator's identity (:mod:`assay.evaluators.identity`), so raising it makes earlier results stale."""
     judge_pool: JudgePool | None = None
     """Where the judges this evaluator names are found: the run's pool, handed by the engine
     (:meth:`use_judges`); None until then (see :meth:`judges`)."""

@@ -3,10 +3,18 @@
 
 The identity of an evaluator is one short string, ``EVALUATOR/PARAMS/PROMPT/JUDGE_MODEL``:
 
-* ``PARAMS``: the first 10 hex digits of a SHA-256 of its params (threshold included);
+* ``PARAMS``: the first 10 hex digits of a SHA-256 of its params (threshold included) and, when
+  the run file declares one, the evaluator's ``version`` (without a version the digest is that of
+  the params alone, so declaring none keeps earlier outputs current);
 * ``PROMPT``: the same of the prompt text it sends (a prebuilt prompt's template, so an edited
   template changes it even when the params name the same prompt), ``-`` without a prompt;
 * ``JUDGE_MODEL``: the judge's configured model, ``-`` without a judge.
+
+Nothing else enters it: how a judge is reached and paced (``base_url``, ``rpm``, ``tpm``,
+``max_in_flight``, retries, prices, ``mode: batch``) does not change what a result means, so a
+change there keeps every result current. ``assay run`` over a published output and ``assay
+backfill`` keep a result whose identity equals the one the run file gives now, and score again
+only the pairs whose identity differs (``docs/backfill.md``).
 
 >>> from assay.evaluators.trajectory import TrajectoryMatch
 >>> ident = evaluator_identity(TrajectoryMatch(mode="strict"))
@@ -41,11 +49,13 @@ def _stable(value: Any) -> str:
     return type(value).__qualname__ if " at 0x" in repr(value) else repr(value)
 
 
-def _params_digest(params: Any) -> str:
+def _params_digest(params: Any, version: Any = None) -> str:
     try:
         dumped = params.model_dump(exclude={"judge", "model"}) if hasattr(params, "model_dump") else params
     except Exception:  # a params model that cannot dump itself: its repr still identifies it
         dumped = repr(params)
+    if version is not None:  # a declared version: a new digest; none keeps the params' own
+        dumped = {"params": dumped, "version": str(version)}
     return _digest(orjson.dumps(dumped, default=_stable, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
 
 
@@ -98,7 +108,8 @@ def evaluator_identity(ev: Any) -> str:
     name = str(getattr(ev, "name", type(ev).__name__))
     params = getattr(ev, "params", None)
     model = _judge_model(ev) if hasattr(params, "judge") or hasattr(params, "model") else "-"
-    return "/".join((name, _params_digest(params), _prompt_digest(params), model.replace("/", "_")))
+    version = getattr(ev, "version", None)
+    return "/".join((name, _params_digest(params, version), _prompt_digest(params), model.replace("/", "_")))
 
 
 def parse_identity(text: str) -> dict[str, str | None]:

@@ -22,6 +22,7 @@ differences potato users rely on:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, model_validator
@@ -29,8 +30,9 @@ from pydantic import AliasChoices, Field, model_validator
 from assay.evaluators.agent_judge import AgentAsJudge, AgentAsJudgeParams
 from assay.evaluators.embedding import DEFAULT_MODEL, EmbeddingSimilarity, EmbeddingSimilarityParams
 from assay.evaluators.heuristic import JsonSchemaMatch, JsonValid
+from assay.evaluators.judge_base import JudgeCalls
 from assay.evaluators.judge_trajectory import TrajectoryJudge, TrajectoryJudgeParams
-from assay.evaluators.potato_endpoint import EndpointJudge, judge_spec, potato_judge_fields
+from assay.evaluators.potato_endpoint import EndpointJudge, UnconfiguredEndpoint, judge_spec, potato_judge_fields
 from assay.evaluators.rag import AnswerRelevance, ContextRelevance, Groundedness
 from assay.evaluators.rubric_dag import RubricDag
 from assay.evaluators.rubric_presets import RUBRIC_PRESETS
@@ -38,6 +40,8 @@ from assay.evaluators.tool_use import ToolCallAccuracy, ToolUse
 from assay.evaluators.trajectory import TrajectoryMatch, TrajectoryMatchParams
 from assay.exceptions import ConfigError
 from assay.potato_config import is_potato_config, judge_config
+from assay.records import Result
+from assay.traces.model import Trace
 
 ToolUseEvaluator = ToolUse
 ToolCallAccuracyEvaluator = ToolCallAccuracy
@@ -77,13 +81,24 @@ class EmbeddingDistance(EmbeddingSimilarity):
 # --------------------------------------------------------------------------- judges
 
 
+def _no_judge_in(config: Any) -> bool:
+    """A potato task config that names no judge endpoint (no ``ai_support`` section, e.g. ``{}``)."""
+    return isinstance(config, Mapping) and not is_potato_config(config) and not {"provider", "model"} & config.keys()
+
+
 class _PotatoJudgeInit:
-    """``Cls(config, **params)`` as in potato; a params dict or model positionally still works."""
+    """``Cls(config, **params)`` as in potato; a params dict or model positionally still works.
+
+    A ``config`` without an ``ai_support`` section (and no ``endpoint``) is potato's "no judge
+    endpoint configured": every evaluation is an error result with score None, not an exception."""
 
     def __init__(self, config: Any = None, /, **kwargs: Any) -> None:
-        if is_potato_config(config):
+        if is_potato_config(config) or (_no_judge_in(config) and "endpoint" not in kwargs):
             kwargs = {"config": config, **kwargs}
             config = None
+        if _no_judge_in(kwargs.get("config")) and kwargs.get("endpoint") is None and kwargs.get("judge") is None:
+            kwargs["config"] = None
+            kwargs["endpoint"] = UnconfiguredEndpoint()
         super().__init__(config, **kwargs)  # type: ignore[call-arg]
 
 
@@ -100,11 +115,22 @@ class LLMTrajectoryJudgeParams(TrajectoryJudgeParams):
 
 class LLMTrajectoryJudge(_PotatoJudgeInit, TrajectoryJudge):
     """potato's ``LLMTrajectoryJudge(config=..., continuous=...)``: reference-free trajectory
-    judge (the reference is shown when the record has one); registry name ``llm_trajectory_judge``."""
+    judge (the reference is shown when the record has one); registry name ``llm_trajectory_judge``.
+    As in potato, the task (the record's ``inputs``) is shown above the trajectory when given."""
 
     name: ClassVar[str] = "llm_trajectory_judge"
     Params = LLMTrajectoryJudgeParams
     params: LLMTrajectoryJudgeParams
+
+    def messages_for(self, trace: Trace, compiled: Any) -> list[dict[str, Any]]:
+        messages = super().messages_for(trace, compiled)
+        if trace.input is None or "inputs" in compiled.variables:
+            return messages
+        task = self.variable("inputs", trace, compiled)
+        last = messages[-1]
+        if task and isinstance(last.get("content"), str):
+            messages[-1] = {**last, "content": f"<task>\n{task}\n</task>\n\n{last['content']}"}
+        return messages
 
 
 class AgentAsJudgeEvaluatorParams(AgentAsJudgeParams):
@@ -121,9 +147,16 @@ class AgentAsJudgeEvaluatorParams(AgentAsJudgeParams):
 
 
 class AgentAsJudgeEvaluator(_PotatoJudgeInit, AgentAsJudge):
-    """potato's ``AgentAsJudgeEvaluator(config, requirements=[...])``."""
+    """potato's ``AgentAsJudgeEvaluator(config, requirements=[...])``; its metadata also carries
+    potato's ``spot_check_units`` (the requirements a reviewer checks: one per requirement)."""
 
     Params = AgentAsJudgeEvaluatorParams
+
+    async def judge_trace(self, trace: Trace, calls: JudgeCalls) -> Result:
+        result = await super().judge_trace(trace, calls)
+        if "total" in result.metadata:
+            result.metadata["spot_check_units"] = result.metadata["total"]
+        return result
 
 
 def make_rubric_dag(

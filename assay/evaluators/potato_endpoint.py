@@ -12,6 +12,7 @@ from typing import Any
 import anyio.to_thread
 from pydantic import create_model
 
+from assay.exceptions import JudgeError
 from assay.judges.base import JudgeRequest, JudgeResponse, JudgeUsage
 from assay.potato_config import is_potato_config, judge_config
 
@@ -46,16 +47,36 @@ class EndpointJudge:
         if hasattr(reply, "model_dump"):
             reply = reply.model_dump()
         if isinstance(reply, dict):
-            return JudgeResponse(json.dumps(reply), reply, JudgeUsage(calls=1))
+            return JudgeResponse(json.dumps(reply), _potato_verdict(reply, request), JudgeUsage(calls=1))
         text = str(reply)
         try:
             data = json.loads(text)
         except ValueError:
             data = None
-        return JudgeResponse(text, data if isinstance(data, dict) else None, JudgeUsage(calls=1))
+        verdict = _potato_verdict(data, request) if isinstance(data, dict) else None
+        return JudgeResponse(text, verdict, JudgeUsage(calls=1))
 
     def estimate(self, request: JudgeRequest) -> JudgeUsage:
         return JudgeUsage(calls=1)
+
+
+def _potato_verdict(data: dict[str, Any], request: JudgeRequest) -> dict[str, Any]:
+    """potato's pass/fail judges answer ``{"pass": true, "reasoning": …}`` (``pass_`` from its
+    pydantic model): that is the ``score`` a boolean verdict schema asks for."""
+    props = (request.schema or {}).get("properties") or {}
+    if "score" in props and "score" not in data:
+        for name in ("pass", "pass_"):
+            if name in data:
+                return {**data, "score": data[name]}
+    return data
+
+
+class UnconfiguredEndpoint:
+    """potato's "no judge endpoint configured" (a task config without ``ai_support``): every
+    query fails, so each evaluation is an error result with score None."""
+
+    def query(self, prompt: str, model: Any = None) -> Any:
+        raise JudgeError("no judge endpoint configured: the potato config has no ai_support section")
 
 
 def judge_spec(config: Any = None, endpoint: Any = None) -> Any:

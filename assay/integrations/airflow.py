@@ -73,6 +73,7 @@ __all__ = [
     "DEFERRAL_SETTLE_S",
     "EXIT_MEANING",
     "SECRET_NAME_PARTS",
+    "AssayBackfillOperator",
     "AssayBatchTrigger",
     "AssayMergeOperator",
     "AssayRunOperator",
@@ -539,3 +540,55 @@ class AssayMergeOperator(_AssayCommandOperator):
         config = self._run_file_config(self.run_file, self.ds, self.overrides)
         path: Path = local_summary_path(config)
         return path
+
+
+class AssayBackfillOperator(_AssayCommandOperator):
+    """``assay backfill RUN_FILE --from START --to END [--parallel-days N] [--max-cost-usd X]``:
+    a range of days in one task (``docs/backfill.md``), scored at the price of what is missing.
+
+    Templated: ``run_file``, ``start``, ``end``, ``overrides``, ``extra_args``. Exit codes as
+    ``assay run`` (the worst day's): 75 while a batch judge's batches are pending fails the task
+    for a retry, which collects them. Returns ``_BACKFILL.json`` (local outputs), which lands in
+    XCom. ``airflow dags backfill`` of the shipped DAG (one ``assay run --ds`` per day) gives the
+    same outputs: each day's run follows the same rule."""
+
+    template_fields: Sequence[str] = ("run_file", "start", "end", "overrides", "extra_args", "env")
+
+    def __init__(
+        self,
+        *,
+        run_file: str,
+        start: str,
+        end: str,
+        parallel_days: int = 1,
+        max_cost_usd: float | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.run_file = run_file
+        self.start = start
+        self.end = end
+        self.parallel_days = parallel_days
+        self.max_cost_usd = max_cost_usd
+        self.overrides = dict(overrides or {})
+
+    def command(self) -> list[str]:
+        argv = [*self.assay_command, "backfill", str(self.run_file), "--from", str(self.start), "--to", str(self.end)]
+        argv += ["--parallel-days", str(self.parallel_days)]
+        if self.max_cost_usd is not None:
+            argv += ["--max-cost-usd", f"{self.max_cost_usd:g}"]
+        for item in _sets(self.overrides):
+            argv += ["--set", item]
+        return argv + [str(a) for a in self.extra_args]
+
+    def summary_path(self) -> Path | None:
+        from assay.pipeline.backfill import BACKFILL, backfill_location, days_between
+
+        configs = [
+            self._run_file_config(self.run_file, day, self.overrides) for day in days_between(self.start, self.end)
+        ]
+        fs, where = backfill_location(configs)
+        if (close := getattr(fs, "close", None)) is not None:
+            close()
+        return None if "://" in where else Path(where) / BACKFILL

@@ -48,13 +48,20 @@ spent stays counted: the same job run again under the same cap sends nothing; a 
 (the answers already paid come from the cache). SQLite is one machine's: on a cluster of several
 nodes set ``rate_store: redis://…``, and the budget is kept in that Redis instead.
 
+Batches whose messages are Arrow lists of structs are scored **by columns** when every evaluator
+of the run has a columnar form (:mod:`assay.evaluators.columnar`; ``ASSAY_COLUMNAR=0`` turns it
+off): no trace object is built, and the rows the columns cannot decide as the object path would
+take the object path, in place. The table is the object path's either way. Read only the columns
+the plan needs with ``ray.data.read_parquet(path, columns=scorer.read_columns(schema))`` (None:
+every column). The scorer is :class:`~assay.integrations.arrow_scoring.BatchScorer`, which the
+Spark integration's executors run too.
+
 Rows are traces one by one: multi-row exports (LangSmith runs, Langfuse observations) are
 assembled by ``assay run``, not here (their rows of one trace may be in different batches).
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,18 +71,11 @@ try:
 except ImportError as _exc:  # pragma: no cover - depends on the environment
     raise ImportError("assay.integrations.ray needs pyarrow: pip install 'assay[ray]'") from _exc
 
-from assay.config import RunConfig, build_config, load_run_file, stable_run_id
-from assay.connectors.parquet_schema import TableBuilder
-from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan
-from assay.exceptions import BudgetExceeded
-from assay.pipeline.assembly import build_evaluators
-from assay.records import Envelope, Failure, Position, Result
-from assay.stages.evaluate import EvaluateStage, PartialBatch
-from assay.stages.normalize import RecordParser
-from assay.traces.model import Trace
+from assay.config import RunConfig
+from assay.integrations.arrow_scoring import BatchScorer, as_batch, run_config, score_table
 
 
-class AssayScorer:
+class AssayScorer(BatchScorer):
     """Scores Arrow batches of traces with a run file's evaluators (see the module docs).
 
     ``run_file`` (or ``config``: a run file's contents as a dict), ``ds`` and ``sets`` as for
@@ -96,122 +96,19 @@ class AssayScorer:
         use_cache: bool = True,
         name: str = "batch",
     ) -> None:
-        if (run_file is None) == (config is None):
-            raise ValueError("AssayScorer: pass run_file or config (one of them)")
-        if run_file is not None:
-            cfg = load_run_file(run_file, ds=ds, sets=list(sets) if sets else None)
-        elif isinstance(config, RunConfig):
-            cfg = config
-        else:
-            cfg = build_config(dict(config or {}), ds=ds, sets=list(sets) if sets else None)
-        self.config = cfg
+        cfg = run_config(run_file, config, ds=ds, sets=sets, who="AssayScorer")
+        super().__init__(cfg, run_id=run_id, use_cache=use_cache)
         self.ds = ds
-        self.run_id = run_id or (str(cfg.run_id) if cfg.run_id else stable_run_id(cfg))
         self.name = name
-        self.evaluators = build_evaluators(cfg)
-        self.stage = EvaluateStage(self.evaluators)
-        self.parse = RecordParser(cfg.normalize, projected=not self.stage.reads_scenario)
-        self.thresholds: dict[str, float] = {ev.key: ev.threshold for ev in self.evaluators}
-        self.use_cache = use_cache
-        self._loop: contextlib.ExitStack | None = None
-        self._portal: Any = None
-        self._pool: Any = None
-
-    # -- the event loop that holds the judges (async evaluators only) --------------------------
-
-    def _start(self) -> None:
-        from anyio.from_thread import start_blocking_portal
-
-        stack = contextlib.ExitStack()
-        self._portal = stack.enter_context(start_blocking_portal())
-        if self.config.judges:
-            from assay.judges.pool import JudgePool
-
-            pool = JudgePool.from_config(
-                self.config.judges,
-                state_dir=Path(self.config.state_dir),
-                use_cache=self.use_cache,
-                budget_usd=self.config.limits.budget_usd,
-                budget_scope=f"ray:{self.run_id}",  # one budget for every actor of the job (and its reruns)
-                budget_store=self.config.rate_store,
-            )
-            self._pool = stack.enter_context(self._portal.wrap_async_context_manager(pool))
-            for ev in self.evaluators:
-                ev.use_judges(self._pool)
-        self._loop = stack
-
-    def close(self) -> None:
-        """Close the judges and stop the actor's event loop (also on garbage collection)."""
-        loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
-
-    async def _process(self, traces: list[Trace]) -> list[dict[str, Result]]:
-        try:
-            results, _ = await self.stage.process(traces)
-        except PartialBatch as cut:  # the budget is spent: what was not judged says so
-            spent = f"judge budget of ${self.config.limits.budget_usd} reached"
-            for res in cut.results:
-                for ev in self.stage.async_:
-                    res.setdefault(ev.key, Result.from_error(ev.key, BudgetExceeded(spent)))
-            return cut.results
-        return results
-
-    def _evaluate(self, traces: list[Trace]) -> list[dict[str, Result]]:
-        if self.stage.streaming:
-            return [self.stage.score_one(t) for t in traces]
-        if self._loop is None:
-            self._start()
-        out: list[dict[str, Result]] = self._portal.call(self._process, traces)
-        return out
-
-    # -- one batch ------------------------------------------------------------------------------
 
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
         """Score one batch: its rows as traces → one row of score columns per input row."""
-        if isinstance(batch, pa.Table):
-            batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([])
-        rows = BatchRows(batch, columnar_plan(batch.schema))
-        traces: list[Trace] = []
-        order: list[tuple[int, Trace | Failure]] = []
-        for i in range(batch.num_rows):
-            env = Envelope(b"", Position(self.name, i + 1), record=Row(rows, i))
-            t = self.parse(env)
-            if type(t) is Trace:
-                traces.append(t)
-            order.append((i, t))
-        scored = iter(self._evaluate(traces))
-        out_rows: list[dict[str, Any]] = []
-        errors: list[str | None] = []
-        keys: dict[str, None] = dict.fromkeys(ev.key for ev in self.evaluators)
-        for i, t in order:
-            position = {"file": self.name, "line": i + 1}
-            if isinstance(t, Trace):
-                res = next(scored)
-                keys.update(dict.fromkeys(res))
-                for key, r in res.items():
-                    if r.threshold is not None:
-                        self.thresholds[key] = r.threshold
-                out_rows.append({"trace_id": t.id, "run_id": self.run_id, "position": position, "results": _dicts(res)})
-                errors.append(None)
-            else:
-                out_rows.append({"trace_id": None, "run_id": self.run_id, "position": position, "results": {}})
-                errors.append(t.message)
-        builder = TableBuilder(list(keys), ds=self.ds, thresholds=self._thresholds(keys))
-        builder.add_all(out_rows)
-        table = pa.Table.from_batches([builder.batch()])
-        return table.append_column("read_error", pa.array(errors, type=pa.string()))
-
-    def _thresholds(self, keys: Mapping[str, None]) -> dict[str, float]:
-        return {key: self.thresholds.get(key, 0.5) for key in keys}
-
-
-def _dicts(results: Mapping[str, Result]) -> dict[str, dict[str, Any]]:
-    return {k: r.to_dict() for k, r in results.items()}
+        batch = as_batch(batch)
+        if self.columnar_plan(batch.schema) is not None:  # every key is an evaluator's own
+            return self.columns(batch, self.name, ds=self.ds)
+        processed = self.process(batch, self.name)
+        self.observe(processed)
+        return score_table(processed, self.keys, run_id=self.run_id, ds=self.ds, thresholds=self.thresholds)
 
 
 __all__ = ["AssayScorer"]

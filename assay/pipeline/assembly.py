@@ -44,6 +44,7 @@ def build_evaluators(
                 " give one of them params.key"
             )
         seen[ev.key] = i
+        ev.version = spec.version  # enters the identity (a stale result is scored again)
         if spec.sample is not None:  # the EvaluateStage scores only its sample
             ev.sampler = Sampler(spec.sample, ev.key, config=config)
         evaluators.append(ev)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import orjson
 
 from assay.config import RunConfig
 from assay.connectors import registry
+from assay.connectors.base import Source
 from assay.exceptions import EXIT_INTERRUPTED, EXIT_PENDING, ConfigError
 from assay.judges.batch import rounds
 from assay.judges.batch.ledger import Ledger
@@ -37,6 +39,8 @@ from assay.judges.pool import JudgePool
 from assay.paths import safe_join
 from assay.pipeline.assembly import build_evaluators
 from assay.pipeline.checkpoint import CheckpointStore
+from assay.pipeline.ledger import LedgerEvaluate, load_ledger
+from assay.pipeline.outputs import RunPlan
 from assay.pipeline.targets import local_summary_path, sink_url
 from assay.pipeline.verdict import RunReport
 from assay.pipeline.writer import unwrap
@@ -78,8 +82,13 @@ async def batch_phase(
     use_cache: bool = True,
     wait: bool = False,
     handle_signals: bool = False,
+    source: Callable[[], Source] | None = None,
+    fresh: bool = False,
 ) -> PhaseResult:
-    """Recover, poll, collect, submit (see the module doc); a pending report or the config to score."""
+    """Recover, poll, collect, submit (see the module doc); a pending report or the config to score.
+    ``source``: what the collect pass reads (default: the run file's source; the Spark integration
+    gives its DataFrame). Over a published output (not ``fresh``), the collect pass asks only for
+    the pairs the output does not hold current (:mod:`assay.pipeline.ledger`)."""
     configs = batch_judges(config)
     if not configs:
         return PhaseResult(config=config)
@@ -95,7 +104,7 @@ async def batch_phase(
     interrupted = False
     try:
         try:
-            ready = await _guarded(config, origin, shard, state, wait, handle_signals)
+            ready = await _guarded(config, origin, shard, state, wait, handle_signals, source, fresh)
         except BaseExceptionGroup as group:
             raise unwrap(group) from None
         interrupted = ready is None
@@ -110,7 +119,14 @@ async def batch_phase(
 
 
 async def _guarded(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: BatchState, wait: bool, handle_signals: bool
+    config: RunConfig,
+    origin: str,
+    shard: tuple[int, int] | None,
+    state: BatchState,
+    wait: bool,
+    handle_signals: bool,
+    source: Callable[[], Source] | None = None,
+    fresh: bool = False,
 ) -> bool | None:
     """:func:`_invocation` under a SIGINT/SIGTERM watcher (None: interrupted)."""
     interrupted = False
@@ -128,13 +144,19 @@ async def _guarded(
                         return
 
             tg.start_soon(watch)
-        ready = await _invocation(config, origin, shard, state, wait)
+        ready = await _invocation(config, origin, shard, state, wait, source, fresh)
         tg.cancel_scope.cancel()
     return None if interrupted else ready
 
 
 async def _invocation(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, state: BatchState, wait: bool
+    config: RunConfig,
+    origin: str,
+    shard: tuple[int, int] | None,
+    state: BatchState,
+    wait: bool,
+    source: Callable[[], Source] | None = None,
+    fresh: bool = False,
 ) -> bool:
     """True when every answer is in (score now), False when batches are pending."""
     pool = JudgePool.from_config(
@@ -156,9 +178,9 @@ async def _invocation(
             state.refused.clear()
             await rounds.poll(state, pool)
             if rounds.collect_due(state):
-                misses = await _collect(config, origin, shard, pool, state)
+                misses = await _collect(config, origin, shard, pool, state, source, fresh)
                 if misses and await rounds.refetch(state, pool):  # answers that left the cache: downloaded again
-                    misses = await _collect(config, origin, shard, pool, state)
+                    misses = await _collect(config, origin, shard, pool, state, source, fresh)
                 if rounds.all_answered(state, misses):
                     return True
             await rounds.submit(state, Path(config.state_dir))
@@ -169,28 +191,90 @@ async def _invocation(
 
 
 async def _collect(
-    config: RunConfig, origin: str, shard: tuple[int, int] | None, pool: JudgePool, state: BatchState
+    config: RunConfig,
+    origin: str,
+    shard: tuple[int, int] | None,
+    pool: JudgePool,
+    state: BatchState,
+    make_source: Callable[[], Source] | None = None,
+    fresh: bool = False,
 ) -> int:
-    """One pass over the input: every batch judge's cache misses into the ledger. The misses found."""
+    """One pass over the input: every batch judge's cache misses into the ledger. The misses found.
+    Over a published output (not ``fresh``), pairs it holds current are not asked for."""
+    endpoints = rounds.begin_collect(state, pool)
+    await _collect_pass(config, origin, shard, pool, fresh, make_source)
+    return await rounds.end_collect(state, endpoints)
+
+
+async def _collect_pass(
+    config: RunConfig,
+    origin: str,
+    shard: tuple[int, int] | None,
+    pool: JudgePool,
+    fresh: bool,
+    make_source: Callable[[], Source] | None = None,
+) -> None:
+    """Read the input with the batch judges in collect mode (their misses go to the ledger)."""
     from assay.connectors.registry import SourceContext, build_source
     from assay.evaluators.base import offers
     from assay.stages.evaluate import EvaluateStage
     from assay.stages.normalize import RecordParser
     from assay.traces.model import Trace
 
-    endpoints = rounds.begin_collect(state, pool)
     built = build_evaluators(config, origin, judges=pool)
     evaluators = [ev for ev in built if ev.is_async and offers(ev, "resolve_judge")]
     stage = EvaluateStage(evaluators)
+    if not fresh and shard is None and evaluators and await RunPlan(config).over_published():
+        stage = LedgerEvaluate(evaluators, await load_ledger(config, evaluators))
     parse = RecordParser(config.normalize)
-    source = build_source(
-        config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
-    )
+    if make_source is not None:
+        source = make_source()
+    else:
+        source = build_source(
+            config.source, SourceContext(batch_size=config.limits.batch_size, shard=shard, options=config.s3)
+        )
     async with source as src:
         async for batch in src.batches():
             traces = [t for t in (parse(env) for env in batch) if isinstance(t, Trace)]
             if traces and evaluators:
                 await stage.process(traces)
+
+
+async def shared_batch_phase(configs: list[RunConfig], path: Path, *, origin: str = "run file") -> bool:
+    """The batch judges of several days (``assay backfill``) in one ledger at ``path``: every
+    day's missing pairs are collected, then submitted packed together (180 days are a few
+    provider batches, not 180), polled and ingested into the judge cache. True when every answer
+    is in (each day's own run then scores from the cache); False while batches are pending."""
+    if not configs:
+        return True
+    days = [with_ledger(c, path) for c in configs]
+    ledger = Ledger(path)
+    state = BatchState(ledger, batch_judges(days[0]))
+    try:
+        pool = JudgePool.from_config(
+            days[0].judges, state_dir=Path(days[0].state_dir), use_cache=True, budget_usd=days[0].limits.budget_usd
+        )
+        async with pool, contextlib.AsyncExitStack() as stack:
+            await rounds.open_clients(state, pool, stack)
+            await rounds.recover(state)
+            state.refused.clear()
+            await rounds.poll(state, pool)
+            if rounds.collect_due(state):
+                misses = await _collect_days(days, origin, pool, state)
+                if misses and await rounds.refetch(state, pool):
+                    misses = await _collect_days(days, origin, pool, state)
+                if rounds.all_answered(state, misses):
+                    return True
+            await rounds.submit(state, Path(days[0].state_dir))
+            return False
+    finally:
+        ledger.close()
+
+
+async def _collect_days(days: list[RunConfig], origin: str, pool: JudgePool, state: BatchState) -> int:
+    endpoints = rounds.begin_collect(state, pool)
+    for config in days:
+        await _collect_pass(config, origin, None, pool, False)
     return await rounds.end_collect(state, endpoints)
 
 
@@ -258,4 +342,5 @@ __all__ = [
     "ledger_path",
     "legacy_ledger_path",
     "pending_report",
+    "shared_batch_phase",
 ]

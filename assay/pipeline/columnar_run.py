@@ -28,6 +28,7 @@ from assay.connectors.base import Sink, Source
 from assay.evaluators.identity import evaluator_identity
 from assay.exceptions import AssayError
 from assay.pipeline.commit import Committer
+from assay.pipeline.ledger import LedgerEvaluate
 from assay.pipeline.runner import Pipeline, Processed, RunOptions
 from assay.pipeline.summary import MAX_UNSCORED_REASONS, OTHER_REASONS, KeyStats, RunStats
 from assay.records import Failure
@@ -47,12 +48,16 @@ def _parquet_of(source: Source) -> Any:
 def columnar_candidate(
     source: Source, evaluate: EvaluateStage, sink: Sink, options: RunOptions, stats: RunStats
 ) -> bool:
-    """Whether a run may score by columns at all (the schema decides per batch)."""
+    """Whether a run may score by columns at all (the schema decides per batch). A rerun over a
+    published output (the ledger: kept results merged with the pairs left to score) takes the
+    object path."""
     from assay.evaluators.columnar import FORMS, columnar_enabled
 
     if not columnar_enabled() or _parquet_of(source) is None or not hasattr(sink, "write_columns"):
         return False
     if getattr(sink, "layout", "wide") != "wide" or options.cluster_by or stats.labels is not None:
+        return False
+    if isinstance(evaluate, LedgerEvaluate):  # a rerun over a published output: its kept pairs are rows
         return False
     evs = evaluate.evaluators
     return bool(evs) and all(type(ev) in FORMS and ev.sampler is None for ev in evs)

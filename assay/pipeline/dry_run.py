@@ -9,22 +9,40 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import orjson
 
 from assay.config import RunConfig
 from assay.connectors.registry import SourceContext, build_source
 from assay.evaluators.base import offers
-from assay.pipeline.assembly import build_evaluators
+from assay.pipeline.assembly import build_evaluators, judge_pool
+from assay.pipeline.ledger import current_ids, expected_identities, published_pairs
+from assay.pipeline.outputs import RunPlan
 from assay.sampling import samplers_of
 from assay.stages.normalize import parse_envelope
 from assay.stages.sampling import prepare_sampling
 from assay.traces.model import Trace
 
 
-async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]:
+async def dry_run(
+    config: RunConfig,
+    origin: str = "run file",
+    *,
+    wanted: Callable[[str, str | None], bool] | None = None,
+    seen: Callable[[str | None], None] | None = None,
+    fresh: bool = True,
+) -> dict[str, Any]:
+    """The estimate of a run (see the module doc). ``wanted(key, trace_id)``: whether the pair is
+    to be scored (a backfill's preview: not when the published output holds it current);
+    ``seen(trace_id)``: called for every trace read. Not ``fresh`` (``assay run --dry-run``):
+    over a published output, its current results are kept and not estimated."""
+    kept = 0
+    if wanted is None and not fresh and await RunPlan(config).over_published():
+        wanted, kept = await _current(config, origin)
     pool = None
     if config.judges:
         from assay.judges.pool import JudgePool
@@ -58,7 +76,11 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
                     dead += 1
                     continue
                 records += 1
+                if seen is not None:
+                    seen(t.id)
                 for ev in judged:
+                    if wanted is not None and not wanted(ev.key, t.id):
+                        continue  # its result is current: kept, no call
                     if ev.key in samplers and samplers[ev.key].weight(t) is None:
                         continue  # not in this evaluator's sample: no call
                     row = rows[ev.key]
@@ -78,6 +100,8 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
     if pool is not None:
         _batch_estimates(rows, pool)
     notes = _notes(config, evaluators, judged, rows, no_call, records, dead, pool)
+    if kept:
+        notes.insert(0, f"{kept:,} judged results of the published output are current: kept, not estimated")
     return {
         "records": records,
         "dead_letters": dead,
@@ -87,9 +111,20 @@ async def dry_run(config: RunConfig, origin: str = "run file") -> dict[str, Any]
         "output_tokens": sum(r["output_tokens"] for r in rows.values()),
         "cost_usd": sum(r["cost_usd"] for r in rows.values()),
         "realtime_cost_usd": sum(r.get("realtime_cost_usd", r["cost_usd"]) for r in rows.values()),
+        "batch_cost_usd": sum(r.get("batch_cost_usd", r["cost_usd"]) for r in rows.values()),
         "batches": sum(r.get("batches", 0) for r in rows.values()),
         "notes": notes,
     }
+
+
+async def _current(config: RunConfig, origin: str) -> tuple[Callable[[str, str | None], bool], int]:
+    """Which pairs the published output holds current (the ledger), and how many of them."""
+    pairs = await anyio.to_thread.run_sync(published_pairs, config)
+    async with judge_pool(config, use_cache=False) as pool:
+        evaluators = build_evaluators(config, origin, judges=pool)
+        expected = expected_identities(evaluators)
+    done = current_ids(pairs, expected, [ev.key for ev in evaluators if offers(ev, "build_requests")])
+    return (lambda key, tid: tid not in done.get(key, ())), sum(len(v) for v in done.values())
 
 
 def _notes(
@@ -142,6 +177,7 @@ def _batch_estimates(rows: dict[str, dict[str, Any]], pool: Any) -> None:
         if row["judge"] is None or row["judge"] not in pool.endpoints:
             continue
         cfg = pool.get(row["judge"]).config
+        row["batch_cost_usd"] = row["cost_usd"] * cfg.batch.discount  # what the batch price would be
         if cfg.mode != "batch":
             continue
         max_requests, max_bytes = cfg.batch.limits(pool.get(row["judge"]).provider.batch_limits or (0, 0))

@@ -30,6 +30,7 @@ from assay.connectors import registry
 from assay.connectors.layout import shard_summary_name, write_json_atomic
 from assay.connectors.registry import EMPTY_SINK_STATE, PUBLISHER, SinkContext, build_sink
 from assay.pipeline.checkpoint import CheckpointStore, fingerprint, fingerprint_change
+from assay.pipeline.ledger import published_summary
 from assay.pipeline.merge import forget_shard_summaries, open_results
 from assay.pipeline.summary import RunStats, judge_totals, merge_judge_stats
 from assay.pipeline.targets import (
@@ -54,6 +55,9 @@ class RunPlan:
     staged: bool = field(init=False, default=False)
     """This run started over while a whole output was published: its sinks write into their
     staging areas and ``publish`` swaps them in only when the new output is whole."""
+    ledger: bool = field(init=False, default=False)
+    """That published output is the ledger (not ``--fresh``): its current results are kept and
+    only missing or stale pairs are scored (:mod:`assay.pipeline.ledger`)."""
 
     def __post_init__(self) -> None:
         scope = f"#shard-{self.shard[0]}-of-{self.shard[1]}" if self.shard else ""
@@ -83,8 +87,19 @@ class RunPlan:
             ),
         )
 
+    async def over_published(self) -> bool:
+        """Whether this run would keep a published output's current results: a whole output is
+        there and the source reads its whole input again (not a topic read on from its end)."""
+        if registry.rerun_state(self.config.source) is not None:
+            return False
+        return bool(await self._sink("results", PUBLISHER, None).whole())
+
     async def prepare(self, n: int, *, fresh: bool) -> dict[int, dict[str, Any]]:
         """The checkpoint state each of ``n`` writers starts from (after a reset or a consolidation)."""
+        states = await self._prepare(n, fresh=fresh)
+        return {w: {**st, "ledger": self.ledger} for w, st in states.items()}
+
+    async def _prepare(self, n: int, *, fresh: bool) -> dict[int, dict[str, Any]]:
         current = fingerprint(self.config)
         meta = self.store.meta()
         self.staged = bool(meta.get("staged"))
@@ -112,17 +127,22 @@ class RunPlan:
             # a whole output stays in place until this run's output is whole (not for one shard:
             # `assay merge` publishes the shards' output)
             self.staged = self.shard is None and await self._sink("results", PUBLISHER, None).whole()
+            # a source that rereads the whole input (files, S3; not a topic read on from where
+            # that output ends) over a whole output: that output is the ledger
+            self.ledger = self.staged and not fresh and restart is None
+            self.ledger = self.ledger and registry.rerun_state(self.config.source) is None
             if self.staged and restart is None and not fresh:  # Kafka: where that output ends
                 restart = registry.rerun_state(self.config.source)
             await self.reset()
             if self.shard is not None:
                 await anyio.to_thread.run_sync(self._forget_shard_summaries)
             self.store.clear()
-            self.store.save_meta({"fingerprint": current, "staged": self.staged, "writers": n})
+            self.store.save_meta({"fingerprint": current, "staged": self.staged, "ledger": self.ledger, "writers": n})
             if restart is None:
                 return {w: {"staged": self.staged} for w in range(n)}
             self.store.save_carried({"source": restart})  # a stop before the first checkpoint keeps it
             return {w: {"staged": self.staged, "source": restart} for w in range(n)}
+        self.ledger = bool(self.store.meta().get("ledger")) and self.staged
         merge = functools.partial(registry.merge_resume_states, self.config.source)
         before = int(self.store.meta().get("writers", 0))  # writers earlier attempts started
         self.store.save_meta({**self.store.meta(), "writers": max(before, n)})
@@ -161,6 +181,27 @@ class RunPlan:
             async with self._sink(role, PUBLISHER, EMPTY_SINK_STATE) as sink:
                 settled = await sink.settle() or settled
         return settled
+
+    async def keep_unchanged(self, summary: dict[str, Any], pairs: dict[str, int]) -> str | None:
+        """A run over a published output (its ledger) that scored nothing, dropped nothing and
+        changed no row leaves that output exactly as it was: no new part, no new commit, not even
+        a new summary (its staging area and checkpoint are dropped). Returns the message, or None
+        when the output changes."""
+        if not self.ledger or pairs.get("changed", 1) or pairs.get("dropped", 1):
+            return None
+        published = await anyio.to_thread.run_sync(published_summary, self.config)
+        if (published or {}).get("output_format") != summary.get("output_format"):
+            return None  # the sink's format, layout or part size changed: the output is written again
+        for role in ("results", "dead_letter"):
+            async with self._sink(role, PUBLISHER, EMPTY_SINK_STATE) as sink:
+                await sink.discard()
+        self.store.clear()
+        where = sink_url(self.config)
+        message = (
+            f"nothing to score: the {pairs.get('kept', 0)} results at {where} are current; the output stays as it was"
+        )
+        summary.update(status="unchanged", messages=[message], summary_path=None)
+        return message
 
     async def keep_if_nothing_new(
         self, summary: dict[str, Any], stats: RunStats, *, status: str, error: Any
@@ -284,6 +325,7 @@ def build_summary(
         "totals": judge_totals(judge_stats),
         **_sampling(config, stats),
         "outputs": {"results": sink_url(config), "dead_letter": getattr(dead, "path", None)},
+        "output_format": fingerprint(config)["sink"],
         "source": getattr(config.source, "paths", None) or orjson.loads(config.source.model_dump_json()),
         "host": {"hostname": socket.gethostname(), "python": platform.python_version()},
     }

@@ -80,6 +80,8 @@ class Gauges:
     """Each judge's statistics now (``JudgePool.stats()``), for the metrics."""
     judge_latencies: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     """Each judge's latency samples in seconds, for the metrics."""
+    source_note: str | None = None
+    """What the source says of its reading (a platform API source: its requests and rate limit)."""
 
 
 class WindowRate:
@@ -326,6 +328,8 @@ class Progress:
             rate = "? req/min" if rpm is None else f"{rpm:,.0f} req/min"
             limit = "" if j.limit_rpm is None else f" (limit {j.limit_rpm:,.0f})"
             parts.append(f"judge {name}: {j.in_flight} in flight, {rate}{limit}")
+        if g.source_note:
+            parts.append(g.source_note)
         if g.queues:
             parts.append("queued " + ", ".join(f"{s} {used}/{size}" for s, (used, size) in g.queues.items()))
         if g.grace_left_s is not None:
@@ -372,6 +376,7 @@ def gauges_of(pipeline: Pipeline, pool: Any = None, *, now: float | None = None)
     grace = None
     if pipeline.stop_deadline is not None:
         grace = max(pipeline.stop_deadline - (time.monotonic() if now is None else now), 0.0)
+    note = source.progress_note() if hasattr(source, "progress_note") else None
     return Gauges(
         total,
         done,
@@ -383,6 +388,7 @@ def gauges_of(pipeline: Pipeline, pool: Any = None, *, now: float | None = None)
         grace,
         judge_stats=stats,
         judge_latencies=latencies,
+        source_note=note,
     )
 
 

@@ -22,6 +22,7 @@ from assay.pipeline.assembly import sweep_leftovers, tune_gc
 from assay.pipeline.batch_run import batch_phase, has_batch_judges
 from assay.pipeline.outputs import RunPlan, build_summary
 from assay.pipeline.progress import ProgressSink
+from assay.pipeline.summary import RunStats
 from assay.pipeline.verdict import Policy, RunReport, budget_message, combine_statuses, decide
 from assay.pipeline.writer import WriterResult, run_writer
 
@@ -50,7 +51,13 @@ async def execute(
 
     if has_batch_judges(config):
         phase = await batch_phase(
-            config, origin=origin, shard=shard, use_cache=use_cache, wait=wait, handle_signals=handle_signals
+            config,
+            origin=origin,
+            shard=shard,
+            use_cache=use_cache,
+            wait=wait,
+            handle_signals=handle_signals,
+            fresh=fresh,
         )
         if phase.report is not None:
             return phase.report
@@ -99,9 +106,15 @@ async def conclude(
         add_batch_totals(summary, config)
     if plan.shard is not None:  # one slice of the run: `assay merge` judges the whole
         summary["shard"] = {"index": plan.shard[0], "count": plan.shard[1]}
-    kept = await plan.keep_if_nothing_new(summary, stats, status=status, error=error)
-    if kept is not None:  # read nothing beside a whole output: that output stays as it was
-        return RunReport(0, summary, "nothing_new", [kept], None)
+    pairs = pair_counts(plan, results, stats)
+    summary["pairs"] = {k: pairs[k] for k in ("kept", "scored", "dropped")}
+    unchanged = None
+    if plan.ledger and status == "ok" and error is None:
+        unchanged = await plan.keep_unchanged(summary, pairs)
+    elif not plan.ledger:
+        kept = await plan.keep_if_nothing_new(summary, stats, status=status, error=error)
+        if kept is not None:  # read nothing beside a whole output: that output stays as it was
+            return RunReport(0, summary, "nothing_new", [kept], None)
     note = None
     if status == "budget":
         spent = float(summary.get("totals", {}).get("cost_usd") or 0.0)
@@ -113,6 +126,11 @@ async def conclude(
     verdict.record(summary)
     redact_summary(summary, expanded_values(config))
     report = RunReport(verdict.exit_code, summary, verdict.status, verdict.messages, error)
+    if unchanged is not None:  # the verdict of what is there; nothing is written
+        summary["unchanged"] = True
+        summary["summary_path"] = None
+        report.messages = [unchanged, *verdict.messages]
+        return report
     try:
         where = await plan.publish(summary, success=verdict.whole, completed=status == "ok")
     except AssayError as exc:  # the output could not be published: the run failed, whatever the verdict
@@ -125,4 +143,21 @@ async def conclude(
     return report
 
 
-__all__ = ["RunReport", "conclude", "execute"]
+def pair_counts(plan: RunPlan, results: list[WriterResult], stats: RunStats) -> dict[str, int]:
+    """``kept``, ``scored`` and ``dropped`` (trace, key) pairs of the whole run, and ``changed``
+    rows: the writers' ledger counts over a published output, else every row's keys scored."""
+    if not plan.ledger:
+        keys = len(plan.config.evaluators)
+        return {"kept": 0, "scored": int(stats.counts["scored"]) * keys, "dropped": 0, "changed": 1}
+    out = {"kept": 0, "scored": 0, "dropped": 0, "changed": 0, "existing": 0}
+    total = 0
+    for r in results:
+        got = r.extra.get("pairs") or {}
+        for k in ("kept", "scored", "changed", "existing"):
+            out[k] += int(got.get(k, 0))
+        total = max(total, int(got.get("existing", 0)) + int(got.get("dropped", 0)))
+    out["dropped"] = max(0, total - out["existing"])  # each writer read the whole ledger
+    return out
+
+
+__all__ = ["RunReport", "conclude", "execute", "pair_counts"]

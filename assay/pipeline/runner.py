@@ -109,6 +109,10 @@ class Pipeline:
         self._identity: dict[str, str] | None = None
         """Result key -> what produced it (:func:`evaluator_identity`), written in every row."""
         self.parse = RecordParser(self.options.normalize, projected=not evaluate.reads_scenario)
+        self.ledger: Any = None
+        """A run over a published output (:class:`~assay.pipeline.ledger.Ledger`): each row gets
+        the trace's current results back, beside what this run scored."""
+        self._order: list[str] = [ev.key for ev in (*evaluate.inline, *evaluate.batched, *evaluate.async_)]
 
     def stop(self, status: str) -> None:
         """Stop reading; in-flight batches drain. ``status``: budget | interrupted."""
@@ -181,6 +185,11 @@ class Pipeline:
         self, trace: Trace, env: Envelope, res: dict[str, Result], failures: list[Failure]
     ) -> tuple[dict[str, Any], bool]:
         """The result row of one trace (and a warning Failure for defects it was scored with)."""
+        if self.ledger is not None:  # the kept results, in place, in the order a full run writes them
+            merged = self.ledger.merge(trace.id, res, self._order)
+            if merged is not res:
+                res.clear()
+                res.update(merged)
         identity = self._identity
         if identity is None:  # first row: judges resolve inside the run's pool
             identity = self._identity = {ev.key: evaluator_identity(ev) for ev in self.evaluate.evaluators}

@@ -347,7 +347,7 @@ def execute_sharded(
 
     if has_batch_judges(config):
         phase = anyio.run(
-            lambda: batch_phase(config, origin=origin, use_cache=use_cache, wait=wait, handle_signals=True)
+            lambda: batch_phase(config, origin=origin, use_cache=use_cache, wait=wait, handle_signals=True, fresh=fresh)
         )
         if phase.report is not None:
             return phase.report

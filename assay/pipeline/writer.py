@@ -22,6 +22,7 @@ from assay.pipeline.assembly import build_evaluators, judge_pool
 from assay.pipeline.checkpoint import CheckpointStore
 from assay.pipeline.columnar_run import make_pipeline
 from assay.pipeline.commit import Committer
+from assay.pipeline.ledger import Ledger, LedgerEvaluate, load_ledger
 from assay.pipeline.progress import ProgressSink, sample_gauges
 from assay.pipeline.runner import Pipeline, RunOptions
 from assay.pipeline.stopping import watch_flag, watch_signals
@@ -85,6 +86,9 @@ async def run_writer(
     async with judge_pool(config, use_cache=use_cache, budget_scope=budget_scope) as pool:
         evaluators = build_evaluators(config, origin, judges=pool)
         await prepare_sampling(config, samplers_of(evaluators))  # the counting pass, when strata need one
+        # over a published output: its current results are kept, only the other pairs are scored
+        ledger: Ledger | None = await load_ledger(config, evaluators) if state.get("ledger") else None
+        prior_pairs: dict[str, int] = state.get("pairs") or {}
         stats = RunStats(
             thresholds={ev.key: ev.threshold for ev in evaluators},
             level=config.stats.ci_level,
@@ -142,6 +146,8 @@ async def run_writer(
             if pool is not None:  # this writer's earlier attempts, then this one
                 judges = merge_judge_stats([prior_judges, pool.stats()], side_by_side=False)
             record: dict[str, Any] = {"stats": stats.to_dict(), "judges": judges, "writer": writer, "n": n}
+            if ledger is not None:  # this writer's earlier attempts' counts, then this one's
+                record["pairs"] = {k: prior_pairs.get(k, 0) + v for k, v in ledger.counts.items()}
             stopped_at = state.get("budget_stopped_at")  # a raised budget that was not reached keeps it
             if pipeline is not None and pipeline.status == "budget":
                 stopped_at = config.limits.budget_usd
@@ -170,7 +176,7 @@ async def run_writer(
         )
         pipeline = make_pipeline(  # the columnar path where the source and every evaluator allow it
             source,
-            EvaluateStage(evaluators),
+            EvaluateStage(evaluators) if ledger is None else LedgerEvaluate(evaluators, ledger),
             sinks["results"],
             sinks["dead_letter"],
             options,
@@ -178,6 +184,7 @@ async def run_writer(
             on_progress=progress.update if progress else None,
             committer=committer,
         )
+        pipeline.ledger = ledger
         error: AssayError | None = None
         try:
             async with source, sinks["results"], sinks["dead_letter"]:
@@ -222,5 +229,9 @@ async def run_writer(
         time.perf_counter() - started,
         error,
         committer.commits,
-        extra={"read_now": read_now, "spent_now_usd": spent_now},
+        extra={
+            "read_now": read_now,
+            "spent_now_usd": spent_now,
+            **({"pairs": ledger.pairs(prior_pairs)} if ledger is not None else {}),
+        },
     )

@@ -64,6 +64,10 @@ class PushParams(BaseModel):
     """Items per request (default: the platform's; LangSmith sends one per request)."""
     max_concurrency: int | None = Field(default=None, gt=0)
     """Requests in flight (default: follows the rate and the observed latency)."""
+    burst_s: float = Field(default=1.0, gt=0, le=60)
+    """The window the platform counts requests in, as far as the pacer may catch up: sends in any
+    ``burst_s`` seconds stay within ``rpm × burst_s / 60`` (one second by default, the strictest
+    reading of a per-minute limit; up to 60 for a limit counted by the minute)."""
     retries: int = Field(default=6, ge=0)
     """Attempts after the first for 429, 5xx and connection errors before the target counts as unreachable."""
     timeout_s: float = Field(default=30.0, gt=0)

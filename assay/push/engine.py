@@ -1,9 +1,11 @@
 """Pushing one published output to one target: read its rows, skip what the ledger knows, send
 the rest in the target's batches through the judges' limiter, record every answer.
 
-* **pacing**: :class:`~assay.judges.limits.Limits` at the target's ``rpm`` (its published limit
-  by default): requests in flight follow the rate and the observed latency (Little's law);
-* **retries**: 429 honours ``Retry-After`` and slows the pacer (multiplicative decrease), 5xx,
+* **pacing**: :class:`~assay.push.pacing.Pacer` at the target's ``rpm`` (its published limit by
+  default), a token bucket that catches up the slots a late send missed, within the burst the
+  platform allows (``burst_s``); the judges' :class:`~assay.judges.limits.Limits` keeps the
+  requests in flight at what the observed latency needs;
+* **retries**: 429 honours ``Retry-After`` and holds the pacer (its bucket emptied), 5xx,
   408, timeouts and connection errors back off with full jitter up to ``retries`` attempts, then
   the target is *unreachable* (:class:`~assay.exceptions.PushUnreachableError`, exit 1); 401/403
   stops at once (:class:`~assay.exceptions.PushAuthError`, exit 2);
@@ -33,6 +35,7 @@ from assay.judges.limits import Limits
 from assay.judges.retry import full_jitter, is_retryable_status, retry_delay
 from assay.push.base import ItemOutcome, PushItem, PushTarget, SplitBatch, items_of_row
 from assay.push.ledger import PushLedger
+from assay.push.pacing import Pacer
 
 __all__ = ["TargetReport", "push_target"]
 
@@ -112,8 +115,9 @@ class _Sender:
         self.session = session
         self.unrecorded: list[tuple[str, str, str | None, str, str]] = []
         self._writer = anyio.CapacityLimiter(1)
-        rpm = target.rpm
-        self.limits = Limits(max_concurrency=target.params.max_concurrency, rps=rpm / 60.0 if rpm else None, tpm=None)
+        self.pacer = Pacer(target.rpm, window_s=target.params.burst_s)
+        # in flight only: the pacer keeps the rate
+        self.limits = Limits(max_concurrency=target.params.max_concurrency, rps=None, tpm=None, adaptive=False)
 
     async def send(self, items: list[PushItem]) -> None:
         import aiohttp
@@ -123,7 +127,8 @@ class _Sender:
         while True:
             req = target.request(items)
             error: str | None = None
-            async with self.limits.slot(0) as sent_at:
+            async with self.limits.slot(0):
+                await self.pacer.wait()
                 started = time.monotonic()
                 report.requests += 1
                 try:
@@ -139,8 +144,9 @@ class _Sender:
                 limited += 1
                 if limited > MAX_RATE_LIMITED:
                     raise PushUnreachableError(f"push {target.describe()}: still rate limited after {limited} tries")
-                wait = self.limits.on_rate_limited(sent_at=sent_at, delay=retry_delay(headers))
-                await anyio.sleep(wait if wait is not None else full_jitter(limited))
+                hint = retry_delay(headers)
+                wait = self.pacer.on_rate_limited(hint)
+                await anyio.sleep(wait if hint is not None else max(wait, full_jitter(limited)))
                 continue
             if status == 0 or is_retryable_status(status):
                 failures += 1
@@ -152,7 +158,7 @@ class _Sender:
                 report.retries += 1
                 await anyio.sleep(full_jitter(failures))
                 continue
-            self.limits.on_answer(time.monotonic() - started, sent_at)
+            self.limits.on_answer(time.monotonic() - started)
             break
         try:
             outcomes = target.outcomes(items, status, body)

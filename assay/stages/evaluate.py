@@ -65,6 +65,12 @@ class EvaluateStage:
         self.async_ = [e for e in evaluators if e.is_async]
 
     @property
+    def weighs(self) -> bool:
+        """Whether :meth:`sample_weights` decides per trace which evaluators run (a sample, or a
+        subclass that skips results a published output already holds)."""
+        return bool(self.samplers)
+
+    @property
     def has_async(self) -> bool:
         return bool(self.async_)
 
@@ -126,7 +132,7 @@ class EvaluateStage:
     def score_one(self, trace: Trace, weights: Mapping[str, float | None] | None = None) -> dict[str, Result]:
         """Run the inline evaluators on one trace (those whose sample it is in)."""
         if weights is None:
-            weights = self.sample_weights(trace) if self.samplers else {}
+            weights = self.sample_weights(trace) if self.weighs else {}
         results: dict[str, Result] = {}
         for ev in self.inline:
             weight = weights.get(ev.key, 1.0)
@@ -144,7 +150,7 @@ class EvaluateStage:
         """Results per trace, and per trace whether it completed (False: abandoned for the budget)."""
         if self.samplers and not all(s.ready for s in self.samplers.values()):
             await self._count_late()
-        weights = [self.sample_weights(trace) for trace in traces] if self.samplers else [{} for _ in traces]
+        weights = [self.sample_weights(trace) for trace in traces] if self.weighs else [{} for _ in traces]
         results = [self.score_one(trace, w) for trace, w in zip(traces, weights, strict=True)]
         for ev in self.batched:  # one call per batch (e.g. one encode), off the event loop when it can be
             chosen = [i for i, w in enumerate(weights) if w.get(ev.key, 1.0) is not None]

@@ -15,7 +15,15 @@
   new score is stored — a client whose timestamps drift between retries leaves duplicates;
 * ``GET /api/public/v3/scores`` (``traceId``, ``name``, ``id``, ``limit``, ``cursor``, ``fields``)
   answers in the v3 shape (``value`` typed by ``dataType``);
-* 429 with ``Retry-After`` and 503, scripted or above ``rpm``.
+* 429 with ``Retry-After`` and 503, scripted or above ``rpm``;
+* the read side, for the ``langfuse`` source and the SDK's ``api.observations.get_many``:
+  observations loaded with :meth:`LangfuseServer.load_observations` (the v2 API's camelCase
+  shape, ``input`` / ``output`` as raw JSON text); ``GET /api/public/v2/observations`` with the
+  documented filters (``traceId``, ``isRootObservation``, ``fromStartTime`` / ``toStartTime``,
+  ``type``, ``name``, ``environment``, ``parentObservationId``), ``fields`` groups (default
+  ``core,basic``), ``limit`` (at most 1,000) and ``cursor`` (``meta.cursor``), newest first;
+  unknown parameters, field groups or ``parseIoAsJson=true`` → 400. Reads have their own
+  scripted 429s and rate (``read_rate_limit_first``, ``read_rpm``).
 """
 
 from __future__ import annotations
@@ -41,6 +49,30 @@ SCORE_FIELDS = frozenset(
 )  # fmt: skip
 BODY_LIMIT = 1_000_000
 
+#: The v2 observations API's field groups (``core`` always returned).
+FIELD_GROUPS: dict[str, tuple[str, ...]] = {
+    "core": ("id", "traceId", "startTime", "endTime", "projectId", "parentObservationId", "type"),
+    "basic": (
+        "name", "level", "statusMessage", "version", "environment", "bookmarked", "public", "userId",
+        "sessionId", "isRootObservation",
+    ),
+    "time": ("completionStartTime", "createdAt", "updatedAt"),
+    "io": ("input", "output"),
+    "metadata": ("metadata",),
+    "model": ("model", "internalModelId", "modelParameters"),
+    "usage": ("usageDetails", "costDetails", "totalCost", "usagePricingTierName"),
+    "prompt": ("promptId", "promptName", "promptVersion"),
+    "metrics": ("latency", "timeToFirstToken"),
+    "trace_context": ("tags", "release", "traceName"),
+}  # fmt: skip
+OBSERVATION_PARAMS = frozenset(
+    {
+        "fields", "expandMetadata", "limit", "cursor", "parseIoAsJson", "name", "userId", "sessionId", "type",
+        "traceId", "level", "parentObservationId", "isRootObservation", "environment", "fromStartTime",
+        "toStartTime", "version", "filter",
+    }
+)  # fmt: skip
+
 
 class LangfuseServer(PlatformServer):
     """The stand-in; ``scores`` maps (id, name, day) → the stored score."""
@@ -59,10 +91,22 @@ class LangfuseServer(PlatformServer):
         self.traces = None if traces is None else set(traces)
         self.max_batch = max_batch
         self.scores: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.observations: dict[str, dict[str, Any]] = {}  # id -> observation (v2 API shape)
+        self.reads_log: list[dict[str, str]] = []  # the query of each observations read, in order
+
+    def load_observations(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Hold observations (the v2 API's shape); their traces become known to the score API."""
+        for o in rows:
+            row = {"projectId": "stand-in", "environment": "default", **o}
+            row.setdefault("isRootObservation", not row.get("parentObservationId"))
+            self.observations[str(o["id"])] = row
+            if self.traces is not None:
+                self.traces.add(str(o["traceId"]))
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/api/public/scores", self._create)
         app.router.add_get("/api/public/v3/scores", self._list)
+        app.router.add_get("/api/public/v2/observations", self._observations)
 
     async def _create(self, request: web.Request) -> web.Response:
         if request.headers.get("authorization") != self.auth:
@@ -191,6 +235,68 @@ class LangfuseServer(PlatformServer):
         if start + limit < len(rows):
             meta["cursor"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
         return web.json_response({"data": page, "meta": meta})
+
+    async def _observations(self, request: web.Request) -> web.Response:
+        if request.headers.get("authorization") != self.auth:
+            return self.refuse_auth()
+        refused = self.read_gate()
+        if refused is not None:
+            return refused
+        q = request.query
+        self.reads_log.append(dict(q))
+
+        def bad(message: str) -> web.Response:
+            self.stats.invalid += 1
+            return web.json_response({"message": message}, status=400)
+
+        unknown = sorted(set(q) - OBSERVATION_PARAMS)
+        if unknown:
+            return bad(f"unknown query parameters: {', '.join(unknown)}")
+        if q.get("parseIoAsJson") == "true":
+            return bad("parseIoAsJson is deprecated: input/output are returned as raw strings")
+        if q.get("filter"):
+            return bad("the stand-in does not read the structured filter")
+        groups = [g.strip() for g in q.get("fields", "core,basic").split(",") if g.strip()]
+        if any(g not in FIELD_GROUPS for g in groups):
+            return bad(f"fields: unknown group among {groups}")
+        try:
+            limit = int(q.get("limit", 50))
+            start = int(base64.urlsafe_b64decode(q["cursor"]).decode()) if q.get("cursor") else 0
+            since = _time(q["fromStartTime"]) if q.get("fromStartTime") else None
+            until = _time(q["toStartTime"]) if q.get("toStartTime") else None
+        except ValueError as exc:
+            return bad(f"invalid parameter: {exc}")
+        if not 1 <= limit <= 1000:
+            return bad("limit must be between 1 and 1000")
+        equal = {k: q[k] for k in ("traceId", "type", "name", "environment", "userId", "sessionId") if k in q}
+        root = q.get("isRootObservation")
+        parent = q.get("parentObservationId")
+
+        def keep(o: dict[str, Any]) -> bool:
+            if any(str(o.get(k)) != v for k, v in equal.items()):
+                return False
+            if root is not None and bool(o.get("isRootObservation")) != (root == "true"):
+                return False
+            if parent is not None and (o.get("parentObservationId") or "") != parent:
+                return False
+            t = _time(o["startTime"])
+            return (since is None or t >= since) and (until is None or t < until)
+
+        rows = sorted(
+            (o for o in self.observations.values() if keep(o)), key=lambda o: (_time(o["startTime"]), o["id"])
+        )
+        rows.reverse()
+        names = {f for g in ["core", *groups] for f in FIELD_GROUPS[g]}
+        page = [{k: v for k, v in o.items() if k in names} for o in rows[start : start + limit]]
+        meta: dict[str, Any] = {}
+        if start + limit < len(rows):
+            meta["cursor"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
+        return web.json_response({"data": page, "meta": meta})
+
+
+def _time(value: Any) -> dt.datetime:
+    t = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t
 
 
 class LangfuseServerThread(ServerThread[LangfuseServer]):

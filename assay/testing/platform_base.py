@@ -33,6 +33,9 @@ class PlatformStats:
     """Items refused one by one (unknown trace, invalid field)."""
     invalid: int = 0
     """Requests refused as a whole (400/413/422)."""
+    reads: int = 0
+    """Read requests answered (any status): the API sources' listings and fetches."""
+    read_rate_limited: int = 0
     log: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,7 +47,9 @@ class PlatformServer(LoopbackServer):
 
     ``rate_limit_first``: answer the first N write requests 429 with ``Retry-After: retry_after``;
     ``rpm``: refuse write requests above this rate (a sliding one-second window of ``rpm/60``),
-    answering 429 with the time to wait; ``fail_first``: answer the first N write requests 503."""
+    answering 429 with the time to wait; ``fail_first``: answer the first N write requests 503.
+    Reads have their own: ``read_rate_limit_first`` (429s) and ``read_fail_first`` (503s) count
+    down over read requests, ``read_rpm`` limits their rate (:meth:`read_gate`)."""
 
     def __init__(
         self,
@@ -53,6 +58,9 @@ class PlatformServer(LoopbackServer):
         rate_limit_first: int = 0,
         retry_after: float = 0.2,
         fail_first: int = 0,
+        read_rpm: float | None = None,
+        read_rate_limit_first: int = 0,
+        read_fail_first: int = 0,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -62,6 +70,9 @@ class PlatformServer(LoopbackServer):
         self.retry_after = retry_after
         self.fail_first = fail_first
         self._window = SlidingWindow(rpm / 60.0) if rpm else None
+        self.read_rate_limit_first = read_rate_limit_first
+        self.read_fail_first = read_fail_first
+        self._read_window = SlidingWindow(read_rpm / 60.0) if read_rpm else None
         self.lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -89,6 +100,23 @@ class PlatformServer(LoopbackServer):
             if wait > 0:
                 self.stats.rate_limited += 1
                 return web.json_response({"error": "rate limited"}, status=429, headers={"Retry-After": f"{wait:.3f}"})
+        return None
+
+    def read_gate(self) -> web.Response | None:
+        """429/503 for a read request when the script or the read rate says so."""
+        self.stats.reads += 1
+        if self.read_fail_first > 0:
+            self.read_fail_first -= 1
+            return web.json_response({"error": "unavailable"}, status=503)
+        wait = 0.0
+        if self.read_rate_limit_first > 0:
+            self.read_rate_limit_first -= 1
+            wait = self.retry_after
+        elif self._read_window is not None:
+            wait = self._read_window.take()
+        if wait > 0:
+            self.stats.read_rate_limited += 1
+            return web.json_response({"error": "rate limited"}, status=429, headers={"Retry-After": f"{wait:.3f}"})
         return None
 
     def refuse_auth(self) -> web.Response:

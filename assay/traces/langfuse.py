@@ -77,8 +77,8 @@ def _api_form(o: Any) -> Any:
     JSON-text columns decoded (a TOOL's output stays the text it is: the tool's result); the
     enriched export writes an empty string for an input or output that was not set, which is
     None here. A copy; API-form observations are returned as they are."""
-    if type(o) is not dict or not any(k in o for k in _CAMEL):
-        return o
+    if type(o) is not dict or not (any(k in o for k in _CAMEL) or "isRootObservation" in o):
+        return o  # the v2 observations API (``isRootObservation``) returns raw JSON text as the exports
     out = {_CAMEL.get(k, k): v for k, v in o.items() if k not in _CAMEL or _CAMEL[k] not in o}
     for k in ("input", "output"):
         if out.get(k) == "" and not (k == "output" and out.get("type") == "TOOL"):
@@ -112,7 +112,12 @@ def _trace_of_rows(observations: list[Any]) -> dict[str, Any]:
     roots = [  # v2 rows mark app roots that keep a physical parent (is_root_observation)
         o
         for o in observations
-        if type(o) is dict and (o.get("is_root_observation") is True or not o.get("parentObservationId"))
+        if type(o) is dict
+        and (
+            o.get("is_root_observation") is True
+            or o.get("isRootObservation") is True
+            or not o.get("parentObservationId")
+        )
     ]
     if roots:
         root = _ordered(roots)[0]

@@ -363,10 +363,11 @@ def test_pending_never_replaces_a_whole_outputs_summary_and_merge_of_a_pending_s
         run = run_file(tmp_path, server.url, "openai")
         assert assay("run", str(run), "--wait", "-q", cwd=tmp_path).returncode == 0
         whole = summary(tmp_path / "out")
-    with BatchServerThread(delay=60.0) as server:  # the prompt changes: every request is new
+    with BatchServerThread(delay=60.0) as server:  # a new version and temperature: every request is new
         cfg = json.loads(run.read_text())
         cfg["judges"]["gpt"]["base_url"] = f"{server.url}/v1"
         cfg["judges"]["gpt"]["temperature"] = 0.5
+        cfg["evaluators"][0]["version"] = 2  # (the output is the ledger: only a new identity is scored again)
         run.write_text(json.dumps(cfg))
         assert assay("run", str(run), "-q", cwd=tmp_path).returncode == 75
         assert summary(tmp_path / "out") == whole and (tmp_path / "out" / "_SUCCESS").exists()

@@ -162,3 +162,29 @@ def test_a_columnar_run_that_failed_resumes_to_the_same_output(tmp_path: Path, m
     _, clean, _, summary = _run(f, columnar=False)
     assert resumed.equals(clean)
     assert second.summary["counts"]["scored"] == summary["counts"]["scored"] == clean.num_rows
+
+
+def test_a_rerun_over_a_columnar_output_keeps_it_as_it_was(tmp_path: Path) -> None:
+    """The same command again over the output a columnar run published: every pair is current
+    (the ledger reads the columnar rows like any other), so nothing is scored or written: the same
+    part files byte for byte and the same summary (``pairs``: what the first run scored)."""
+    _input(tmp_path)
+    f = _run_file(tmp_path, NAME_LEVEL, "run")
+    _run(f, columnar=True)
+    out = tmp_path / "out"
+    before = {p.name: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    env = {**os.environ, "ASSAY_COLUMNAR": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay.cli", "run", str(f), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing to score" in proc.stderr
+    after = {p.name: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert after == before
+    pairs = json.loads((out / "_SUMMARY.json").read_text())["pairs"]
+    assert pairs["kept"] == 0 and pairs["dropped"] == 0 and pairs["scored"] > 0

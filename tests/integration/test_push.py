@@ -178,6 +178,12 @@ def test_a_forgotten_ledger_or_a_rerun_duplicates_nothing_and_a_changed_evaluato
     assert cli("run", str(run), "--ds", DS, "-q").returncode == 0
     new_ids = expected_ids(tmp_path)
     assert len(new_ids - old_ids) == 30  # only the contains scores changed identity
+    # the output was the ledger (issue 29): the latency results were kept, only contains was scored,
+    # and only the new results were sent
+    assert summary(tmp_path)["pairs"] == {"kept": 30, "scored": 30, "dropped": 0}
+    assert {name: p["sent"] for name, p in summary(tmp_path)["push"].items()} == dict.fromkeys(
+        ("langsmith", "langfuse", "otel"), 30
+    )
     assert set(ls.feedback) == old_ids | new_ids and len(ls.feedback) == 90
     assert {k[0] for k in lf.scores} == old_ids | new_ids and len(lf.scores) == 90
     assert len({r["attributes"]["assay.evaluation.id"] for r in ot.records}) == 90

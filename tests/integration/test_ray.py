@@ -150,7 +150,10 @@ def test_scorer_on_one_batch_without_ray(tmp_path: Path) -> None:
         ]
     )
     out = scorer(batch)
-    assert out.column_names == ["trace_id", "run_id", "ds", "position", "trajectory_strict_match", "read_error"]
+    assert out.column_names == [
+        *("trace_id", "run_id", "ds", "position", "platform"),
+        *("trajectory_strict_match", "read_error"),
+    ]
     rows = out.to_pylist()
     assert [r["trace_id"] for r in rows[:2]] == ["a", "b"]
     assert [r["trajectory_strict_match"]["score"] for r in rows[:2]] == [1.0, 0.0]
@@ -249,3 +252,46 @@ def test_a_killed_actor_restarts_and_pays_no_judge_call_twice(tmp_path: Path) ->
     # every distinct judge call answered (paid) once; the one killed in flight was sent once more
     assert len(rule.answered) == len(set(rule.answered)) == N
     assert stats.ok == N and stats.requests == N + 1, stats.to_dict()
+
+
+def test_scorer_by_columns_gives_the_object_paths_table() -> None:
+    """Messages as Arrow lists of structs: the scorer takes the columnar path (the run's
+    evaluators all have a columnar form), and its table is the object path's, row for row — the
+    rows the columns leave to the object path (no id, an empty or missing message list, no
+    reference) put back in place."""
+    import random
+
+    import pyarrow as pa
+
+    from assay.integrations.arrow_scoring import score_table
+    from assay.integrations.ray import AssayScorer
+
+    rng = random.Random(7)
+    names = ["search", "fetch", "submit", "ünïcode"]
+    rows: list[dict[str, Any]] = []
+    for i in range(300):
+        calls = [(rng.choice(names), {"q": rng.randint(0, 2)}) for _ in range(rng.randint(0, 4))]
+        ref = [(rng.choice(names), {"q": rng.randint(0, 2)}) for _ in range(rng.randint(0, 4))]
+        row: dict[str, Any] = {"id": f"t{i}", "messages": agent_messages(*calls), "reference": agent_messages(*ref)}
+        row["id"] = None if i % 17 == 0 else '{"json": "text"}' if i == 5 else row["id"]
+        row["messages"] = [] if i % 23 == 0 else None if i % 29 == 0 else row["messages"]
+        row["reference"] = None if i % 31 == 0 else row["reference"]
+        rows.append(row)
+    evaluators: list[dict[str, Any]] = [
+        {"name": "trajectory_match", "params": {"mode": mode}} for mode in ("strict", "unordered", "subset", "superset")
+    ]
+    evaluators += [
+        {"name": "tool_call_accuracy"},
+        {"name": "trajectory_match", "params": {"mode": "strict", "tool_args_match_mode": "exact", "key": "exact"}},
+    ]
+    scorer = AssayScorer(config={"source": {"path": "x.parquet"}, "sink": {"path": "o/"}, "evaluators": evaluators})
+    batch = pa.Table.from_pylist(rows).to_batches()[0]
+    assert scorer.columnar_plan(batch.schema) is not None
+    by_columns = scorer(batch)
+    processed = scorer.process(batch, "batch")
+    by_objects = score_table(processed, scorer.keys, run_id=scorer.run_id, ds=None, thresholds=scorer.thresholds)
+    assert by_columns.schema == by_objects.schema
+    assert by_columns.to_pylist() == by_objects.to_pylist()
+    table = by_columns.to_pylist()
+    assert sum((r["trajectory_strict_match"] or {}).get("passed") is True for r in table) > 10
+    assert sum(r["read_error"] is not None for r in table) > 0  # dead letters in place, by the object path

@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "assay",
             "assay.cli",
             "assay.push_command",
+            "assay.backfill_command",
             "assay.integrations",
             "assay.testing",
             "assay.report",

@@ -23,7 +23,7 @@ from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, llm_judge_
 from assay.compat.langchain import _stringify, is_chat_model, prompt_messages
 from assay.compat.openevals.types import EvaluatorResult as TypedResult
 from assay.compat.openevals.utils import _attachment_to_content_block
-from assay.evaluators.judge_render import append_to_last_user, few_shot_text
+from assay.evaluators.judge_render import append_to_last_user
 from assay.evaluators.llm_judge import LLMJudge
 from assay.judges.verdict import ScoreKind, VerdictSpec
 
@@ -44,7 +44,7 @@ def init_chat_model(model: str, **kwargs: Any) -> Any:
 
         return ChatAnthropic(model_name=name, **kwargs)
     try:
-        from langchain.chat_models import init_chat_model as langchain_init  # type: ignore[import-not-found]
+        from langchain.chat_models import init_chat_model as langchain_init  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise ValueError(f"model {model!r}: install langchain to use provider {provider!r}") from exc
     return langchain_init(model=model, **kwargs)
@@ -90,6 +90,18 @@ def _langchain_blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _few_shot_text(examples: list[dict[str, Any]]) -> str:
+    """openevals' rendering of few-shot examples, exactly (the scorer's messages are compared
+    verbatim): ``<example>`` blocks, the score as Python prints it."""
+    return "\n".join(
+        f"<example>\n<input>{ex['inputs']}</input>\n<output>{ex['outputs']}</output>"
+        + (f"\n<reasoning>{ex['reasoning']}</reasoning>" if "reasoning" in ex else "")
+        + (f"\n<score>{ex['score']}</score>" if "score" in ex else "")
+        + "\n</example>"
+        for ex in examples
+    )
+
+
 def _create_llm_as_judge_scorer(
     *,
     prompt: Any,
@@ -115,7 +127,7 @@ def _create_llm_as_judge_scorer(
         args = {"inputs": inputs, "outputs": outputs, "reference_outputs": reference_outputs, **kwargs}
         messages = _scorer_messages(prompt, system, args)
         if few_shot_examples:
-            append_to_last_user(messages, few_shot_text(few_shot_examples))
+            append_to_last_user(messages, _few_shot_text(few_shot_examples))
         verdict_schema = _verdict_schema(continuous, choices, use_reasoning)
         client = judge
         if client is None:
@@ -183,6 +195,7 @@ def create_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     output_schema: None = None,
+    structured_output_kwargs: dict[str, Any] | None = None,
 ) -> CompatEvaluator[TypedResult]: ...
 
 
@@ -199,6 +212,7 @@ def create_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     output_schema: Any,
+    structured_output_kwargs: dict[str, Any] | None = None,
 ) -> CompatEvaluator[Any]: ...
 
 
@@ -214,11 +228,14 @@ def create_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     output_schema: Any = None,
+    structured_output_kwargs: dict[str, Any] | None = None,
 ) -> CompatEvaluator[Any]:
     """An LLM-as-judge evaluator function with openevals' arguments and results: a bool score
     (``continuous``: a number in [0, 1]; ``choices``: the chosen number), the reasoning as
     ``comment``; with ``output_schema`` (a JSON schema, TypedDict or pydantic model) the parsed
-    object itself. Extra keyword arguments of a call fill extra template variables."""
+    object itself. Extra keyword arguments of a call fill extra template variables.
+    ``structured_output_kwargs`` go to a LangChain ``judge``'s ``with_structured_output`` (e.g.
+    ``{"method": "json_schema"}``); assay's own endpoints (``model="openai:…"``) ignore them."""
     return cast("CompatEvaluator[Any]", _build(**locals(), is_async=False))
 
 
@@ -235,6 +252,7 @@ def create_async_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     output_schema: None = None,
+    structured_output_kwargs: dict[str, Any] | None = None,
 ) -> AsyncCompatEvaluator[TypedResult]: ...
 
 
@@ -251,6 +269,7 @@ def create_async_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     output_schema: Any,
+    structured_output_kwargs: dict[str, Any] | None = None,
 ) -> AsyncCompatEvaluator[Any]: ...
 
 
@@ -266,6 +285,7 @@ def create_async_llm_as_judge(
     use_reasoning: bool = True,
     few_shot_examples: list[dict[str, Any]] | None = None,
     output_schema: Any = None,
+    structured_output_kwargs: dict[str, Any] | None = None,
 ) -> AsyncCompatEvaluator[Any]:
     """:func:`create_llm_as_judge` whose evaluator is awaited: ``await evaluator(outputs=...)``."""
     return cast("AsyncCompatEvaluator[Any]", _build(**locals(), is_async=True))

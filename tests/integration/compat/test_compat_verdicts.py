@@ -6,6 +6,7 @@ attachments, all over HTTP with the real client classes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -195,3 +196,74 @@ def test_the_low_level_scorer_sends_attachments(env: tuple[str, bool], verdict: 
     assert [b["type"] for b in body["messages"][0]["content"]] == ["text", "image_url", "image_url"]
     plain = _create_llm_as_judge_scorer(prompt="Evaluate: {outputs}", model="openai:gpt-4o-mini", use_reasoning=False)
     assert plain(outputs="x") is yes and isinstance(rule.bodies[-1]["messages"][0]["content"], str)
+
+
+# -- what openevals' trajectory/ and agentevals' graph_trajectory/ repository tests check (not in
+# the sdists tests/reference runs): the judges' verdict, sync and async, with and without a reference
+
+WEATHER = [
+    {"role": "user", "content": "What is the weather in SF?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"function": {"name": "get_weather", "arguments": '{"city": "SF"}'}}],
+    },
+    {"role": "tool", "content": "It's 80 degrees and sunny in SF."},
+    {"role": "assistant", "content": "The weather in SF is 80 degrees and sunny."},
+]
+
+
+@pytest.mark.parametrize("face", ["openevals", "agentevals"])
+def test_trajectory_judges_give_the_verdict_sync_and_async(env: tuple[str, bool], verdict: Any, face: str) -> None:
+    import importlib
+
+    llm = importlib.import_module(f"assay.compat.{face}.trajectory.llm")
+    _, yes = env
+    rule = verdict[1]
+    no_ref = llm.create_trajectory_llm_as_judge(prompt=llm.TRAJECTORY_ACCURACY_PROMPT, model="openai:gpt-4o-mini")
+    result = no_ref(outputs=WEATHER)
+    assert (result["key"], result["score"]) == ("trajectory_accuracy", yes)
+    assert "get_weather" in json.dumps(rule.bodies[-1]["messages"])
+    with_ref = llm.create_trajectory_llm_as_judge(
+        prompt=llm.TRAJECTORY_ACCURACY_PROMPT_WITH_REFERENCE, model="openai:gpt-4o-mini", feedback_key="accuracy"
+    )
+    result = with_ref(outputs=WEATHER, reference_outputs=WEATHER[:2])
+    assert (result["key"], result["score"]) == ("accuracy", yes)
+    continuous = llm.create_trajectory_llm_as_judge(model="openai:gpt-4o-mini", continuous=True)
+    assert continuous(outputs=WEATHER)["score"] == (1.0 if yes else 0.0)
+
+    async def main() -> Any:
+        judge = llm.create_async_trajectory_llm_as_judge(model="openai:gpt-4o-mini")
+        return [(await judge(outputs=WEATHER))["score"] for _ in range(2)]
+
+    assert anyio.run(main) == [yes, yes]
+
+
+def test_graph_trajectory_through_the_agentevals_paths(env: tuple[str, bool]) -> None:
+    pytest.importorskip("langgraph")
+    from assay.compat.agentevals.graph_trajectory.llm import (
+        create_async_graph_trajectory_llm_as_judge,
+        create_graph_trajectory_llm_as_judge,
+    )
+    from assay.compat.agentevals.graph_trajectory.strict import graph_trajectory_strict_match
+    from assay.compat.agentevals.graph_trajectory.utils import extract_langgraph_trajectory_from_thread
+    from tests.unit.evaluators.test_graph_trajectory import run_thread
+
+    _, yes = env
+    graph, config = run_thread("compat")
+    extracted = extract_langgraph_trajectory_from_thread(graph, config)
+    steps = [["__start__", "agent", "tools", "agent"]]
+    assert extracted["outputs"]["steps"] == steps
+    same = graph_trajectory_strict_match(outputs=extracted["outputs"], reference_outputs={"steps": steps})
+    assert same == {"key": "graph_trajectory_strict_match", "score": True, "comment": None, "metadata": None}
+    other = {"steps": [["__start__", "tools", "agent", "agent"]]}
+    assert graph_trajectory_strict_match(outputs=extracted["outputs"], reference_outputs=other)["score"] is False
+    judge = create_graph_trajectory_llm_as_judge(model="openai:gpt-4o-mini")
+    result = judge(inputs=extracted["inputs"], outputs=extracted["outputs"])
+    assert (result["key"], result["score"]) == ("graph_trajectory_accuracy", yes)
+
+    async def main() -> Any:
+        ajudge = create_async_graph_trajectory_llm_as_judge(model="openai:gpt-4o-mini")
+        return (await ajudge(inputs=extracted["inputs"], outputs=extracted["outputs"]))["score"]
+
+    assert anyio.run(main) is yes

@@ -66,7 +66,11 @@ def test_directory_of_parts_with_markers_and_the_documented_schema(tmp_path: Pat
     assert not (out / "_staging").exists()
     assert list((out / "_dead_letter").glob("dead-*.jsonl")) or not (out / "_dead_letter").exists()
     schema = pq.read_schema(out / parts[0])
-    assert schema.names == ["trace_id", "run_id", "ds", "position", "exact_match", "trajectory_unordered_match"]
+    assert schema.names == [
+        *("trace_id", "run_id", "ds", "position", "platform"),
+        *("exact_match", "trajectory_unordered_match"),
+    ]
+    assert [f.name for f in schema.field("platform").type] == ["trace_id", "root_id", "session_id"]
     assert [f.name for f in schema.field("exact_match").type] == [name for name, _ in RESULT_FIELDS]
     meta = pq.ParquetFile(out / parts[0]).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD"
@@ -104,7 +108,10 @@ def test_one_file_with_its_summary_beside_it_and_the_long_layout(tmp_path: Path)
     assert not list(tmp_path.glob(".out.parquet*"))
     t = pq.read_table(target)
     assert t.num_rows == 2 * N
-    assert t.schema.names == ["trace_id", "run_id", "ds", "position", "key", *(n for n, _ in RESULT_FIELDS)]
+    assert t.schema.names == [
+        *("trace_id", "run_id", "ds", "position", "platform", "key"),
+        *(n for n, _ in RESULT_FIELDS),
+    ]
     assert sorted(set(t.column("key").to_pylist())) == ["exact_match", "trajectory_unordered_match"]
     back = list(read_parquet_rows(target))  # read back as one row per trace with both keys
     assert len(back) == N and all(set(r["results"]) == {"exact_match", "trajectory_unordered_match"} for r in back)
@@ -255,6 +262,12 @@ class _Label(str):
     """Text that JSON reads back as a plain ``str``."""
 
 
+def _platform(i: int) -> dict[str, Any]:
+    """A row's platform ids as the engine sets them: LangSmith's three, OTel's two, Langfuse's one."""
+    full = {"trace_id": f"pt{i}", "root_id": f"root{i}", "session_id": "proj"}
+    return dict(list(full.items())[: 1 + i % 3])
+
+
 def engine_rows(n: int = 60) -> list[dict[str, Any]]:
     """Result rows as the engine builds them (``Result`` objects, nothing encoded yet)."""
     from assay.records import Result
@@ -280,6 +293,7 @@ def engine_rows(n: int = 60) -> list[dict[str, Any]]:
                 "results": results,
                 "identity": {"k": "id-k", "j": "id-j"} if i % 19 else None,
                 **({"warnings": ["w"]} if i % 8 == 0 else {}),
+                **({"platform": _platform(i)} if i % 3 else {}),
             }
         )
     return out
@@ -372,3 +386,33 @@ def test_the_sink_writes_engine_rows_as_it_writes_their_json(tmp_path: Path, odd
     by_objects = published(tmp_path / "objects")
     assert len(by_objects) == len(rows)
     assert by_objects == published(tmp_path / "json")
+
+
+@pytest.mark.parametrize("layout", ["wide", "long"])
+def test_platform_ids_are_a_column_and_read_back(tmp_path: Path, layout: str) -> None:
+    """A row's ``platform`` (what ``push:`` puts a score on) is the ``platform`` struct column;
+    rows read from no platform's format hold a null there; the readers give it back as it was."""
+    from assay.records import encode_row
+
+    rows = engine_rows(30)
+
+    async def write(path: Path, as_objects: bool) -> None:
+        async with ParquetSink(str(path) + "/", ds="2026-11-21", layout=layout) as sink:
+            if as_objects:
+                await sink.write_results(rows)
+            else:
+                await sink.write_batch([encode_row(r) for r in rows])
+            await sink.flush()
+            await sink.publish({"evaluators": {"k": {}, "j:sub": {}}}, success=True)
+
+    for as_objects in (True, False):
+        out = tmp_path / f"o{as_objects}"
+        anyio.run(write, out, as_objects)
+        back = {str(r["trace_id"]): r for p in sorted(out.glob("part-*.parquet")) for r in read_parquet_rows(p)}
+        for r in rows:
+            if layout == "long" and not r["results"]:
+                continue  # the long layout has a row per result: none for a trace without results
+            got = back[str(r["trace_id"])]
+            assert got.get("platform") == r.get("platform"), r["trace_id"]
+        ids = duckdb.sql(f"select platform.root_id from '{out}/part-*.parquet' where trace_id = 't4'").fetchall()
+        assert {x[0] for x in ids} == {"root4"}

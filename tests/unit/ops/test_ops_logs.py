@@ -125,5 +125,6 @@ def test_quiet_prints_nothing_but_errors(quickstart: Path, run_cli: Any, tmp_pat
     assert [line for line in failed.stderr.splitlines() if line] == [
         line for line in failed.stderr.splitlines() if line.startswith("assay: error:")
     ], failed.stderr
-    events = run_cli("run", str(quickstart), "--ds", "2026-11-22", "-q", "--log-format", "json")
+    # (--fresh: over the published output a rerun would keep every result and say so in a run_message)
+    events = run_cli("run", str(quickstart), "--ds", "2026-11-22", "-q", "--fresh", "--log-format", "json")
     assert [json.loads(line)["event"] for line in events.stderr.splitlines()] == ["run_started", "run_finished"]

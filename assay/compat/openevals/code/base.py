@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from assay.evaluators.code import extract_markdown_code
 
+#: Seconds a pyright / mypy check may take through the compat face: openevals sets no limit, and
+#: mypy over code importing a large library (FastAPI) takes tens of seconds on a busy machine.
+COMPAT_CHECK_TIMEOUT = 600.0
+
 #: openevals' extraction strategies; any other value is treated as ``"none"``, as openevals does.
 STRATEGIES = ("none", "llm", "markdown_code_blocks")
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from assay.compat._core import AsyncCompatEvaluator, CompatEvaluator, as_async, wrap
-from assay.compat.openevals.code.base import extraction_strategy
+from assay.compat.openevals.code.base import COMPAT_CHECK_TIMEOUT, extraction_strategy
 from assay.compat.openevals.types import EvaluatorResult as TypedResult
 from assay.evaluators.code import MypyCheck
 
@@ -19,6 +19,7 @@ def create_mypy_evaluator(
 ) -> CompatEvaluator[TypedResult]:
     """Type-check the output with mypy (key ``mypy_succeeded``); the code is never run."""
     ev = MypyCheck(
+        timeout=COMPAT_CHECK_TIMEOUT,  # openevals waits for the checker however long it takes
         cli_args=mypy_cli_args,
         code_extraction=extraction_strategy(code_extraction_strategy, code_extractor),
         code_extractor=code_extractor,
