@@ -146,8 +146,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--mem-factors", default="10,100", help="multiples of N for the peak-RSS runs")
     ap.add_argument("--workers", type=int, default=1, help="--workers of every timed run")
+    ap.add_argument(
+        "--scale",
+        type=int,
+        default=0,
+        help="also time JSON lines and Parquet by columns once each over this many hard links of the "
+        "files (K·N rows: the fixed start-up cost amortised)",
+    )
     args = ap.parse_args(argv)
 
+    # an installed package is byte-compiled; with PYTHONDONTWRITEBYTECODE set (as on the CI machine)
+    # a source checkout would otherwise compile ~140 modules in every timed run (~0.3-0.5 s CPU)
+    import compileall
+
+    compileall.compile_dir(str(HERE.parent / "assay"), quiet=1)
     lake = _lake()
     DATA.mkdir(parents=True, exist_ok=True)
     work = DATA / "columnar"
@@ -178,6 +190,13 @@ def main(argv: list[str] | None = None) -> int:
         two = list(pool.map(_score_alone, [str(src_parquet)] * 2))
     two_rate = sum(r for r, _, _ in two) / max(s for _, s, _ in two)
 
+    scaled: dict[str, dict[str, Any]] = {}
+    if args.scale > 1:
+        for label in ("jsonl", "parquet-columnar"):
+            src, sink, columnar = kinds[label]
+            d = lake.linked(src, args.scale, work)
+            scaled[label] = run(f"{label}-x{args.scale}", d, sink, work, columnar, args.workers)
+
     memory: list[dict[str, Any]] = []
     if not args.skip_memory:
         for factor in (int(f) for f in args.mem_factors.split(",")):
@@ -188,14 +207,30 @@ def main(argv: list[str] | None = None) -> int:
     j = best["jsonl"]
     print(f"N = {args.n:,} traces; {', '.join(EVALUATORS)}; --workers {args.workers}; best of {args.repeat}")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (2 cores)")
-    print("| run | wall s | CPU s | traces/s | × JSON lines | peak RSS |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| run | wall s | CPU s | traces/s | × JSON lines (wall) | × JSON lines (CPU) | peak RSS |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    cpu_j = min(r["cpu_s"] for r in runs["jsonl"])
     for label, r in best.items():
         rate, times = r["rows"] / r["wall_s"], j["wall_s"] / r["wall_s"]
-        print(f"| {label} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {rate:,.0f} | {times:.2f}× | {r['rss_mb']:.0f} MB |")
+        cpu = min(x["cpu_s"] for x in runs[label])
+        print(
+            f"| {label} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {rate:,.0f} | {times:.2f}× | {cpu_j / cpu:.2f}× "
+            f"| {r['rss_mb']:.0f} MB |"
+        )
     print(f"scoring alone, 1 process: {rows / score_s:,.0f} traces/s ({score_s:.3f} s for {rows:,})")
     print(f"comments built afterwards: {rows / comment_s:,.0f} rows/s")
     print(f"scoring alone, 2 processes at once: {two_rate:,.0f} traces/s")
+    if scaled:
+        sj, sc = scaled["jsonl"], scaled["parquet-columnar"]
+        for label, r in scaled.items():
+            print(
+                f"{r['rows']:,} rows, {label}: wall {r['wall_s']:.1f} s, CPU {r['cpu_s']:.1f} s, "
+                f"{r['rows'] / r['wall_s']:,.0f} traces/s, peak RSS {r['rss_mb']:.0f} MB"
+            )
+        print(
+            f"{sc['rows']:,} rows: Parquet by columns {sj['wall_s'] / sc['wall_s']:.2f}× JSON lines (wall), "
+            f"{sj['cpu_s'] / sc['cpu_s']:.2f}× (CPU)"
+        )
     for m in memory:
         rate = m["rows"] / m["wall_s"]
         print(f"memory: {m['rows']:,} rows Parquet -> Parquet (columnar): peak RSS {m['rss_mb']:.0f} MB, ", end="")

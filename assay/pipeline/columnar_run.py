@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Any
 
 import anyio
@@ -196,7 +195,8 @@ class ColumnarPipeline(Pipeline):
         plan = self._plan(batch.schema)
         if plan is None:
             return None
-        ids = _trace_ids(batch, plan.layout.id_column, unit)
+        positions = _positions(unit)
+        ids = _trace_ids(batch, plan.layout.id_column, positions)
         if ids is None:
             return None
         scores = plan.score(batch)
@@ -225,7 +225,7 @@ class ColumnarPipeline(Pipeline):
                 ],
                 fields=list(SEGMENT_RESULT_TYPE),
             )
-        return ColumnarProcessed(unit, ids, _positions(unit), structs, scores.results, fallback)
+        return ColumnarProcessed(unit, ids, positions, structs, scores.results, fallback)
 
     def _merge(self, scored: ColumnarProcessed, done: Processed) -> ColumnarProcessed:
         """The columns of the rows scored by columns and the object path's rows of the others
@@ -303,14 +303,13 @@ class ColumnarPipeline(Pipeline):
             self.on_progress(stats)
 
 
-def _trace_ids(batch: Any, column: str | None, unit: Any) -> Any:
+def _trace_ids(batch: Any, column: str | None, positions: Any) -> Any:
     """Each row's trace id as the object path sets it (the id column's text, else the position),
     or None when some id would read differently (JSON text decoded, a type other than text or
     integer): the batch then goes the object path."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    positions = _positions(unit)
     if column is None:
         return positions
     ids = batch.column(column)
@@ -329,10 +328,12 @@ def _trace_ids(batch: Any, column: str | None, unit: Any) -> Any:
 
 
 def _positions(unit: Any) -> Any:
+    """Each row's position, ``name:line`` (1-based lines)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    lines = pa.array(range(unit.first + 1, unit.first + unit.num_rows + 1), pa.int64()).cast(pa.string())
+    lines = pa.array(np.arange(unit.first + 1, unit.first + unit.num_rows + 1, dtype=np.int64)).cast(pa.string())
     return pc.binary_join_element_wise(pa.scalar(f"{unit.name}:"), lines, "")
 
 
@@ -361,22 +362,25 @@ def add_columns(stats: RunStats, key: str, cols: Any) -> None:
         return
     passed = scores >= ks.threshold
     ks.scored += len(scores)
-    values = scores.tolist()
-    ks.total = _running_sum(ks.total, values)
-    ks.passed += int(passed.sum())
+    npassed = int(passed.sum())
+    ks.total = _running_sum(ks.total, scores)
+    ks.passed += npassed
     m = ks.moments
-    m.n += len(values)
-    m.sx = _running_sum(m.sx, values)
-    m.sxx = _running_sum(m.sxx, (scores * scores).tolist())
-    m.sp = _running_sum(m.sp, [1.0] * int(passed.sum()))
+    m.n += len(scores)
+    m.sx = _running_sum(m.sx, scores)
+    m.sxx = _running_sum(m.sxx, scores * scores)
+    m.sp = _running_sum(m.sp, np.ones(npassed, dtype=np.float64))
 
 
-def _running_sum(start: float, values: list[float]) -> float:
-    """``start`` plus every value, added one by one in order (the floats a loop of ``+=`` gives)."""
-    total = start
-    for total in accumulate(values, initial=start):  # noqa: B007 - the last partial sum is the total
-        pass
-    return total
+def _running_sum(start: float, values: Any) -> float:
+    """``start`` plus every value (a float64 array), added one by one in order: the floats a loop
+    of ``+=`` gives (``np.add.accumulate`` adds sequentially, unlike ``np.sum``'s pairwise sum)."""
+    import numpy as np
+
+    if not len(values):
+        return start
+    acc = np.add.accumulate(np.concatenate([np.array([start], dtype=np.float64), values]))
+    return float(acc[-1])
 
 
 def _unscored_reasons(ks: KeyStats, cols: Any) -> None:

@@ -102,6 +102,15 @@ def _num(x: np.ndarray) -> pa.Array:
     return pa.array(x, pa.int64()).cast(pa.string())
 
 
+def _count_texts(view: BatchView, side: Side | None) -> pa.Array:
+    """Each row's number of calls of one side as text (made once per batch and side; 0 without a
+    reference column)."""
+    key = ("ncalls text", side is view.out)
+    counts = side.row_ncalls if side is not None else np.zeros(view.n, dtype=np.int64)
+    text: pa.Array = view.cached(key, lambda: _num(counts))
+    return text
+
+
 # -- trajectory_match ---------------------------------------------------------------------------
 
 
@@ -125,8 +134,6 @@ class TrajectoryForm:
         out = view.out
         ref = view.ref
         has_ref = view.has_ref & ~view.fallback()
-        n_out = out.row_ncalls
-        n_ref = ref.row_ncalls if ref is not None else np.zeros(n, dtype=np.int64)
         ok = np.zeros(n, dtype=bool)
         why: Callable[[], Reasons] = list
         if ref is not None and has_ref.any():
@@ -146,9 +153,9 @@ class TrajectoryForm:
             summary = _join(
                 [
                     pc.if_else(pa.array(ok), head + "pass: ", head + "fail: "),
-                    _num(n_out),
+                    _count_texts(view, out),
                     " agent tool call(s) vs ",
-                    _num(n_ref),
+                    _count_texts(view, ref),
                     " reference",
                 ]
             )
@@ -177,60 +184,61 @@ class TrajectoryForm:
 def _same(view: BatchView, out: Side, ref: Side, exact: bool) -> np.ndarray:
     def make() -> np.ndarray:
         oc, rc = view.call_codes(exact)
-        return k.same_sequences(oc, out.row_calls[:-1], out.row_ncalls, rc, ref.row_calls[:-1], ref.row_ncalls)
+        return k.same_sequences(oc, out.call_row, out.row_ncalls, rc, ref.call_row, ref.row_ncalls)
 
     same: np.ndarray = view.cached(("same", exact), make)
     return same
 
 
-def _misses(
-    view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, of_reference: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """The calls of the rows whose lists differ, and which of them greedy first-fit leaves
-    unmatched: reference calls against the agent's (``of_reference``), or agent calls against
-    the reference's."""
+def _counted(view: BatchView, out: Side, ref: Side, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, from the counts of each call code on both sides: whether some reference call has
+    no agent call left to pair with (greedy first-fit), whether some agent call has no reference
+    call left, and how many pairs there are (the reference calls reproduced)."""
 
-    def make() -> tuple[np.ndarray, np.ndarray]:
-        todo = has_ref & ~_same(view, out, ref, exact)
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         oc, rc = view.call_codes(exact)
-        width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
-        rows = np.flatnonzero(todo)
-        o_idx, o_rows = out.calls_of(rows)
-        r_idx, r_rows = ref.calls_of(rows)
-        o_keys = k.keys(o_rows, oc[o_idx], width)
-        r_keys = k.keys(r_rows, rc[r_idx], width)
-        if of_reference:
-            return r_idx, k.unmatched(o_keys, r_keys)
-        return o_idx, k.unmatched(r_keys, o_keys)
+        return k.multiset_counts(out.call_row, oc, ref.call_row, rc, out.n)
 
-    found: tuple[np.ndarray, np.ndarray] = view.cached(("miss", exact, of_reference, has_ref.tobytes()), make)
+    found: tuple[np.ndarray, np.ndarray, np.ndarray] = view.cached(("counts", exact), make)
+    return found
+
+
+def _first_miss(view: BatchView, out: Side, ref: Side, exact: bool, rows: np.ndarray, of_reference: bool) -> np.ndarray:
+    """For ``rows``: the position of the first call greedy first-fit leaves unmatched (reference
+    calls against the agent's when ``of_reference``, else agent calls against the reference's),
+    -1 when none (only the failing rows' comments need this)."""
+    oc, rc = view.call_codes(exact)
+    width = int(max(oc.max(initial=0), rc.max(initial=0))) + 1
+    o_idx, o_rows = out.calls_of(rows)
+    r_idx, r_rows = ref.calls_of(rows)
+    o_keys = k.keys(o_rows, oc[o_idx], width)
+    r_keys = k.keys(r_rows, rc[r_idx], width)
+    if of_reference:
+        first = _first(k.unmatched(o_keys, r_keys), r_idx, ref, out.n)
+    else:
+        first = _first(k.unmatched(r_keys, o_keys), o_idx, out, out.n)
+    found: np.ndarray = first[rows]
     return found
 
 
 def _multiset(
     view: BatchView, out: Side, ref: Side, exact: bool, has_ref: np.ndarray, mode: str
 ) -> tuple[np.ndarray, Callable[[], Reasons]]:
-    n = out.n
     same = _same(view, out, ref, exact)
     todo = has_ref & ~same
     ok = has_ref & same
     if not todo.any():
         return ok, list
-    sup_miss = np.full(n, -1, dtype=np.int64)  # first reference call without an agent call
-    sub_miss = np.full(n, -1, dtype=np.int64)  # first agent call without a reference call
-    if mode in ("superset", "unordered"):
-        idx, miss = _misses(view, out, ref, exact, has_ref, True)
-        sup_miss = _first(miss, idx, ref, n)
-    if mode in ("subset", "unordered"):
-        idx, miss = _misses(view, out, ref, exact, has_ref, False)
-        sub_miss = _first(miss, idx, out, n)
-    fail = (sup_miss >= 0) | (sub_miss >= 0)
-    ok = ok | (todo & ~fail)
+    ref_over, out_over, _ = _counted(view, out, ref, exact)
+    sup_fail = ref_over if mode in ("superset", "unordered") else np.zeros(out.n, dtype=bool)
+    sub_fail = out_over if mode in ("subset", "unordered") else np.zeros(out.n, dtype=bool)
+    ok = ok | (todo & ~sup_fail & ~sub_fail)
 
     def why() -> Reasons:
-        rows_sup = np.flatnonzero(todo & (sup_miss >= 0))
-        rows_sub = np.flatnonzero(todo & (sup_miss < 0) & (sub_miss >= 0))
-        pos_sup, pos_sub = sup_miss[rows_sup], sub_miss[rows_sub]
+        rows_sup = np.flatnonzero(todo & sup_fail)
+        rows_sub = np.flatnonzero(todo & ~sup_fail & sub_fail)
+        pos_sup = _first_miss(view, out, ref, exact, rows_sup, True)
+        pos_sub = _first_miss(view, out, ref, exact, rows_sub, False)
         return [
             (
                 rows_sup,
@@ -268,14 +276,12 @@ def _strict_calls(
     oc, rc = view.call_codes(exact)
     lens_eq = out.row_ncalls == ref.row_ncalls
     same = _same(view, out, ref, exact)
-    rows = np.flatnonzero(has_ref & lens_eq & ~same)
-    first = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, rows, n)
-    ok = has_ref & lens_eq & (first < 0)
+    ok = has_ref & same  # equal lists: equal lengths, equal calls in order
 
     def why() -> Reasons:
         short = np.flatnonzero(has_ref & ~lens_eq)
-        bad = np.flatnonzero(has_ref & lens_eq & (first >= 0))
-        pos = first[bad]
+        bad = np.flatnonzero(has_ref & lens_eq & ~same)
+        pos = k.first_difference(oc, out.row_calls[:-1], rc, ref.row_calls[:-1], out.row_ncalls, bad, n)[bad]
         return [
             (
                 short,
@@ -341,19 +347,17 @@ def _strict_messages(
     oc, rc = view.call_codes(exact)
     nm_o, nm_r = out.row_nmsgs, ref.row_nmsgs
     ok = has_ref & (nm_o == nm_r)
-    rows = np.flatnonzero(ok & (nm_o > 0))
-    lens = nm_o[rows]
-    total = int(lens.sum())
-    group_start = np.cumsum(lens) - lens
-    within = np.arange(total, dtype=np.int64) - np.repeat(group_start, lens)
-    om = np.repeat(out.row_msgs[rows], lens) + within
-    rm = np.repeat(ref.row_msgs[rows], lens) + within
-    pair_row = np.repeat(rows, lens)
+    # the message pairs of those rows: the messages of rows of equal length line up one to one
+    om = np.flatnonzero(ok[out.msg_row])
+    rm = np.flatnonzero(ok[ref.msg_row])
+    pair_row = out.msg_row[om]
     ac = out.msg_ncalls[om]
     bc = ref.msg_ncalls[rm]
     role_diff = out.roles[om] != ref.roles[rm]
-    miss = np.full(total, -1, dtype=np.int64)
-    pairs = np.flatnonzero((ac == bc) & (ac > 0) & ~role_diff)
+    miss = np.full(len(om), -1, dtype=np.int64)
+    # equal call lists per row and equal call counts per message: every message's calls are equal
+    same = _same(view, out, ref, exact)
+    pairs = np.flatnonzero((ac == bc) & (ac > 0) & ~role_diff & ~same[pair_row])
     if len(pairs):
         cnt = ac[pairs]
         ctotal = int(cnt.sum())
@@ -373,15 +377,12 @@ def _strict_messages(
                 owner = pid[dsel][hit]
                 uniq, first = np.unique(owner, return_index=True)
                 miss[pairs[uniq]] = cwithin[dsel][hit[first]]
-    reason = np.zeros(total, dtype=np.int8)
-    reason[miss >= 0] = 5
-    reason[(ac > 0) & (bc > 0) & (ac != bc)] = 4
-    reason[(ac > 0) & (bc == 0)] = 3
-    reason[(ac == 0) & (bc > 0)] = 2
-    reason[role_diff] = 1
-    failing = np.flatnonzero(reason > 0)
-    owner_rows, first_of = np.unique(pair_row[failing], return_index=True)
-    fp = failing[first_of]  # the first failing message pair of each failing row
+    failing = np.flatnonzero(role_diff | (ac != bc) | (miss >= 0))
+    fr = pair_row[failing]  # ascending: the first failing message pair of each failing row
+    head_of = np.ones(len(fr), dtype=bool)
+    np.not_equal(fr[1:], fr[:-1], out=head_of[1:])
+    fp = failing[head_of]
+    owner_rows = fr[head_of]
     ok[owner_rows] = False
 
     def why() -> Reasons:
@@ -389,8 +390,13 @@ def _strict_messages(
         groups: Reasons = [
             (counts, _join([_num(nm_o[counts]), " messages vs ", _num(nm_r[counts]), " in the reference"]))
         ]
-        kinds = reason[fp]
-        at = _num(within[fp])
+        fa, fb = ac[fp], bc[fp]
+        kinds = np.full(len(fp), 5, dtype=np.int8)  # the first reason that holds, in this order:
+        kinds[(fa > 0) & (fb > 0) & (fa != fb)] = 4
+        kinds[(fa > 0) & (fb == 0)] = 3
+        kinds[(fa == 0) & (fb > 0)] = 2
+        kinds[role_diff[fp]] = 1
+        at = _num(om[fp] - out.row_msgs[owner_rows])
         for kind in (1, 2, 3, 4, 5):
             sel = np.flatnonzero(kinds == kind)
             if not len(sel):
@@ -455,14 +461,13 @@ class AccuracyForm:
             hits[same] = n_ref[same]
             todo = has_ref & ~same
             if todo.any():
-                r_idx, miss = _misses(view, out, ref, self.exact, has_ref, True)
-                matched = np.bincount(ref.rows_of_calls(r_idx[~miss]), minlength=n)
-                hits[todo] = matched[todo]
+                hits[todo] = _counted(view, out, ref, self.exact)[2][todo]
         score = hits / np.where(scored, n_ref, 1)
-        value = _join([_num(hits), "/", _num(n_ref)])
+        hits_text, ref_text = _num(hits), _count_texts(view, ref)
+        value = _join([hits_text, "/", ref_text])
 
         def comment() -> pa.Array:
-            text = _join(["reproduced ", _num(hits), " of ", _num(n_ref), " reference tool calls"])
+            text = _join(["reproduced ", hits_text, " of ", ref_text, " reference tool calls"])
             return pc.if_else(pa.array(scored), text, "no reference tool calls to score against").cast(pa.string())
 
         return KeyColumns(

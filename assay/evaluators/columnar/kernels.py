@@ -19,6 +19,42 @@ def keys(groups: np.ndarray, codes: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
+#: Above this many (group, code) slots (and four per element) the counts are taken over the
+#: distinct keys (a sort) instead of a dense ``bincount`` table (two int64 tables of that size).
+DENSE_SLOTS = 1 << 21
+
+
+def multiset_counts(
+    a_groups: np.ndarray, a_codes: np.ndarray, b_groups: np.ndarray, b_codes: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group (``0 <= group < n``), comparing the multisets of codes of ``a`` and ``b``: whether
+    some code occurs more often in ``b`` than in ``a`` (a ``b`` element greedy first-fit leaves
+    unmatched), the same with ``a`` and ``b`` swapped, and how many pairs greedy first-fit makes
+    (the sum over codes of the smaller count). Counts per (group, code) by ``bincount`` over a
+    dense table when it is small, else over the distinct keys; no loop per group."""
+    width = int(max(a_codes.max(initial=0), b_codes.max(initial=0))) + 1
+    a_keys = keys(a_groups, a_codes, width)
+    b_keys = keys(b_groups, b_codes, width)
+    slots = n * width
+    if slots <= max(DENSE_SLOTS, 4 * (len(a_keys) + len(b_keys))):
+        ca = np.bincount(a_keys, minlength=slots)
+        cb = np.bincount(b_keys, minlength=slots)
+        present = np.flatnonzero(ca | cb)
+        ca, cb = ca[present], cb[present]
+    else:
+        present, inverse = np.unique(np.concatenate([a_keys, b_keys]), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        ca = np.bincount(inverse[: len(a_keys)], minlength=len(present))
+        cb = np.bincount(inverse[len(a_keys) :], minlength=len(present))
+    group = present // width
+    b_over = np.zeros(n, dtype=bool)
+    b_over[group[cb > ca]] = True
+    a_over = np.zeros(n, dtype=bool)
+    a_over[group[ca > cb]] = True
+    pairs = np.bincount(group, weights=np.minimum(ca, cb), minlength=n).astype(np.int64)
+    return b_over, a_over, pairs
+
+
 def unmatched(a_keys: np.ndarray, b_keys: np.ndarray) -> np.ndarray:
     """For each element of ``b``: whether greedy first-fit leaves it without an equal partner in
     ``a`` (same group and code), the elements of ``b`` taken in order."""
@@ -52,27 +88,25 @@ def first_per_group(flags: np.ndarray, groups: np.ndarray, group_starts: np.ndar
 
 def same_sequences(
     a_codes: np.ndarray,
-    a_starts: np.ndarray,
+    a_groups: np.ndarray,
     a_lens: np.ndarray,
     b_codes: np.ndarray,
-    b_starts: np.ndarray,
+    b_groups: np.ndarray,
     b_lens: np.ndarray,
 ) -> np.ndarray:
-    """Per group: whether the two lists are equal element by element (same length)."""
+    """Per group: whether the two lists are equal element by element (same length). ``a_groups``
+    and ``b_groups``: each element's group (ascending; every element of a group contiguous)."""
     eq: np.ndarray = a_lens == b_lens
-    rows = np.flatnonzero(eq & (a_lens > 0))
-    if not len(rows):
+    if not len(a_codes) or not len(b_codes):
         return eq
-    lens = a_lens[rows]
-    total = int(lens.sum())
-    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
-    ai = np.repeat(a_starts[rows], lens) + within
-    bi = np.repeat(b_starts[rows], lens) + within
-    diff = a_codes[ai] != b_codes[bi]
-    bad_rows = np.unique(np.repeat(rows, lens)[diff])
-    out: np.ndarray = eq.copy()
-    out[bad_rows] = False
-    return out
+    # the elements of the groups of equal length line up one to one, in order
+    a_sel = eq[a_groups]
+    b_sel = eq[b_groups]
+    diff = a_codes[a_sel] != b_codes[b_sel]
+    if diff.any():
+        eq = eq.copy()
+        eq[a_groups[a_sel][diff]] = False
+    return eq
 
 
 def first_difference(
