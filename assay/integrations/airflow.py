@@ -392,6 +392,31 @@ class AssayBatchTrigger(BaseTrigger):  # type: ignore[misc]
             self.log.info("assay batches: %d of %d finished", state["done"], state["open"])
 
 
+class AssayRecheckTrigger(BaseTrigger):  # type: ignore[misc]
+    """Waits ``poll_interval_s`` seconds in the triggerer (never less than ``DEFERRAL_SETTLE_S``),
+    while no worker slot is held, then fires ``check_in_task``: the task runs its command again,
+    which polls the provider once, collects what finished, or defers again. For commands whose
+    batches span several runs' ledgers (``assay backfill``'s shared ledger), where the triggerer
+    has no one status to ask."""
+
+    def __init__(self, poll_interval_s: float = 60.0, reason: str = "judge batches pending") -> None:
+        super().__init__()
+        self.poll_interval_s = poll_interval_s
+        self.reason = reason
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            "assay.integrations.airflow.AssayRecheckTrigger",
+            {"poll_interval_s": self.poll_interval_s, "reason": self.reason},
+        )
+
+    async def run(self) -> Any:
+        import asyncio
+
+        await asyncio.sleep(max(self.poll_interval_s, DEFERRAL_SETTLE_S))
+        yield TriggerEvent({"status": "check_in_task", "reason": self.reason})
+
+
 class AssayRunOperator(_AssayCommandOperator):
     """``assay run RUN_FILE --ds DS [--shard i/N] [--workers W] [--set k=v …] [extra_args…]``.
 
@@ -548,7 +573,9 @@ class AssayBackfillOperator(_AssayCommandOperator):
 
     Templated: ``run_file``, ``start``, ``end``, ``overrides``, ``extra_args``. Exit codes as
     ``assay run`` (the worst day's): 75 while a batch judge's batches are pending fails the task
-    for a retry, which collects them. Returns ``_BACKFILL.json`` (local outputs), which lands in
+    for a retry, which collects them; with ``deferrable=True`` the task defers instead
+    (:class:`AssayRecheckTrigger`: no worker slot is held while it waits ``poll_interval_s``), then
+    runs the same command, which collects or defers again. Returns ``_BACKFILL.json`` (local outputs), which lands in
     XCom. ``airflow dags backfill`` of the shipped DAG (one ``assay run --ds`` per day) gives the
     same outputs: each day's run follows the same rule."""
 
@@ -563,9 +590,13 @@ class AssayBackfillOperator(_AssayCommandOperator):
         parallel_days: int = 1,
         max_cost_usd: float | None = None,
         overrides: Mapping[str, Any] | None = None,
+        deferrable: bool = False,
+        poll_interval_s: float = 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.deferrable = deferrable
+        self.poll_interval_s = poll_interval_s
         self.run_file = run_file
         self.start = start
         self.end = end
@@ -581,6 +612,16 @@ class AssayBackfillOperator(_AssayCommandOperator):
         for item in _sets(self.overrides):
             argv += ["--set", item]
         return argv + [str(a) for a in self.extra_args]
+
+    def on_pending(self, context: Any) -> None:
+        if not self.deferrable:
+            return
+        self.log.info("judge batches pending: deferring, the task checks again in %gs", self.poll_interval_s)
+        self.defer(trigger=AssayRecheckTrigger(self.poll_interval_s), method_name="execute_complete")
+
+    def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
+        """The wait is over: run the same command (it collects and scores, or defers again)."""
+        return self.execute(context)
 
     def summary_path(self) -> Path | None:
         from assay.pipeline.backfill import BACKFILL, backfill_location, days_between

@@ -192,10 +192,12 @@ class RunPlan:
         published = await anyio.to_thread.run_sync(published_summary, self.config)
         if (published or {}).get("output_format") != summary.get("output_format"):
             return None  # the sink's format, layout or part size changed: the output is written again
+        # the checkpoint first: a kill between the two leaves staged parts no checkpoint names (the
+        # next run starts over and clears them), never a checkpoint naming parts already discarded
+        self.store.clear()
         for role in ("results", "dead_letter"):
             async with self._sink(role, PUBLISHER, EMPTY_SINK_STATE) as sink:
                 await sink.discard()
-        self.store.clear()
         where = sink_url(self.config)
         message = (
             f"nothing to score: the {pairs.get('kept', 0)} results at {where} are current; the output stays as it was"
@@ -212,10 +214,10 @@ class RunPlan:
         the message, or None when this run has something to publish."""
         if not self.staged or status != "ok" or error is not None or stats.counts["read"]:
             return None
+        self.store.clear()  # the checkpoint first, as in keep_unchanged
         for role in ("results", "dead_letter"):
             async with self._sink(role, PUBLISHER, EMPTY_SINK_STATE) as sink:
                 await sink.discard()
-        self.store.clear()
         where = sink_url(self.config)
         message = f"nothing new to read: the whole output at {where} stays as it was"
         summary.update(status="nothing_new", exit_code=0, messages=[message], summary_path=None)

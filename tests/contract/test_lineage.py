@@ -405,3 +405,29 @@ def test_kafka_to_directory_two_kills_at_seeded_moments_writes_each_offset_once(
         assert "nothing new" in again.stderr, again.stderr[-3000:]
         assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before, where
         assert not (out / "_staging").exists()
+
+
+@pytest.mark.parametrize("after", [200, 220, 260])
+def test_a_rerun_with_nothing_to_score_killed_while_it_discards_then_more_workers(tmp_path: Path, after: int) -> None:
+    """A rerun over a published output finds every pair current and discards what it staged; a
+    kill -9 in that moment must not leave a checkpoint naming staged parts already deleted (the
+    next run, with more workers, failed with "parts recorded by the checkpoint are missing")."""
+    target = _file_target(tmp_path)
+    (tmp_path / "slowmod.py").write_text(SLOW)
+    (tmp_path / "corpus.jsonl").write_bytes(b"\n".join(_corpus()) + b"\n")
+    cfg = {
+        "source": {"path": "corpus.jsonl"},
+        "evaluators": [{"name": "python", "params": {"function": "slowmod:slow"}}],
+        "sink": target.sink,
+        "limits": {"batch_size": 10, "commit_interval_s": 0.2, "grace_period_s": 5, "max_dead_letters": 100},
+        **target.extra,
+    }
+    f = tmp_path / "run.yaml"
+    f.write_text(json.dumps(cfg))
+    assert _step(f, 1, True, "none", 0)[0] == 0
+    before = (tmp_path / "scores.jsonl.gz").read_bytes()
+    _step(f, 1, False, "group", after)  # killed at some moment of the rerun, its end included
+    code, err = _step(f, 3, False, "none", 0)
+    assert code == 0, err
+    _check_whole(target, [f"rerun killed after {after}"])
+    assert (tmp_path / "scores.jsonl.gz").read_bytes() == before  # nothing was missing: nothing rewritten

@@ -117,6 +117,7 @@ def airflow(airflow_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     shutil.copy(HERE / "exit_codes_dag.py", home / "dags")
     shutil.copy(HERE / "batch_deferrable_dag.py", home / "dags")
     shutil.copy(HERE / "backfill_dag.py", home / "dags")
+    shutil.copy(HERE / "backfill_batch_dag.py", home / "dags")
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
@@ -136,6 +137,7 @@ def airflow(airflow_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         "ASSAY_BATCH_RUN_FILE": str(work / "batch" / "run.yaml"),
         # the backfill DAG (its run file and days are written by the test)
         "ASSAY_BACKFILL_RUN_FILE": str(work / "backfill" / "run.yaml"),
+        "ASSAY_BACKFILL_BATCH_RUN_FILE": str(work / "backfill_batch" / "run.yaml"),
     }
     af = Airflow(airflow_bin, home, env)
     af.run("db", "migrate")
@@ -204,6 +206,58 @@ def test_backfill_dag_scores_a_range_of_days_then_only_what_is_missing(airflow: 
     assert again["exit_code"] == 0
     for day in (days[0], days[2]):  # days with nothing missing are left as they were
         assert (root / "out" / f"dt={day}" / "_SUMMARY.json").read_bytes() == before[day]
+
+
+def test_deferrable_backfill_defers_while_batches_are_pending_then_collects(airflow: Airflow) -> None:
+    """``AssayBackfillOperator(deferrable=True)`` over two days whose judge is in batch mode: the
+    first invocation puts both days' lines in one provider batch and exits 75, the task defers (no
+    worker slot held), then the same command collects and scores both days; no line is submitted
+    twice and no real-time call is made."""
+    from assay.testing.batch_server import BatchServerThread
+
+    run = Path(airflow.env["ASSAY_BACKFILL_BATCH_RUN_FILE"])
+    root = run.parent
+    (root / "in").mkdir(parents=True, exist_ok=True)
+    days = ["2026-11-20", "2026-11-21"]
+    for day in days:
+        rows = [
+            {"id": f"{day}-t{i}", "inputs": f"q {day} {i}", "outputs": f"a {i}", "reference_outputs": f"a {i}"}
+            for i in range(20)
+        ]
+        (root / "in" / f"{day}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with BatchServerThread(delay=(2.0, 3.0), seed=4) as server:
+        run.write_text(
+            json.dumps(
+                {
+                    "source": {"path": str(root / "in" / "{{ ds }}.jsonl")},
+                    "state_dir": str(root / "state"),
+                    "judges": {
+                        "gpt": {
+                            "provider": "openai",
+                            "base_url": f"{server.url}/v1",
+                            "model": "judge-1",
+                            "mode": "batch",
+                            "batch": {"max_requests": 50, "poll_interval_s": 0.2},
+                        }
+                    },
+                    "evaluators": [{"name": "llm_judge", "params": {"prompt": "correctness", "judge": "gpt"}}],
+                    "sink": {"path": str(root / "out" / "dt={{ ds }}") + "/"},
+                }
+            )
+        )
+        result = airflow.run("dags", "test", "assay_backfill_batch", "2026-11-22")
+        stats = server.stats
+        assert stats.batches == 1 and len(stats.submissions) == 40  # both days' lines in one batch
+        assert set(stats.submissions.values()) == {1}  # each line submitted once: the rerun collected
+        assert server.server.judge.stats.requests == 0  # no real-time call
+    assert airflow.states("assay_backfill_batch") == {("backfill", -1): ("success", 1)}
+    summary = airflow.xcom("assay_backfill_batch", "backfill")
+    assert summary["exit_code"] == 0 and [d["pairs"]["scored"] for d in summary["days"]] == [20, 20]
+    for day in days:
+        assert (root / "out" / f"dt={day}" / "_SUCCESS").exists()
+    logs = "\n".join(p.read_text(errors="replace") for p in (airflow.home / "logs").rglob("*.log"))
+    logs += result.stdout + result.stderr
+    assert "deferring, the task checks again" in logs
 
 
 def _parses(line: str) -> bool:
