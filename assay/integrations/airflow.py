@@ -162,6 +162,16 @@ class _AssayCommandOperator(BaseOperator):  # type: ignore[misc]
     def on_pending(self, context: Any) -> None:
         """Exit 75 (judge batches pending): fail for a retry to collect, unless deferrable."""
 
+    def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
+        """The batches finished, or the triggerer could not ask (``check_in_task``): run the same
+        command again (it collects and scores, or defers again while batches are pending)."""
+        event = dict(event or {})
+        if event.get("status") == "check_in_task":
+            self.log.info("the triggerer did not poll the provider (%s): the task checks", event.get("reason"))
+        else:
+            self.log.info("assay batches finished: %s", event)
+        return self.execute(context)
+
     def on_kill(self) -> None:
         """SIGTERM: assay stops reading, flushes what is durable and exits 130 (a retry resumes)."""
         proc = self._proc
@@ -489,16 +499,6 @@ class AssayRunOperator(_AssayCommandOperator):
         )
         self.defer(trigger=trigger, method_name="execute_complete")
 
-    def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
-        """The batches finished, or the triggerer could not ask (``check_in_task``): run the same
-        command again (it collects and scores, or defers again while batches are pending)."""
-        event = dict(event or {})
-        if event.get("status") == "check_in_task":
-            self.log.info("the triggerer did not poll the provider (%s): the task checks", event.get("reason"))
-        else:
-            self.log.info("assay batches finished: %s", event)
-        return self.execute(context)
-
     def summary_path(self) -> Path | None:
         from assay.connectors.layout import shard_summary_name
         from assay.pipeline.targets import local_summary_path
@@ -618,10 +618,6 @@ class AssayBackfillOperator(_AssayCommandOperator):
             return
         self.log.info("judge batches pending: deferring, the task checks again in %gs", self.poll_interval_s)
         self.defer(trigger=AssayRecheckTrigger(self.poll_interval_s), method_name="execute_complete")
-
-    def execute_complete(self, context: Any, event: Mapping[str, Any] | None = None) -> Any:
-        """The wait is over: run the same command (it collects and scores, or defers again)."""
-        return self.execute(context)
 
     def summary_path(self) -> Path | None:
         from assay.pipeline.backfill import BACKFILL, backfill_location, days_between
