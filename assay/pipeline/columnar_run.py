@@ -51,9 +51,11 @@ def columnar_candidate(
     """Whether a run may score by columns at all (the schema decides per batch). A rerun over a
     published output (the ledger: kept results merged with the pairs left to score) takes the
     object path."""
+    if _parquet_of(source) is None or not hasattr(sink, "write_columns"):
+        return False  # decided before the columnar package (pyarrow, numpy, pandas) is imported
     from assay.evaluators.columnar import FORMS, columnar_enabled
 
-    if not columnar_enabled() or _parquet_of(source) is None or not hasattr(sink, "write_columns"):
+    if not columnar_enabled():
         return False
     if getattr(sink, "layout", "wide") != "wide" or options.cluster_by or stats.labels is not None:
         return False

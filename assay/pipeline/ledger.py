@@ -121,11 +121,10 @@ def _delta_dataset(config: RunConfig) -> Any:
 
 def _arrow_batches(config: RunConfig) -> Iterator[Any] | None:
     """Record batches of the output's rows in the Parquet schema (Delta: the day's partition at
-    the table's current version; Parquet parts), or None for JSON lines."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
+    the table's current version; Parquet parts), or None for JSON lines (read without pyarrow)."""
     if config.sink.type == "delta":
+        import pyarrow.compute as pc
+
         dataset = _delta_dataset(config)
         if dataset is None:
             return iter(())
@@ -138,6 +137,8 @@ def _arrow_batches(config: RunConfig) -> Iterator[Any] | None:
         return None
 
     def batches() -> Iterator[Any]:
+        import pyarrow.parquet as pq
+
         try:
             for n in names:
                 yield from pq.ParquetFile(io.BytesIO(fs.read_bytes(n))).iter_batches(batch_size=65_536)

@@ -92,3 +92,28 @@ def test_every_docstring_example_runs() -> None:
         if result.failed:
             failures.append(f"{info.name}: {result.failed} of {result.attempted}")
     assert not failures, failures
+
+
+def test_a_json_lines_run_loads_no_arrow(tmp_path: Path) -> None:
+    """A JSON-lines run with deterministic evaluators starts without pyarrow, numpy or pandas
+    (the columnar engine is for Arrow sources; importing it cost each such run ~0.3 s of CPU)."""
+    import shutil
+
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "examples" / "quickstart",
+        tmp_path / "qs",
+        ignore=shutil.ignore_patterns("out"),
+    )
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: open('loaded.txt', 'w').write("
+        "' '.join(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'numpy', 'pandas', 'torch'}))))\n"
+        "sys.argv = ['assay', 'run', 'run.yaml', '-q']\n"
+        "from assay.cli import main\n"
+        "main()\n"
+    )
+    for _ in ("first run", "the nightly rerun over its output"):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path / "qs")
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / "qs" / "loaded.txt").read_text() == ""
+    assert (tmp_path / "qs" / "out" / "_SUCCESS").exists()
