@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import importlib.util
 import json
 import sys
@@ -17,6 +18,29 @@ pytest_plugins = [
     "tests.support.redis_fixtures",
     "tests.support.phoenix_fixtures",
 ]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Two costs of every test run that are not tests (measured in benchmarks/README.md, "The test
+    suite's wall time"):
+
+    * pytest rewrites the asserts of every module of a distribution that registers a pytest plugin
+      (assay's own, hypothesis, anyio, langsmith: ~600 modules), in every xdist worker, and with
+      ``PYTHONDONTWRITEBYTECODE`` set (as in CI) caches none of it. Only test code needs rewritten
+      asserts, so only ``tests`` stays marked (pytest's hook keeps the marks in a set it exposes
+      to no API; if a later pytest renames it, this does nothing).
+    * the ``assay`` subprocesses the tests start compile the package from source when no bytecode
+      was written: the controller compiles it once before the workers start (``compileall``
+      writes whatever ``PYTHONDONTWRITEBYTECODE`` says, and skips what is current)."""
+    marked = getattr(getattr(config.pluginmanager, "rewrite_hook", None), "_must_rewrite", None)
+    if isinstance(marked, set):
+        marked.intersection_update({name for name in marked if name.split(".")[0] == "tests"})
+    if not hasattr(config, "workerinput"):
+        for tree in (ROOT / "assay", ROOT / "tests" / "support"):
+            compileall.compile_dir(tree, quiet=1, workers=2)
 
 
 def load_module(path: Path, name: str) -> Any:
