@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.support.kafka_fixtures",
     "tests.support.redis_fixtures",
     "tests.support.phoenix_fixtures",
+    "tests.support.ray_fixtures",
 ]
 
 

@@ -17,6 +17,7 @@ from tests.integration.test_budget import IN_PRICE, OUT_PRICE, Verbose
 
 pytest.importorskip("pyarrow")
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # one worker, one local Ray (tests/support/ray_fixtures.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 120
@@ -85,26 +86,17 @@ def _job(run_file: Path, sets: list[str]) -> list[dict[str, Any]]:
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
 @pytest.mark.filterwarnings("ignore::UserWarning:ray")
 @pytest.mark.parametrize("seed", [5])
-def test_ray_actors_share_one_budget(tmp_path: Path, seed: int) -> None:
+def test_ray_actors_share_one_budget(tmp_path: Path, seed: int, ray_local: Any) -> None:
     _table(tmp_path / "traces.parquet", seed)
     rule = Verbose()
     with JudgeServerThread(latency=(0.02, 0.2), seed=seed, rule=rule) as server:
         run_file = _run_file(tmp_path, server.url)
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
-        )
-        try:
-            first = _job(run_file, [])
-            paid = server.stats.requests
-            spent = sum(rule.costs)
-            again = _job(run_file, [])  # the same cap: nothing is sent
-            resent = server.stats.requests - paid
-            raised = _job(run_file, ["limits.budget_usd=100"])
-        finally:
-            ray.shutdown()
+        first = _job(run_file, [])
+        paid = server.stats.requests
+        spent = sum(rule.costs)
+        again = _job(run_file, [])  # the same cap: nothing is sent
+        resent = server.stats.requests - paid
+        raised = _job(run_file, ["limits.budget_usd=100"])
     one = max(rule.costs[:paid])
     assert CAP - one < spent <= CAP + one, (spent, one, paid)
     assert 0 < paid < N and resent == 0

@@ -22,6 +22,7 @@ from tests.support.redis_server import RedisServer
 
 pytest.importorskip("pyarrow")
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # one worker, one local Ray (tests/support/ray_fixtures.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 24
@@ -69,7 +70,7 @@ def _run_file(tmp_path: Path, judge_url: str, redis_url: str) -> Path:
 @pytest.mark.timeout(600)
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")  # Ray's own, about its settings
 @pytest.mark.filterwarnings("ignore::UserWarning:ray")  # Ray's notes on concurrency vs blocks
-def test_ray_job_scores_the_same_as_assay_run(tmp_path: Path, redis_server: RedisServer) -> None:
+def test_ray_job_scores_the_same_as_assay_run(tmp_path: Path, redis_server: RedisServer, ray_local: Any) -> None:
     import redis
 
     _table(tmp_path / "traces.parquet")
@@ -94,28 +95,19 @@ def test_ray_job_scores_the_same_as_assay_run(tmp_path: Path, redis_server: Redi
         expected = {row["trace_id"]: {k: r["score"] for k, r in row["results"].items()} for row in run_rows}
         assert len(expected) == N
         client.flushdb()
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
-        )
-        try:
-            from assay.integrations.ray import AssayScorer
+        from assay.integrations.ray import AssayScorer
 
-            ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
-            scored = ds.map_batches(
-                AssayScorer,
-                fn_constructor_kwargs={"run_file": str(run_file)},
-                batch_format="pyarrow",
-                batch_size=5,
-                concurrency=2,
-                num_cpus=0.5,  # two actors leave a CPU for the read tasks (2 CPUs in all)
-            )
-            table = scored.to_arrow_refs()
-            rows = [r for ref in table for r in ray.get(ref).to_pylist()]
-        finally:
-            ray.shutdown()
+        ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
+        scored = ds.map_batches(
+            AssayScorer,
+            fn_constructor_kwargs={"run_file": str(run_file)},
+            batch_format="pyarrow",
+            batch_size=5,
+            concurrency=2,
+            num_cpus=0.5,  # two actors leave a CPU for the read tasks (2 CPUs in all)
+        )
+        table = scored.to_arrow_refs()
+        rows = [r for ref in table for r in ray.get(ref).to_pylist()]
         judged = server.stats.requests
     assert len(rows) == N and all(r["read_error"] is None for r in rows)
     got = {r["trace_id"]: {k: r[k]["score"] for k in ("trajectory_strict_match", "correctness")} for r in rows}
@@ -214,7 +206,7 @@ class KillTheCaller:
 @pytest.mark.timeout(600)
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
 @pytest.mark.filterwarnings("ignore::UserWarning:ray")
-def test_a_killed_actor_restarts_and_pays_no_judge_call_twice(tmp_path: Path) -> None:
+def test_a_killed_actor_restarts_and_pays_no_judge_call_twice(tmp_path: Path, ray_local: Any) -> None:
     """kill -9 of the actor in the middle of a batch (one judge call in flight): Ray Data restarts
     it and redoes the batch, whose answered calls come from the run's judge cache: the server
     answers each distinct judge call once, and every trace gets its row once."""
@@ -228,27 +220,18 @@ def test_a_killed_actor_restarts_and_pays_no_judge_call_twice(tmp_path: Path) ->
         cfg["judges"]["j"]["max_concurrency"] = 1  # one call in flight when the actor dies
         cfg["judges"]["j"]["hedge"] = False
         run_file.write_text(json.dumps(cfg))
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
-        )
-        try:
-            from assay.integrations.ray import AssayScorer
+        from assay.integrations.ray import AssayScorer
 
-            ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
-            scored = ds.map_batches(
-                AssayScorer,
-                fn_constructor_kwargs={"run_file": str(run_file)},
-                batch_format="pyarrow",
-                batch_size=5,
-                concurrency=1,
-                num_cpus=0.5,
-            )
-            rows = [r for ref in scored.to_arrow_refs() for r in ray.get(ref).to_pylist()]
-        finally:
-            ray.shutdown()
+        ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
+        scored = ds.map_batches(
+            AssayScorer,
+            fn_constructor_kwargs={"run_file": str(run_file)},
+            batch_format="pyarrow",
+            batch_size=5,
+            concurrency=1,
+            num_cpus=0.5,
+        )
+        rows = [r for ref in scored.to_arrow_refs() for r in ray.get(ref).to_pylist()]
         stats = server.stats
     assert len(rule.killed) == 1, rule.problem  # the actor did die mid-batch
     assert sorted(r["trace_id"] for r in rows) == sorted(f"t{i}" for i in range(N))  # one row per trace
