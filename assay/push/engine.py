@@ -178,10 +178,14 @@ class _Sender:
     async def record(self) -> None:
         """Write the answers read so far to the ledger, off the event loop (the pacer's sends must
         not wait for a disk). A kill loses at most the last interval's records: those items are
-        sent again and the platform keeps them once (their ids are deterministic)."""
-        rows, self.unrecorded = self.unrecorded, []
-        if rows:
-            await anyio.to_thread.run_sync(self.ledger.record, self.target.ledger_key, rows, limiter=self._writer)
+        sent again and the platform keeps them once (their ids are deterministic).
+
+        Shielded: the periodic writer is cancelled when the push ends, and a cancel that reached it
+        between taking the rows and writing them lost them (the next push sent them again)."""
+        with anyio.CancelScope(shield=True):
+            rows, self.unrecorded = self.unrecorded, []
+            if rows:
+                await anyio.to_thread.run_sync(self.ledger.record, self.target.ledger_key, rows, limiter=self._writer)
 
     async def record_every(self, interval: float) -> None:
         while True:

@@ -190,3 +190,22 @@ def test_traces_read_from_a_platform_keep_its_ids(fixture: str, expected: dict[s
 
     path = Path(__file__).parents[2] / "fixtures" / "formats" / f"{fixture}.json"
     assert platform_ids(to_trace(orjson.loads(path.read_bytes()))) == expected
+
+
+def test_answers_taken_for_the_ledger_are_written_even_when_the_writer_is_cancelled(tmp_path: Path) -> None:
+    """The periodic ledger writer is cancelled when a push ends; answers it had taken when the
+    cancel came are still written (else the next push sent them again: seen once in a full run)."""
+    from assay.push.engine import _Sender
+
+    target = build_target({"type": "langfuse", "host": "http://127.0.0.1:9"}, env={})
+    ledger = PushLedger(tmp_path)
+
+    async def go() -> None:
+        sender = _Sender(target, ledger, object(), None)  # type: ignore[arg-type]
+        sender.unrecorded = [("1", "delivered", None, "t1", "k"), ("2", "delivered", None, "t2", "k")]
+        with anyio.CancelScope() as scope:
+            scope.cancel()  # cancelled before it could write: the moment the push ends
+            await sender.record()
+
+    anyio.run(go)
+    assert set(ledger.known(target.ledger_key, ["1", "2"])) == {"1", "2"}
