@@ -2,6 +2,10 @@
 in-flight work gets ``limits.grace_period_s`` to drain: the run ends as soon as it has drained (a
 source still waiting for input is not waited for), or when the grace period is over (what is still
 in flight is abandoned and redone on resume). A second signal abandons in-flight work at once.
+
+What a signal stops is a :class:`Stoppable`: a run's :class:`~assay.pipeline.runner.Pipeline`, or
+the rounds of a batch run (:mod:`assay.pipeline.batch_run`), whose collect pass is a pipeline and
+whose wait for batches has nothing in flight (it ends at once).
 """
 
 from __future__ import annotations
@@ -10,16 +14,35 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio
-
-from assay.pipeline.runner import Pipeline
 
 DRAIN_POLL_S = 0.05
 """How often a stopping run looks whether anything is still in flight."""
 
 
-async def watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
+class Stoppable(Protocol):
+    """What a signal stops (:class:`~assay.pipeline.runner.Pipeline` is one)."""
+
+    stop_deadline: float | None
+    """``time.monotonic()`` when in-flight work is abandoned, once a signal stops it."""
+
+    @property
+    def in_flight(self) -> int:
+        """Records taken from the source and not yet written."""
+        ...
+
+    def stop(self, status: str) -> None:
+        """Stop reading (``status``: why, e.g. ``interrupted``); in-flight work drains."""
+        ...
+
+    def stop_reading_now(self) -> None:
+        """Stop waiting for the source: nothing is in flight."""
+        ...
+
+
+async def watch_signals(pipeline: Stoppable, grace_s: float, cancel: anyio.CancelScope) -> None:
     """SIGTERM/SIGINT: the first stops the run (:func:`stop`), the second abandons it at once."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with anyio.create_task_group() as tg:
@@ -36,7 +59,7 @@ async def watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.Cancel
 
 async def watch_flag(
     requested: Callable[[], bool | float | str],
-    pipeline: Pipeline,
+    pipeline: Stoppable,
     grace_s: float,
     cancel: anyio.CancelScope,
     abandon_requested: Callable[[], bool] = lambda: False,
@@ -60,7 +83,7 @@ async def watch_flag(
         tg.cancel_scope.cancel()
 
 
-async def stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope, why: str | None = None) -> None:
+async def stop(pipeline: Stoppable, grace_s: float, cancel: anyio.CancelScope, why: str | None = None) -> None:
     """Stop reading; in-flight work has ``grace_s`` to drain before it is cancelled. Once nothing
     is in flight the source is not waited for: the stages drain and the run ends (the writer
     then cancels this watcher). ``why``: the reason of a stop no signal asked for (the message
@@ -94,7 +117,7 @@ def stopping_message(in_flight: int, grace_s: float, why: str | None = None) -> 
     )
 
 
-def abandon(pipeline: Pipeline, cancel: anyio.CancelScope) -> None:
+def abandon(pipeline: Stoppable, cancel: anyio.CancelScope) -> None:
     """A second signal: cancel in-flight work now (its records are redone on resume)."""
     print(
         f"assay: stopping now: abandoning {pipeline.in_flight:,} in-flight records (redone on resume)",
@@ -104,4 +127,4 @@ def abandon(pipeline: Pipeline, cancel: anyio.CancelScope) -> None:
     cancel.cancel()
 
 
-__all__ = ["abandon", "stop", "stopping_message", "watch_flag", "watch_signals"]
+__all__ = ["Stoppable", "abandon", "stop", "stopping_message", "watch_flag", "watch_signals"]

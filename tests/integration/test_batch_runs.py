@@ -197,7 +197,7 @@ def test_first_invocation_submits_and_exits_75_with_the_batch_ids(tmp_path: Path
         run = run_file(tmp_path, server.url)
         proc = assay("run", str(run), cwd=tmp_path)
         assert proc.returncode == 75, proc.stderr
-        assert "pending: batches submitted, run the same command again to collect" in proc.stderr
+        assert "pending: the work is submitted; run the same command again later to collect it" in proc.stderr
         ids = [b.id for b in server.server._batches.values()]
         assert len(ids) == 4  # 300 lines at max_requests 80
         assert all(i in proc.stderr for i in ids)
