@@ -254,9 +254,9 @@ async def _collect(
 ) -> int | None:
     """Every pass over its input: the batch judges' cache misses into the ledger. The misses
     found; None when a pass was stopped (the ledger still says a pass is due)."""
-    endpoints = rounds.begin_collect(state, pool)
+    judges, endpoints = rounds.begin_collect(state, pool)
     for one in passes:
-        status = await _collect_pass(invocation, one, origin, pool)
+        status = await _collect_pass(invocation, one, origin, judges)
         if status != "ok":
             invocation.stop(status)
             return None
