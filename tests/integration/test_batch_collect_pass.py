@@ -133,3 +133,19 @@ def test_the_score_pass_writes_what_the_collect_pass_read_past(tmp_path: Path) -
     s = summary(out)
     assert s["status"] == "ok" and s["counts"]["dead_letters"] == 1 and s["counts"]["scored"] == N
     assert server.stats.batches == 3 and set(server.stats.submissions.values()) == {1}
+
+
+def test_a_collect_pass_whose_fallback_calls_reach_the_budget_stops_with_exit_5(tmp_path: Path) -> None:
+    """Lines that used up their attempts get a real-time call in the collect pass; the budget stops
+    that pass as it stops a run: the verdict's exit 5 and words, no traceback, nothing written."""
+    corpus(tmp_path)
+    with BatchServerThread(delay=0.1, line_error_rate=1.0, seed=5) as server:
+        run = run_file(tmp_path, server.url, "openai", max_attempts=1)
+        data = json.loads(run.read_text())
+        data["limits"] = {"budget_usd": 0.0002, "batch_size": 20}
+        run.write_text(json.dumps(data))
+        first = assay("run", str(run), "--wait", "-q", cwd=tmp_path)
+    assert first.returncode == 5, first.stderr
+    assert STOPPED["budget"][1] in first.stderr and "Traceback" not in first.stderr
+    assert server.server.judge.stats.requests < N  # the budget stopped the fallback calls
+    assert not (tmp_path / "out").exists()
