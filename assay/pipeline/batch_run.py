@@ -99,7 +99,7 @@ class Collect:
 class Invocation:
     """One invocation's rounds as the engine's signal watcher sees a run
     (:class:`~assay.pipeline.stopping.Stoppable`): a stop goes to the collect pass under way (its
-    pipeline stops reading and drains); between passes nothing is in flight, so a stop ends the
+    pipeline stops reading and drains); between passes nothing is read, so a stop ends the
     invocation at once (``scope``)."""
 
     scope: anyio.CancelScope
@@ -113,8 +113,8 @@ class Invocation:
     messages: list[str] = field(default_factory=list)
 
     @property
-    def in_flight(self) -> int:
-        return self.pipeline.in_flight if self.pipeline is not None else 0
+    def in_flight(self) -> int | None:
+        return self.pipeline.in_flight if self.pipeline is not None else None
 
     def stop(self, status: str) -> None:
         if self.status == "ok":

@@ -29,8 +29,9 @@ class Stoppable(Protocol):
     """``time.monotonic()`` when in-flight work is abandoned, once a signal stops it."""
 
     @property
-    def in_flight(self) -> int:
-        """Records taken from the source and not yet written."""
+    def in_flight(self) -> int | None:
+        """Records taken from the source and not yet written; None while nothing is read (a
+        batch run waiting for its batches): a stop then ends it at once, with nothing to say."""
         ...
 
     def stop(self, status: str) -> None:
@@ -90,10 +91,14 @@ async def stop(pipeline: Stoppable, grace_s: float, cancel: anyio.CancelScope, w
     then promises nothing about a second signal)."""
     pipeline.stop("interrupted")
     pipeline.stop_deadline = time.monotonic() + grace_s  # the progress display counts it down
-    print(stopping_message(pipeline.in_flight, grace_s, why), file=sys.stderr, flush=True)
+    busy = pipeline.in_flight
+    if busy is None:  # nothing is read: nothing to drain
+        pipeline.stop_reading_now()
+        return
+    print(stopping_message(busy, grace_s, why), file=sys.stderr, flush=True)
     with anyio.move_on_after(grace_s):
         # polled: the count moves with every batch the sink writes; no event is worth that cost
-        while pipeline.in_flight > 0:  # noqa: ASYNC110
+        while (pipeline.in_flight or 0) > 0:  # noqa: ASYNC110
             await anyio.sleep(DRAIN_POLL_S)
         pipeline.stop_reading_now()
         await anyio.sleep_forever()
@@ -120,7 +125,7 @@ def stopping_message(in_flight: int, grace_s: float, why: str | None = None) -> 
 def abandon(pipeline: Stoppable, cancel: anyio.CancelScope) -> None:
     """A second signal: cancel in-flight work now (its records are redone on resume)."""
     print(
-        f"assay: stopping now: abandoning {pipeline.in_flight:,} in-flight records (redone on resume)",
+        f"assay: stopping now: abandoning {pipeline.in_flight or 0:,} in-flight records (redone on resume)",
         file=sys.stderr,
         flush=True,
     )
