@@ -77,7 +77,7 @@ def legacy_ledger_path(config: RunConfig, shard: tuple[int, int] | None = None) 
 
 @dataclass
 class PhaseResult:
-    """``config`` (ready to score, ledger attached) or ``report`` (pending, interrupted, failed)."""
+    """``config`` (ready to score, ledger attached) or ``report`` (pending, interrupted, budget)."""
 
     config: RunConfig | None = None
     report: RunReport | None = None
