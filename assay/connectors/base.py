@@ -172,6 +172,24 @@ class Sink(AsyncResource, ABC):
         return type(self).__name__
 
 
+class DiscardSink(Sink):
+    """A sink that keeps nothing: a pass over the input that writes no row and no dead letter (a
+    batch run's collect pass, :mod:`assay.pipeline.batch_run`). Nothing is encoded, flushed or
+    published."""
+
+    async def write_batch(self, rows: Sequence[bytes], keys: Sequence[str | None] | None = None) -> None:
+        return None
+
+    async def write_results(self, rows: Sequence[Mapping[str, Any]], keys: Sequence[str | None] | None = None) -> None:
+        return None
+
+    async def write_failures(self, failures: Sequence[Failure]) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
 async def threaded_batches(
     envelopes: Iterator[Envelope],
     size: int,

@@ -96,6 +96,19 @@ class JudgePool(AsyncResource):
     def __repr__(self) -> str:
         return f"JudgePool({sorted(self.endpoints)}, cache={self.cache!r}, budget={self.budget!r})"
 
+    def sharing(self, endpoints: Mapping[str, JudgeEndpoint]) -> JudgePool:
+        """A pool of ``endpoints`` (some of this pool's, some others) with this pool's cache,
+        budget and secrets; this pool still opens and closes its own endpoints (a batch run's
+        collect pass: the batch judges, and a stand-in for each real-time judge)."""
+        view = JudgePool({}, cache=self.cache, budget=self.budget)
+        view.secrets = self.secrets
+        for endpoint in endpoints.values():
+            endpoint.cache, endpoint.budget = self.cache, self.budget
+            self.secrets.update(endpoint.secrets)
+            endpoint.secrets = self.secrets
+        view.endpoints = dict(endpoints)
+        return view
+
     async def open(self) -> None:
         if self.budget.store is not None:
             await self.budget.store.open()

@@ -2,6 +2,10 @@
 in-flight work gets ``limits.grace_period_s`` to drain: the run ends as soon as it has drained (a
 source still waiting for input is not waited for), or when the grace period is over (what is still
 in flight is abandoned and redone on resume). A second signal abandons in-flight work at once.
+
+What a signal stops is a :class:`Stoppable`: a run's :class:`~assay.pipeline.runner.Pipeline`, or
+the rounds of a batch run (:mod:`assay.pipeline.batch_run`), whose collect pass is a pipeline and
+whose wait for batches has nothing in flight (it ends at once).
 """
 
 from __future__ import annotations
@@ -10,16 +14,36 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio
-
-from assay.pipeline.runner import Pipeline
 
 DRAIN_POLL_S = 0.05
 """How often a stopping run looks whether anything is still in flight."""
 
 
-async def watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope) -> None:
+class Stoppable(Protocol):
+    """What a signal stops (:class:`~assay.pipeline.runner.Pipeline` is one)."""
+
+    stop_deadline: float | None
+    """``time.monotonic()`` when in-flight work is abandoned, once a signal stops it."""
+
+    @property
+    def in_flight(self) -> int | None:
+        """Records taken from the source and not yet written; None while nothing is read (a
+        batch run waiting for its batches): a stop then ends it at once, with nothing to say."""
+        ...
+
+    def stop(self, status: str) -> None:
+        """Stop reading (``status``: why, e.g. ``interrupted``); in-flight work drains."""
+        ...
+
+    def stop_reading_now(self) -> None:
+        """Stop waiting for the source: nothing is in flight."""
+        ...
+
+
+async def watch_signals(pipeline: Stoppable, grace_s: float, cancel: anyio.CancelScope) -> None:
     """SIGTERM/SIGINT: the first stops the run (:func:`stop`), the second abandons it at once."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with anyio.create_task_group() as tg:
@@ -36,7 +60,7 @@ async def watch_signals(pipeline: Pipeline, grace_s: float, cancel: anyio.Cancel
 
 async def watch_flag(
     requested: Callable[[], bool | float | str],
-    pipeline: Pipeline,
+    pipeline: Stoppable,
     grace_s: float,
     cancel: anyio.CancelScope,
     abandon_requested: Callable[[], bool] = lambda: False,
@@ -60,17 +84,21 @@ async def watch_flag(
         tg.cancel_scope.cancel()
 
 
-async def stop(pipeline: Pipeline, grace_s: float, cancel: anyio.CancelScope, why: str | None = None) -> None:
+async def stop(pipeline: Stoppable, grace_s: float, cancel: anyio.CancelScope, why: str | None = None) -> None:
     """Stop reading; in-flight work has ``grace_s`` to drain before it is cancelled. Once nothing
     is in flight the source is not waited for: the stages drain and the run ends (the writer
     then cancels this watcher). ``why``: the reason of a stop no signal asked for (the message
     then promises nothing about a second signal)."""
     pipeline.stop("interrupted")
     pipeline.stop_deadline = time.monotonic() + grace_s  # the progress display counts it down
-    print(stopping_message(pipeline.in_flight, grace_s, why), file=sys.stderr, flush=True)
+    busy = pipeline.in_flight
+    if busy is None:  # nothing is read: nothing to drain
+        pipeline.stop_reading_now()
+        return
+    print(stopping_message(busy, grace_s, why), file=sys.stderr, flush=True)
     with anyio.move_on_after(grace_s):
         # polled: the count moves with every batch the sink writes; no event is worth that cost
-        while pipeline.in_flight > 0:  # noqa: ASYNC110
+        while (pipeline.in_flight or 0) > 0:  # noqa: ASYNC110
             await anyio.sleep(DRAIN_POLL_S)
         pipeline.stop_reading_now()
         await anyio.sleep_forever()
@@ -94,14 +122,14 @@ def stopping_message(in_flight: int, grace_s: float, why: str | None = None) -> 
     )
 
 
-def abandon(pipeline: Pipeline, cancel: anyio.CancelScope) -> None:
+def abandon(pipeline: Stoppable, cancel: anyio.CancelScope) -> None:
     """A second signal: cancel in-flight work now (its records are redone on resume)."""
     print(
-        f"assay: stopping now: abandoning {pipeline.in_flight:,} in-flight records (redone on resume)",
+        f"assay: stopping now: abandoning {pipeline.in_flight or 0:,} in-flight records (redone on resume)",
         file=sys.stderr,
         flush=True,
     )
     cancel.cancel()
 
 
-__all__ = ["abandon", "stop", "stopping_message", "watch_flag", "watch_signals"]
+__all__ = ["Stoppable", "abandon", "stop", "stopping_message", "watch_flag", "watch_signals"]

@@ -9,14 +9,16 @@ its checkpoint before it returns. Its stats are cumulative over every attempt of
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
 from assay.config import RunConfig
+from assay.connectors.base import Source
 from assay.connectors.registry import EMPTY_SINK_STATE, SinkContext, SourceContext, build_sink, build_source
+from assay.evaluators.base import BaseEvaluator
 from assay.exceptions import AssayError, ConnectorError
 from assay.pipeline.assembly import build_evaluators, judge_pool
 from assay.pipeline.checkpoint import CheckpointStore
@@ -57,6 +59,42 @@ def unwrap(exc: BaseException) -> BaseException:
             if isinstance(found, AssayError):
                 return found
     return exc
+
+
+def run_options(config: RunConfig) -> RunOptions:
+    """The engine's knobs from the run file (``limits``, ``normalize``, ``stats.cluster_by``)."""
+    return RunOptions(
+        batch_size=config.limits.batch_size,
+        buffer=config.limits.buffer,
+        workers=config.limits.workers,
+        normalize=config.normalize,
+        run_id=config.run_id or RunOptions().run_id,
+        cluster_by=config.stats.cluster_by,
+    )
+
+
+def run_source(
+    config: RunConfig,
+    evaluators: Sequence[BaseEvaluator[Any]],
+    *,
+    shard: tuple[int, int] | None,
+    resume_state: Any = None,
+) -> Source:
+    """The run file's source for one writer's ``shard`` (not opened), told what ``evaluators``
+    read; ``resume_state``: where an earlier attempt of this writer stopped (None: from the start)."""
+    return build_source(
+        config.source,
+        SourceContext(
+            batch_size=config.limits.batch_size,
+            shard=shard,
+            resume_state=resume_state,
+            options=config.s3,
+            reads_text=any(ev.reads_text for ev in evaluators),
+            reads_call_ids=any(ev.reads_call_ids for ev in evaluators),
+            reads_args=any(ev.reads_args for ev in evaluators),
+            owns_input=not scales_by_group(config),
+        ),
+    )
 
 
 async def run_writer(
@@ -113,18 +151,11 @@ async def run_writer(
             limit = config.limits.budget_usd
             if isinstance(stopped_at, (int, float)) and limit is not None and limit <= stopped_at:
                 pool.budget.close()
-        source = build_source(
-            config.source,
-            SourceContext(
-                batch_size=config.limits.batch_size,
-                shard=shard if shard is not None else ((writer, n) if n > 1 else None),
-                resume_state=state.get("source"),
-                options=config.s3,
-                reads_text=any(ev.reads_text for ev in evaluators),
-                reads_call_ids=any(ev.reads_call_ids for ev in evaluators),
-                reads_args=any(ev.reads_args for ev in evaluators),
-                owns_input=not scales_by_group(config),
-            ),
+        source = run_source(
+            config,
+            evaluators,
+            shard=shard if shard is not None else ((writer, n) if n > 1 else None),
+            resume_state=state.get("source"),
         )
         sinks = {
             role: build_sink(
@@ -166,20 +197,12 @@ async def run_writer(
         )
         if hasattr(source, "on_revoke"):  # a rebalance takes partitions away: commit what is durable first
             source.on_revoke = committer.commit
-        options = RunOptions(
-            batch_size=config.limits.batch_size,
-            buffer=config.limits.buffer,
-            workers=config.limits.workers,
-            normalize=config.normalize,
-            run_id=config.run_id or RunOptions().run_id,
-            cluster_by=config.stats.cluster_by,
-        )
         pipeline = make_pipeline(  # the columnar path where the source and every evaluator allow it
             source,
             EvaluateStage(evaluators) if ledger is None else LedgerEvaluate(evaluators, ledger),
             sinks["results"],
             sinks["dead_letter"],
-            options,
+            run_options(config),
             stats=stats,
             on_progress=progress.update if progress else None,
             committer=committer,

@@ -197,7 +197,7 @@ def test_first_invocation_submits_and_exits_75_with_the_batch_ids(tmp_path: Path
         run = run_file(tmp_path, server.url)
         proc = assay("run", str(run), cwd=tmp_path)
         assert proc.returncode == 75, proc.stderr
-        assert "pending: batches submitted, run the same command again to collect" in proc.stderr
+        assert "pending: the work is submitted; run the same command again later to collect it" in proc.stderr
         ids = [b.id for b in server.server._batches.values()]
         assert len(ids) == 4  # 300 lines at max_requests 80
         assert all(i in proc.stderr for i in ids)
@@ -350,6 +350,8 @@ def test_ctrl_c_while_waiting_exits_130_and_cancels_nothing(tmp_path: Path, corp
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
+        assert "assay: interrupted: written rows are durable" in err and "no batch was cancelled (4 open" in err
+        assert "in-flight records" not in err  # a wait has nothing in flight to drain: it ends at once
         assert not any(b.cancelled for b in server.server._batches.values())
         listed = assay("batches", "list", str(run), "--json", cwd=tmp_path)
         batches = [json.loads(line) for line in listed.stdout.splitlines()]

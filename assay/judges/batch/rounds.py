@@ -400,22 +400,25 @@ class _SkipEndpoint(JudgeEndpoint):
         raise _Skipped("not called in the collect pass")
 
 
-def begin_collect(state: BatchState, pool: JudgePool) -> list[BatchEndpoint]:
-    """The pool's judges for a collect pass: the batch judges record their cache misses in the
-    ledger (the real-time fallback calls of the pass are in the ledger already: BatchEndpoint counts
-    each one as its answer comes in); a real-time judge is not called."""
+def begin_collect(state: BatchState, pool: JudgePool) -> tuple[JudgePool, list[BatchEndpoint]]:
+    """The judges of a collect pass (a pool sharing ``pool``'s cache and budget, ``pool`` itself
+    unchanged) and its batch judges: these record their cache misses in the ledger (the real-time
+    fallback calls of the pass are in the ledger already: BatchEndpoint counts each one as its
+    answer comes in); a real-time judge is a stand-in that is not called."""
     state.ledger.set_meta("collect", "running")
     say("batch: reading the input for requests without an answer")
-    endpoints: list[BatchEndpoint] = []
-    for name, endpoint in list(pool.endpoints.items()):
+    batch: list[BatchEndpoint] = []
+    judges: dict[str, JudgeEndpoint] = {}
+    for name, endpoint in pool.endpoints.items():
         if isinstance(endpoint, BatchEndpoint):
             endpoint.mode = "collect"
             endpoint.ledger = state.ledger
             endpoint.collected = endpoint.new_lines = 0
-            endpoints.append(endpoint)
+            batch.append(endpoint)
+            judges[name] = endpoint
         else:
-            pool.endpoints[name] = _SkipEndpoint(name, endpoint.config)
-    return endpoints
+            judges[name] = _SkipEndpoint(name, endpoint.config)
+    return pool.sharing(judges), batch
 
 
 async def end_collect(state: BatchState, endpoints: list[BatchEndpoint]) -> int:

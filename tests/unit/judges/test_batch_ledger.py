@@ -125,3 +125,31 @@ def test_a_damaged_ledger_is_one_error_naming_the_file(tmp_path: Path) -> None:
             list(led.next_lines("j", 3, 10))
         finally:
             led.close()
+
+
+def test_a_collect_pass_sees_a_stand_in_for_each_real_time_judge_and_the_run_pool_stays_as_it_is(
+    tmp_path: Path,
+) -> None:
+    import anyio
+
+    from assay.exceptions import JudgeError
+    from assay.judges.base import JudgeRequest
+    from assay.judges.batch import rounds
+    from assay.judges.pool import JudgePool
+
+    judges = {
+        "live": {"provider": "openai", "model": "m"},
+        "cheap": {"provider": "openai", "model": "m", "mode": "batch"},
+    }
+    pool = JudgePool.from_config(judges, state_dir=tmp_path)
+    before = dict(pool.endpoints)
+    state = rounds.BatchState(Ledger(tmp_path / "l.sqlite"), {"cheap": JudgeConfig.model_validate(judges["cheap"])})
+    view, batch = rounds.begin_collect(state, pool)
+    assert pool.endpoints == before  # the run's pool still opens and closes its own endpoints
+    assert batch == [pool.get("cheap")] and view.get("cheap") is pool.get("cheap")
+    assert view.get("live") is not pool.get("live")
+    assert view.cache is pool.cache and view.budget is pool.budget and view.secrets is pool.secrets
+    with pytest.raises(JudgeError, match="not called in the collect pass"):
+        anyio.run(view.get("live").complete, JudgeRequest(messages=[{"role": "user", "content": "q"}]))
+    assert state.ledger.get_meta("collect") == "running"
+    state.ledger.close()
