@@ -22,6 +22,9 @@
   offsets written beyond it while an earlier batch was still being evaluated), and a resume starts
   each partition there and skips those, whatever the group committed: the rows kept and the
   records read again meet exactly, whatever the order batches finished in.
+* Closing leaves the group (``LeaveGroup``), also as a member of generation 0, which aiokafka
+  skips (:mod:`assay.connectors.kafka_group`): the next run of the group id joins without waiting
+  for this member's session, and an ``assignment: manual`` run may commit to the group.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from assay.connectors.kafka_config import (
     to_millis,
     unreachable,
 )
+from assay.connectors.kafka_group import leave_from_any_generation
 from assay.exceptions import ConnectorError
 from assay.records import Envelope, Position
 
@@ -219,6 +223,8 @@ class KafkaSource(Source):
         try:
             with anyio.fail_after(cfg.connect_timeout_s):
                 await consumer.start()
+                if not self._static:  # a member of generation 0 leaves the group on close too
+                    leave_from_any_generation(consumer, self._unreachable)
                 if cfg.topics:
                     present = await consumer.topics()
                     missing = [t for t in cfg.topics if t not in present]
