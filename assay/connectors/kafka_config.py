@@ -125,7 +125,8 @@ class KafkaSourceConfig(KafkaConnection, ConnectorConfig):
     ``group.initial.rebalance.delay.ms`` instead (docs/kafka.md, *Brokers*)."""
     rebalance_timeout_ms: int | None = Field(None, ge=1000)
     """How long a rebalance waits for every member to rejoin (each first flushes and commits what is
-    durable); default: ``session_timeout_ms``."""
+    durable, waiting at most half of this for the records of its revoked partitions still being
+    scored); default: ``session_timeout_ms``."""
     max_poll_interval_ms: int = Field(300_000, ge=1000)
     """The consumer leaves the group when it did not poll for this long; the source keeps polling
     while partitions are paused, so a slow judge never reaches it."""
