@@ -680,8 +680,8 @@ class KafkaSource(Source):
     def _check_finished(self, consumer: AIOKafkaConsumer) -> None:
         if self.config.stop_at != "end" and self._until_ms is None:
             return
-        if self._first_assignment is None or self._pending:
-            return
+        if self._first_assignment is None or self._pending or self._revoking:
+            return  # (during a revoke the partitions are not this consumer's, nor anyone else's yet)
         for tp in list(self._gen):
             if tp in self._done:
                 continue
