@@ -394,6 +394,7 @@ def load_agent_traces(url: str, project: str, n: int, seed: int) -> dict[str, st
     return roots
 
 
+@pytest.mark.xdist_group("phoenix")  # one worker starts the one Phoenix server (~25 s)
 def test_phoenix_source_then_push_is_a_nightly_loop_on_a_real_server(tmp_path: Path, phoenix_server: Any) -> None:
     project = f"loop-{uuid.uuid4().hex[:8]}"
     roots = load_agent_traces(phoenix_server.url, project, 7, seed=11)

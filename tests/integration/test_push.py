@@ -297,6 +297,7 @@ def test_kill_9_during_the_push_then_the_same_command_leaves_one_score_each(
         ls.stop()
 
 
+@pytest.mark.xdist_group("phoenix")  # one worker starts the one Phoenix server (~25 s)
 def test_phoenix_real_server_holds_one_annotation_per_trace_key_identity(
     tmp_path: Path, corpus: list[tuple[str, str]], phoenix_server: Any
 ) -> None:
