@@ -5,6 +5,8 @@ from __future__ import annotations
 import compileall
 import importlib.util
 import json
+import os
+import resource
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +44,25 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         for tree in (ROOT / "assay", ROOT / "tests" / "support"):
             compileall.compile_dir(tree, quiet=1, workers=2)
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for (the subprocesses a test runs)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """``ASSAY_TEST_CPU=FILE``: append each test's CPU seconds (setup, call and teardown, with the
+    subprocesses it waited for) to FILE — what the suite's wall time on two cores is made of
+    (benchmarks/README.md, "The test suite's wall time")."""
+    log = os.environ.get("ASSAY_TEST_CPU")
+    before = _cpu_seconds()
+    yield
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{_cpu_seconds() - before:.2f} {item.nodeid}\n")
 
 
 def load_module(path: Path, name: str) -> Any:
