@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import heapq
 import itertools
 import math
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import pytest
@@ -348,26 +352,55 @@ def test_a_second_429_soon_after_a_reclaimed_one_pauses_a_slot() -> None:
     anyio.run(main)
 
 
-def test_reclaiming_stops_where_the_limiter_refuses_the_reclaimed_slot_too() -> None:
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop on virtual time: when nothing is ready to run, the clock jumps to the next
+    timer instead of waiting for it. Timers end exactly when due and take no real time, however
+    loaded the machine."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._now = 0.0
+
+    def time(self) -> float:
+        return self._now
+
+    def _run_once(self) -> None:
+        scheduled: list[Any] = self._scheduled  # type: ignore[attr-defined]
+        ready: Any = self._ready  # type: ignore[attr-defined]
+        while scheduled and scheduled[0]._cancelled:  # a cancelled timer is no deadline
+            heapq.heappop(scheduled)._scheduled = False
+            self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
+        if not ready and scheduled:
+            self._now = max(self._now, scheduled[0]._when)
+        super()._run_once()  # type: ignore[misc]
+
+
+def run_in_virtual_time(main: Callable[[], Awaitable[None]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``main`` on :class:`VirtualTimeLoop`. The pacer waits the last fraction of a millisecond by
+    spinning on its clock, which virtual time does not move: here a timer waits it."""
+    for name in ("BLOCK_S", "SPIN_S", "WAKE_EARLY_S"):
+        monkeypatch.setattr(f"assay.judges.pacing.limits.{name}", 0.0)
+    anyio.run(main, backend="asyncio", backend_options={"loop_factory": VirtualTimeLoop})
+
+
+def test_reclaiming_stops_where_the_limiter_refuses_the_reclaimed_slot_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """A naive limiter restarts its clock on every request, refused or not: the send in a
     reclaimed slot is refused as well. After RECLAIM_FAILURES of those in a row, refused slots
     are left alone (each 429 then pauses one interval). One that was answered resets the count.
-
-    The limiter's clock runs at a quarter of real time: a test worker held up for a few real
-    milliseconds (four workers on two cores) stays within the 10 ms slots it is about, so the send
-    after a reclaim lands in the reclaimed slot however loaded the machine is."""
-    limits = Limits(max_concurrency=8, rps=100.0, tpm=None, clock=lambda: time.monotonic() * 0.25)
+    In virtual time (a loaded machine once stretched the real-time version past its regimes)."""
     sent: list[float] = []
 
-    async def one() -> None:
-        async with limits.slot(1) as at:
-            sent.append(at)
-
-    async def spaced() -> None:  # refusals far enough apart to pass for jitter (3 in 2 s at most)
-        for _ in range(70):
-            await one()
-
     async def main() -> None:
+        limits = Limits(max_concurrency=8, rps=100.0, tpm=None, clock=asyncio.get_running_loop().time)
+
+        async def one() -> None:
+            async with limits.slot(1) as at:
+                sent.append(at)
+
+        async def spaced() -> None:  # refusals far enough apart to pass for jitter (3 in 2 s at most)
+            for _ in range(70):
+                await one()
+
         for answered in (False, True):  # one refused in its reclaimed slot, then one answered
             await spaced()
             limits.on_rate_limited(sent_at=sent[-1], delay=1.0)
@@ -384,11 +417,12 @@ def test_reclaiming_stops_where_the_limiter_refuses_the_reclaimed_slot_too() -> 
             if not limits.control.reclaimed:
                 break
             await one()  # the send in the reclaimed slot ...
-            assert sent[-1] - sent[-2] < 1.0 / 100.0  # an order: before the regular slot, one interval on
+            assert sent[-1] - sent[-2] < 1.0 / 100.0  # before the regular slot, one interval on
             limits.on_rate_limited(sent_at=sent[-1], delay=1.0)  # ... refused as well
         assert not limits.control.reclaimed
 
-    anyio.run(main)
+    run_in_virtual_time(main, monkeypatch)
+    assert len(sent) > 70 * (RECLAIM_FAILURES + 3)
 
 
 def test_a_long_hint_or_nothing_accepted_is_followed() -> None:
