@@ -137,10 +137,11 @@ def child(mode: str, table: Path, out: Path, run_path: Path, report: Path) -> in
 
 
 def key_means(out: Path, spark_columns: bool) -> dict[str, float]:
+    import pyarrow as pa
     import pyarrow.dataset as pads
 
     table = pads.dataset(str(out), format="parquet").to_table()
-    keys = [name for name in table.column_names if name not in ("trace_id", "run_id", "ds", "position", "read_error")]
+    keys = [f.name for f in table.schema if pa.types.is_struct(f.type) and f.type.get_field_index("score") >= 0]
     means: dict[str, float] = {}
     for key in keys:
         scores = [s for s in table.column(key).combine_chunks().field("score").to_pylist() if s is not None]

@@ -129,11 +129,11 @@ def _parquet_magic(filesystem: Any, path: str) -> bool:
 _NOT_PARQUET = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".csv", ".txt")
 
 
-COLUMNAR_ROWS = 16_384
+COLUMNAR_ROWS = 8_192
 """Rows per record batch of :meth:`ParquetSource.arrow_batches` (the columnar engine's unit), read
 across the consecutive row groups of a file: a scored batch costs a few hundred numpy and Arrow
-calls whatever its size, so 1,024-row batches spent twice the CPU of 16,384-row ones on the same
-rows; beyond ~16,384 rows the gain is a few percent while every batch in flight holds more."""
+calls whatever its size, so 1,024-row batches spent twice the CPU of 8,192-row ones on the same
+rows; 16,384 saved another ~3 % of a run's CPU for ~70 MB more peak memory (``benchmarks/README.md``)."""
 
 
 @dataclass(slots=True)

@@ -119,7 +119,7 @@ class ColumnarPipeline(Pipeline):
     BATCHES_IN_FLIGHT = 2
     #: Rows of the units read and scored by columns (``ParquetSource.arrow_batches``: across the
     #: consecutive row groups of a file).
-    UNIT_ROWS = 16_384
+    UNIT_ROWS = 8_192
     #: Rows of a unit the object path scores at once (a batch whose schema has no columnar form, or
     #: holding rows an earlier attempt completed, is cut into units of this many rows).
     OBJECT_ROWS = 1_024
