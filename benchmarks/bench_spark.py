@@ -12,6 +12,7 @@ the JVM Spark starts is not a child GNU time waits for):
 * ``assay run --workers 2``, the directory → a Parquet directory sink;
 * ``spark score``: :func:`assay.integrations.spark.score` over ``spark.read.parquet(dir)`` written
   with ``.write.parquet`` (the scores as a DataFrame; by columns on the executors);
+* ``spark score, comments=False``: the same without the comments (neither built nor shipped);
 * ``spark score, object path``: the same with ``ASSAY_COLUMNAR=0`` (every row as a trace object);
 * ``spark run``: :func:`assay.integrations.spark.run` (the run file's Parquet sink written by the
   driver through the engine's sink stage, summary and gates).
@@ -121,8 +122,8 @@ def child(mode: str, table: Path, out: Path, run_path: Path, report: Path) -> in
 
     t1 = time.perf_counter()
     df = spark.read.parquet(str(table))
-    if mode == "score":
-        score(df, run_path).write.mode("overwrite").parquet(str(out))
+    if mode in ("score", "score-bare"):
+        score(df, run_path, comments=mode == "score").write.mode("overwrite").parquet(str(out))
         code = 0
     else:
         code = run(df, run_path).exit_code
@@ -136,10 +137,11 @@ def child(mode: str, table: Path, out: Path, run_path: Path, report: Path) -> in
 
 
 def key_means(out: Path, spark_columns: bool) -> dict[str, float]:
+    import pyarrow as pa
     import pyarrow.dataset as pads
 
     table = pads.dataset(str(out), format="parquet").to_table()
-    keys = [name for name in table.column_names if name not in ("trace_id", "run_id", "ds", "position", "read_error")]
+    keys = [f.name for f in table.schema if pa.types.is_struct(f.type) and f.type.get_field_index("score") >= 0]
     means: dict[str, float] = {}
     for key in keys:
         scores = [s for s in table.column(key).combine_chunks().field("score").to_pylist() if s is not None]
@@ -155,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, default=HERE / "data" / "spark-work")
     ap.add_argument("--skip-object", action="store_true", help="skip the object-path Spark run")
-    ap.add_argument("--child", choices=("score", "run"), help=argparse.SUPPRESS)
+    ap.add_argument("--skip-bare", action="store_true", help="skip the score run without comments")
+    ap.add_argument("--child", choices=("score", "score-bare", "run"), help=argparse.SUPPRESS)
     ap.add_argument("--table", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--run-file", type=Path, help=argparse.SUPPRESS)
@@ -179,10 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     variants.append(("assay run --workers 2", cli, {}, out))
     for label, mode, env in (
         ("spark score (columns)", "score", {}),
+        ("spark score (columns, comments=False)", "score-bare", {}),
         ("spark score (object path)", "score", {"ASSAY_COLUMNAR": "0"}),
         ("spark run (driver writes)", "run", {}),
     ):
-        if args.skip_object and "object" in label:
+        if (args.skip_object and "object" in label) or (args.skip_bare and mode == "score-bare"):
             continue
         out = work / f"out-spark-{mode}-{'obj' if env else 'col'}"
         rf = run_file(work, table, out)

@@ -297,6 +297,33 @@ class ParquetInput:
             except (OSError, pa.ArrowException) as exc:
                 raise ConnectorError(f"{self.name}: row group {g.index}: read failed: {exc}") from exc
 
+    def run_batches(
+        self,
+        pf: pq.ParquetFile,
+        groups: Sequence[RowGroup],
+        *,
+        columns: Sequence[str] | None = None,
+        batch_rows: int = BATCH_ROWS,
+    ) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """(file-wide index of the batch's first row, batch) over a run of consecutive row groups
+        (``groups[i + 1]`` follows ``groups[i]`` in the file), read as one stream: a batch may span
+        row groups, so small row groups still make batches of ``batch_rows`` rows."""
+        if not groups:
+            return
+        row = groups[0].first_row
+        try:
+            for batch in pf.iter_batches(
+                batch_size=batch_rows,
+                row_groups=[g.index for g in groups],
+                columns=list(columns) if columns else None,
+                use_threads=False,
+            ):
+                yield row, batch
+                row += batch.num_rows
+        except (OSError, pa.ArrowException) as exc:
+            at = next((g for g in groups if g.first_row + g.rows > row), groups[-1])
+            raise ConnectorError(f"{self.name}: row group {at.index}: read failed: {exc}") from exc
+
 
 def largest_row_group(meta: pq.FileMetaData) -> int:
     """Compressed bytes of a file's largest row group (its column chunks together)."""

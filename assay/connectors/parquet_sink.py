@@ -278,12 +278,13 @@ class ParquetSink(Sink):
     def _write_columns(self, trace_ids: Any, run_id: str, positions: Any, results: Mapping[str, Any]) -> None:
         import pyarrow as pa
 
+        from assay.connectors.arrow_arrays import text_scalar
         from assay.connectors.parquet_schema import PLATFORM_TYPE, SEGMENT_RESULT_TYPE
 
         self._convert()  # the rows written before these, first
         builder = self._builder_for(set(results))
         n = len(trace_ids)
-        top = [trace_ids, pa.repeat(pa.scalar(run_id, pa.string()), n), pa.repeat(pa.scalar(self.ds, pa.string()), n)]
+        top = [trace_ids, pa.repeat(text_scalar(run_id), n), pa.repeat(text_scalar(self.ds), n)]
         top.append(positions)
         top.append(pa.nulls(n, PLATFORM_TYPE))  # a trace read by columns is in no platform's format
         arrays = top + [results.get(k, pa.nulls(n, SEGMENT_RESULT_TYPE)) for k in builder.keys]

@@ -38,7 +38,7 @@ import anyio.to_thread
 
 from assay.connectors.base import Source, threaded_batches
 from assay.connectors.ledger import LineLedger, merge
-from assay.connectors.parquet_rows import ParquetInput, RowGroup, has_parquet_suffix, parquet_files
+from assay.connectors.parquet_rows import BATCH_ROWS, ParquetInput, RowGroup, has_parquet_suffix, parquet_files
 from assay.connectors.parquet_traces import BatchRows, Row, columnar_plan, text_free_columns
 from assay.exceptions import ConfigError, ConnectorError
 from assay.records import Envelope, Position
@@ -129,6 +129,13 @@ def _parquet_magic(filesystem: Any, path: str) -> bool:
 _NOT_PARQUET = (".jsonl", ".ndjson", ".json", ".gz", ".zst", ".csv", ".txt")
 
 
+COLUMNAR_ROWS = 8_192
+"""Rows per record batch of :meth:`ParquetSource.arrow_batches` (the columnar engine's unit), read
+across the consecutive row groups of a file: a scored batch costs a few hundred numpy and Arrow
+calls whatever its size, so 1,024-row batches spent twice the CPU of 8,192-row ones on the same
+rows; 16,384 saved another ~3 % of a run's CPU for ~70 MB more peak memory (``benchmarks/README.md``)."""
+
+
 @dataclass(slots=True)
 class RowSpan(Position):
     """Rows ``line`` to ``last`` (1-based, inclusive) of one input, acknowledged as one position
@@ -158,16 +165,34 @@ class ArrowUnit:
 
     def envelopes(self, only: Sequence[int] | None = None) -> list[Envelope]:
         """The batch's rows as the envelopes :meth:`ParquetSource.batches` gives (done rows left
-        out); ``only``: these rows of the batch (0-based, in order)."""
-        rows = BatchRows(self.batch, columnar_plan(self.batch.schema))
+        out); ``only``: these rows of the batch (0-based, in order; only they are converted)."""
+        batch = self.batch
+        index: Sequence[int] = range(self.num_rows) if only is None else only
+        if only is not None and len(only) < self.num_rows:
+            import numpy as np
+
+            from assay.connectors.arrow_arrays import from_numpy
+
+            batch = batch.take(from_numpy(np.asarray(only, dtype=np.int64)))
+        taken = batch is not self.batch
+        rows = BatchRows(batch, columnar_plan(batch.schema))
         out = []
         done = self.done
-        for i in range(self.num_rows) if only is None else only:
+        for j, i in enumerate(index):
             row = self.first + i + 1
             if done is not None and done(row):
                 continue
-            out.append(Envelope(b"", Position(self.name, row), record=Row(rows, i)))
+            out.append(Envelope(b"", Position(self.name, row), record=Row(rows, j if taken else i)))
         return out
+
+    def pieces(self, rows: int) -> list[ArrowUnit]:
+        """The unit cut into units of at most ``rows`` rows (slices, in order)."""
+        if self.num_rows <= rows:
+            return [self]
+        return [
+            ArrowUnit(self.name, self.first + at, self.batch.slice(at, rows), self.done)
+            for at in range(0, self.num_rows, rows)
+        ]
 
     def pending_rows(self) -> int:
         """Rows not done by an earlier attempt."""
@@ -299,16 +324,14 @@ class ParquetSource(Source):
             columns = text_free_columns(pf, call_ids=not self.skip_call_ids, args=not self.skip_args)
         return columns
 
-    def _iter_units(self) -> Iterator[ArrowUnit]:
-        """Every record batch of this shard's row groups not wholly done, in order."""
+    def _iter_units(self, rows: int = BATCH_ROWS, *, across_groups: bool = False) -> Iterator[ArrowUnit]:
+        """Every record batch of this shard's row groups not wholly done, in order, of at most
+        ``rows`` rows; ``across_groups``: a batch may span consecutive row groups of one file."""
         open_files: dict[str, Any] = {}
-        for inp, group in self.units:
+        for inp, run in self._runs(across_groups):
             if self._stopped:
                 return
             name = inp.name
-            if self._group_done(name, group):
-                self._rows_done += group.rows
-                continue
             opened = open_files.get(name)
             if opened is None:
                 open_files.clear()  # one file open at a time
@@ -317,20 +340,47 @@ class ParquetSource(Source):
             pf, columns = opened
             done = self._resume.checker(name)
             intervals = self._resume.done.get(name) or []
-            for first, batch in inp.batches(pf, [group], columns=columns):
+            batches = (
+                inp.run_batches(pf, run, columns=columns, batch_rows=rows)
+                if across_groups
+                else inp.batches(pf, run, columns=columns, batch_rows=rows)
+            )
+            for first, batch in batches:
                 last = first + batch.num_rows  # rows first + 1 .. last, 1-based
                 touched = done is not None and any(s <= last and first + 1 <= e for s, e in intervals)
                 yield ArrowUnit(name, first, batch, done if touched else None)
                 self._rows_done += batch.num_rows
+                if self._stopped:
+                    return
+
+    def _runs(self, across_groups: bool) -> Iterator[tuple[ParquetInput, list[RowGroup]]]:
+        """This shard's row groups not wholly done, in order: one at a time, or (``across_groups``)
+        as runs of consecutive row groups of one file."""
+        run: list[RowGroup] = []
+        run_input: ParquetInput | None = None
+        for inp, group in self.units:
+            if self._group_done(inp.name, group):
+                self._rows_done += group.rows
+                continue
+            if run and (not across_groups or inp is not run_input or group.index != run[-1].index + 1):
+                assert run_input is not None
+                yield run_input, run
+                run = []
+            run_input = inp
+            run.append(group)
+        if run:
+            assert run_input is not None
+            yield run_input, run
 
     def _iter_envelopes(self) -> Iterator[Envelope]:
         for unit in self._iter_units():
             yield from unit.envelopes()
 
-    async def arrow_batches(self) -> AsyncIterator[ArrowUnit]:
-        """The record batches themselves (the columnar engine's reading: no envelope per row),
-        each read in a worker thread; acknowledge a unit's rows with :meth:`ArrowUnit.span`."""
-        units = self._iter_units()
+    async def arrow_batches(self, rows: int = COLUMNAR_ROWS) -> AsyncIterator[ArrowUnit]:
+        """The record batches themselves (the columnar engine's reading: no envelope per row), of
+        up to ``rows`` rows across consecutive row groups, each read in a worker thread;
+        acknowledge a unit's rows with :meth:`ArrowUnit.span`."""
+        units = self._iter_units(rows, across_groups=True)
         while not self._stopped:
             unit = await anyio.to_thread.run_sync(next, units, None)
             if unit is None:
@@ -345,4 +395,4 @@ class ParquetSource(Source):
         pass
 
 
-__all__ = ["ArrowUnit", "ParquetSource", "RowSpan", "list_s3_parquet", "s3_filesystem"]
+__all__ = ["COLUMNAR_ROWS", "ArrowUnit", "ParquetSource", "RowSpan", "list_s3_parquet", "s3_filesystem"]

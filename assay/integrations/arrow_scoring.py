@@ -215,9 +215,16 @@ class BatchScorer:
     def identities(self) -> dict[str, str]:
         return {ev.key: evaluator_identity(ev) for ev in self.evaluators}
 
-    def columns(self, batch: pa.RecordBatch, name: str, *, first: int = 0, ds: str | None = None) -> pa.Table:
+    def columns(
+        self, batch: pa.RecordBatch, name: str, *, first: int = 0, ds: str | None = None, comments: bool = True
+    ) -> pa.Table:
         """The score columns of one batch (:func:`score_table`'s, for the evaluators' keys): by
-        columns where the run has a columnar plan for the batch's schema, else by the object path."""
+        columns where the run has a columnar plan for the batch's schema, else by the object path.
+        ``comments=False``: every ``comment`` null (the columnar path does not build them)."""
+        table = self._columns(batch, name, first, ds, comments)
+        return table if comments else _without_comments(table, self.keys)
+
+    def _columns(self, batch: pa.RecordBatch, name: str, first: int, ds: str | None, comments: bool) -> pa.Table:
         p = self.columnar_plan(batch.schema)
         if p is None:
             processed = self.process(batch, name, first)
@@ -257,7 +264,7 @@ class BatchScorer:
                 kc.score,
                 kc.value_text(),
                 kc.passed,
-                kc.comment,
+                kc.comment if comments else pa.nulls(n, pa.string()),
                 kc.error if kc.error is not None else pa.nulls(n, pa.string()),
             ]
             fields += [none_i, none_i, pa.nulls(n, pa.float64()), pa.array([self.identities.get(key)] * n, pa.string())]
@@ -387,6 +394,20 @@ def score_table(
     builder.add_all([row for _, row, _ in lines])
     table = pa.Table.from_batches([builder.batch()])
     return table.append_column("read_error", pa.array([err for _, _, err in lines], type=pa.string()))
+
+
+def _without_comments(table: pa.Table, keys: Iterable[str]) -> pa.Table:
+    """The score columns with every result's ``comment`` null."""
+    at = RESULT_TYPE.get_field_index("comment")
+    for key in keys:
+        i = table.schema.get_field_index(key)
+        col = table.column(i).combine_chunks()
+        children = [col.field(j) for j in range(col.type.num_fields)]
+        children[at] = pa.nulls(len(col), pa.string())
+        mask = col.is_null() if col.null_count else None
+        fixed = pa.StructArray.from_arrays(children, fields=list(col.type), mask=mask)
+        table = table.set_column(i, table.schema.field(i), fixed)
+    return table
 
 
 def _trace_ids(batch: pa.RecordBatch, column: str | None) -> pa.Array | None:

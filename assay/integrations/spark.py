@@ -116,10 +116,14 @@ def _partition() -> int:
 
 
 class _ScoreColumns:
-    """The ``mapInArrow`` function of :func:`score`."""
+    """The ``mapInArrow`` function of :func:`score`: the score columns of each batch, narrowed to
+    what varies from row to row (:func:`_narrow`)."""
 
-    def __init__(self, job: str, config: RunConfig, run_id: str, use_cache: bool, ds: str | None) -> None:
+    def __init__(
+        self, job: str, config: RunConfig, run_id: str, use_cache: bool, ds: str | None, wire: pa.Schema, comments: bool
+    ) -> None:
         self.job, self.config, self.run_id, self.use_cache, self.ds = job, config, run_id, use_cache, ds
+        self.wire, self.comments = wire, comments
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         scorer = _scorer(self.job, self.config, self.run_id, self.use_cache)
@@ -127,8 +131,83 @@ class _ScoreColumns:
         first = 0
         for batch in batches:
             if batch.num_rows:
-                yield from scorer.columns(assemble(batch), name, first=first, ds=self.ds).to_batches()
+                table = scorer.columns(assemble(batch), name, first=first, ds=self.ds, comments=self.comments)
+                yield _narrow(table, self.wire)
                 first += batch.num_rows
+
+
+def _wire_schema(keys: Sequence[str], judged: set[str], comments: bool) -> pa.Schema:
+    """What crosses back from :func:`score`'s ``mapInArrow``: the score columns without what is
+    the same on every row (``run_id``, ``ds``; a deterministic evaluator's ``identity``, tokens and
+    cost), each result struct as its fields (``key<FIELD_MARK>field``, and whether the row has
+    the result), the comments only when asked for; :func:`_widen` makes the score columns again
+    on the JVM side."""
+    from assay.connectors.parquet_schema import PLATFORM_TYPE, RESULT_FIELDS
+
+    fields = [pa.field("trace_id", pa.string()), pa.field("position", pa.string()), pa.field("platform", PLATFORM_TYPE)]
+    for key in keys:
+        fields.append(pa.field(f"{key}{FIELD_MARK}", pa.bool_()))
+        for name, t in RESULT_FIELDS:
+            if _crosses(name, key in judged, comments):
+                fields.append(pa.field(f"{key}{FIELD_MARK}{name}", t))
+    fields.append(pa.field("read_error", pa.string()))
+    return pa.schema(fields)
+
+
+def _crosses(field: str, judged: bool, comments: bool) -> bool:
+    if field == "comment":
+        return comments
+    return judged or field not in ("input_tokens", "output_tokens", "cost_usd", "identity")
+
+
+def _narrow(table: pa.Table, wire: pa.Schema) -> pa.RecordBatch:
+    """A batch of score columns (:meth:`BatchScorer.columns`) as :func:`_wire_schema` says."""
+    arrays: list[Any] = []
+    structs: dict[str, Any] = {}
+    for name in wire.names:
+        if FIELD_MARK not in name:
+            arrays.append(table.column(name).combine_chunks())
+            continue
+        key, field = name.split(FIELD_MARK, 1)
+        struct = structs.get(key)
+        if struct is None:
+            struct = structs[key] = table.column(key).combine_chunks()
+        arrays.append(struct.is_valid() if not field else struct.field(field))
+    return pa.RecordBatch.from_arrays(arrays, schema=wire)
+
+
+def _widen(
+    scored: DataFrame, keys: Sequence[str], judged: set[str], comments: bool, consts: dict[str, Any]
+) -> DataFrame:
+    """The score columns (the Parquet sink's schema and ``read_error``) from :func:`_narrow`'s:
+    the constants as literals, each result a struct again (null where the row has no result)."""
+    from pyspark.sql import functions as F
+
+    from assay.connectors.parquet_schema import RESULT_FIELDS
+
+    def lit(value: Any, t: str) -> Any:  # (nullable, as the Arrow schema's fields: a row's position is never null)
+        return F.when(F.col("position").isNotNull(), F.lit(value).cast(t))
+
+    kinds = {"score": "double", "value": "string", "passed": "boolean", "comment": "string", "error": "string"}
+    kinds |= {"input_tokens": "bigint", "output_tokens": "bigint", "cost_usd": "double", "identity": "string"}
+    out = [
+        F.col("trace_id"),
+        lit(consts["run_id"], "string").alias("run_id"),
+        lit(consts["ds"], "string").alias("ds"),
+        F.col("position"),
+        F.col("platform"),
+    ]
+    for key in keys:
+        parts = []
+        for name, _ in RESULT_FIELDS:
+            if _crosses(name, key in judged, comments):
+                parts.append(F.col(f"`{key}{FIELD_MARK}{name}`").alias(name))
+            else:
+                value = consts["identities"].get(key) if name == "identity" else None
+                parts.append(lit(value, kinds[name]).alias(name))
+        out.append(F.when(F.col(f"`{key}{FIELD_MARK}`"), F.struct(*parts)).alias(key))
+    out.append(F.col("read_error"))
+    return scored.select(*out)
 
 
 class _WireBatches:
@@ -292,26 +371,36 @@ def score(
     sets: Sequence[str] | None = None,
     run_id: str | None = None,
     use_cache: bool = True,
+    comments: bool = True,
 ) -> DataFrame:
     """The score columns of ``df``'s traces, one row per row of ``df`` (lazy: nothing runs until
     Spark computes it). ``run_file`` (or ``config``), ``ds`` and ``sets`` as for ``assay run --ds
     … --set …``; ``run_id``: the ``run_id`` column (default: ``assay run``'s for the run file);
-    ``use_cache``: answer judges from and into the run's judge cache. One struct column per
-    evaluator key (a result key an evaluator adds beyond its own is left out: :func:`run` writes
-    every key)."""
+    ``use_cache``: answer judges from and into the run's judge cache; ``comments=False``: leave
+    every result's ``comment`` null (not built on the executors, nor shipped back: the text is
+    most of what a deterministic result weighs). One struct column per evaluator key (a result
+    key an evaluator adds beyond its own is left out: :func:`run` writes every key).
+
+    Only what differs from row to row comes back from the executors' Python (each result's
+    score, value, pass mark, comment and error; a judge's tokens, cost and identity too): the
+    ``run_id`` and ``ds`` columns and the deterministic evaluators' identities are added by Spark."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-    from assay.connectors.parquet_schema import result_schema
+    from assay.evaluators.identity import evaluator_identity
 
     cfg = run_config(run_file, config, ds=ds, sets=sets, who="score")
     scorer = BatchScorer(cfg, run_id=run_id, use_cache=use_cache, scope="spark")  # (on the driver: which columns)
-    arrow = result_schema(scorer.keys, "wide").append(pa.field("read_error", pa.string()))
-    fn = _ScoreColumns(uuid.uuid4().hex, cfg, scorer.run_id, use_cache, ds)
+    judged = {ev.key for ev in scorer.evaluators if ev.is_async}
+    wire = _wire_schema(scorer.keys, judged, comments)
+    fn = _ScoreColumns(uuid.uuid4().hex, cfg, scorer.run_id, use_cache, ds, wire, comments)
     try:
         columns = scorer.read_columns(to_arrow_schema(df.schema))
     except (TypeError, ValueError):  # a column type Arrow cannot say: every column, the object path
         columns = None
-    return read_columns(df, scorer.evaluators, columns).mapInArrow(fn, from_arrow_schema(arrow))
+    scored = read_columns(df, scorer.evaluators, columns).mapInArrow(fn, from_arrow_schema(wire))
+    identities = {ev.key: evaluator_identity(ev) for ev in scorer.evaluators if ev.key not in judged}
+    consts = {"run_id": scorer.run_id, "ds": ds, "identities": identities}
+    return _widen(scored, scorer.keys, judged, comments, consts)
 
 
 # --- run: the whole of `assay run` ---------------------------------------------------------------

@@ -119,13 +119,27 @@ class ColumnarPipeline(Pipeline):
     #: Batches scored at once: the scoring's array operations release the GIL, so two batches in
     #: worker threads use both cores; the sink loop writes them back in reading order.
     BATCHES_IN_FLIGHT = 2
+    #: Rows of the units read and scored by columns (``ParquetSource.arrow_batches``: across the
+    #: consecutive row groups of a file).
+    UNIT_ROWS = 8_192
+    #: Rows of a unit the object path scores at once (a batch whose schema has no columnar form, or
+    #: holding rows an earlier attempt completed, is cut into units of this many rows).
+    OBJECT_ROWS = 1_024
 
     async def run(self) -> Any:
         if getattr(self.parquet, "has_exports", False):  # rows assembled into traces: the wrapper's reading
             self._pump = super()._pump  # type: ignore[method-assign]
-        elif self.options.workers is None:
-            self.options.workers = self.BATCHES_IN_FLIGHT
+        else:
+            if self.options.workers is None:
+                self.options.workers = self.BATCHES_IN_FLIGHT
+            self.options.buffer = self._buffer_units(self.options.buffer)
         return await super().run()
+
+    def _buffer_units(self, buffer: int) -> int:
+        """The streams' size in units for ``limits.buffer`` (batches of the object path's
+        :attr:`OBJECT_ROWS` rows): the same rows waiting, at least one unit, so the memory of a
+        run does not grow with the unit (:attr:`UNIT_ROWS`)."""
+        return max(1, -(-buffer * self.OBJECT_ROWS // self.UNIT_ROWS))
 
     async def _sink_loop(self, recv: Any) -> None:
         """Write what the workers send in the order the batches were read (``(seq, processed)``)."""
@@ -143,6 +157,10 @@ class ColumnarPipeline(Pipeline):
                     expected += 1
             await self._read_errors()
 
+    def _columnar(self, unit: Any) -> bool:
+        """Whether a unit may be scored by columns (no done rows, a schema with a plan)."""
+        return unit.done is None and unit.num_rows > 0 and self._plan(unit.batch.schema) is not None
+
     def _plan(self, schema: Any) -> Any:
         from assay.evaluators.columnar import plan
 
@@ -158,10 +176,12 @@ class ColumnarPipeline(Pipeline):
                     if self._reading_stopped:
                         self._reading.cancel()
                     seq = 0
-                    async for unit in self.parquet.arrow_batches():
+                    async for unit in self.parquet.arrow_batches(self.UNIT_ROWS):
                         self.emitted += unit.pending_rows()
-                        await send.send((seq, unit))
-                        seq += 1
+                        # the object path's units: as many as its batches were (memory as before)
+                        for piece in [unit] if self._columnar(unit) else unit.pieces(self.OBJECT_ROWS):
+                            await send.send((seq, piece))
+                            seq += 1
                         if self.status != "ok":
                             break
             except AssayError as exc:
@@ -174,10 +194,13 @@ class ColumnarPipeline(Pipeline):
         return seq, await self._process_unit(unit)
 
     async def _process_unit(self, unit: Any) -> Any:
-        scored = await anyio.to_thread.run_sync(self._score, unit)
-        if scored is None:
+        if not self._columnar(unit):
             self.object_batches += 1
             return await super()._process(unit.envelopes())
+        scored = await anyio.to_thread.run_sync(self._score, unit)
+        if scored is None:  # (rare: ids written as JSON, every row left to the object path)
+            self.object_batches += 1
+            return [await super()._process(piece.envelopes()) for piece in unit.pieces(self.OBJECT_ROWS)]
         self.columnar_batches += 1
         if scored.fallback_rows:  # those rows by the object path, their results merged in row order
             done = await super()._process(unit.envelopes(scored.fallback_rows))
@@ -189,6 +212,7 @@ class ColumnarPipeline(Pipeline):
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from assay.connectors.arrow_arrays import float_scalar, text_scalar
         from assay.connectors.parquet_schema import SEGMENT_RESULT_TYPE
 
         if unit.done is not None or not unit.num_rows:
@@ -207,9 +231,10 @@ class ColumnarPipeline(Pipeline):
             return None
         n = batch.num_rows
         identity = self._identities()
+        half = float_scalar(0.5)
         structs: dict[str, Any] = {}
         for key, cols in scores.results.items():
-            staged_passed = pc.greater_equal(cols.score, pa.scalar(0.5))  # staged rows: 0.5, settled at publish
+            staged_passed = pc.greater_equal(cols.score, half)  # staged rows: 0.5, settled at publish
             error = cols.error if cols.error is not None else pa.nulls(n, pa.string())
             ident = identity.get(key)
             structs[key] = pa.StructArray.from_arrays(
@@ -222,7 +247,7 @@ class ColumnarPipeline(Pipeline):
                     pa.nulls(n, pa.int64()),
                     pa.nulls(n, pa.int64()),
                     pa.nulls(n, pa.float64()),
-                    pa.repeat(pa.scalar(ident, pa.string()), n),
+                    pa.repeat(text_scalar(ident), n),
                     pa.nulls(n, pa.float64()),
                 ],
                 fields=list(SEGMENT_RESULT_TYPE),
@@ -236,6 +261,7 @@ class ColumnarPipeline(Pipeline):
         import numpy as np
         import pyarrow as pa
 
+        from assay.connectors.arrow_arrays import from_numpy
         from assay.connectors.parquet_schema import TableBuilder, result_columns
         from assay.records import encode_row
 
@@ -255,8 +281,8 @@ class ColumnarPipeline(Pipeline):
                 builder.add(orjson.loads(encode_row(row)))
         extra = builder.batch()
         extra_rows = np.array([row["position"]["line"] - unit.first - 1 for row in done.rows], dtype=np.int64)
-        order = pa.array(np.argsort(np.concatenate([kept, extra_rows]), kind="stable"), pa.int64())
-        mask = pa.array(keep, pa.bool_())
+        order = from_numpy(np.argsort(np.concatenate([kept, extra_rows]), kind="stable").astype(np.int64))
+        mask = from_numpy(keep)
 
         def merged(mine: Any, theirs: Any) -> Any:
             return pa.concat_arrays([mine.filter(mask), theirs]).take(order)
@@ -280,6 +306,10 @@ class ColumnarPipeline(Pipeline):
         return self._identity
 
     async def _write(self, p: Any) -> None:
+        if isinstance(p, list):  # a unit the object path scored a piece at a time
+            for piece in p:
+                await super()._write(piece)
+            return
         if isinstance(p, Processed):
             await super()._write(p)
             return
@@ -335,8 +365,10 @@ def _positions(unit: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    lines = pa.array(np.arange(unit.first + 1, unit.first + unit.num_rows + 1, dtype=np.int64)).cast(pa.string())
-    return pc.binary_join_element_wise(pa.scalar(f"{unit.name}:"), lines, "")
+    from assay.connectors.arrow_arrays import from_numpy, text_scalar
+
+    lines = from_numpy(np.arange(unit.first + 1, unit.first + unit.num_rows + 1, dtype=np.int64)).cast(pa.string())
+    return pc.binary_join_element_wise(text_scalar(f"{unit.name}:"), lines, text_scalar(""))
 
 
 def add_columns(stats: RunStats, key: str, cols: Any) -> None:
@@ -345,6 +377,8 @@ def add_columns(stats: RunStats, key: str, cols: Any) -> None:
     the unscored reasons in the order they first appear)."""
     import numpy as np
 
+    from assay.connectors.arrow_arrays import float_scalar, to_numpy
+
     ks = stats.keys.get(key)
     if ks is None:
         ks = stats.keys[key] = KeyStats(threshold=stats.threshold_for(key), level=stats.level)
@@ -352,14 +386,14 @@ def add_columns(stats: RunStats, key: str, cols: Any) -> None:
     ks.count += n
     errors = 0 if cols.error is None else n - cols.error.null_count
     ks.errors += errors
-    scored_mask = np.asarray(cols.score.is_valid(), dtype=bool)
+    scored_mask = to_numpy(cols.score.is_valid()).copy()
     if cols.error is not None:
-        scored_mask &= np.asarray(cols.error.is_null(), dtype=bool)
+        scored_mask &= to_numpy(cols.error.is_null())
     unscored = n - errors - int(scored_mask.sum())
     if unscored:
         ks.unscored += unscored
         _unscored_reasons(ks, cols)
-    scores = np.asarray(cols.score.fill_null(0.0), dtype=np.float64)[scored_mask]
+    scores = to_numpy(cols.score.fill_null(float_scalar(0.0)), np.float64)[scored_mask]
     if not len(scores):
         return
     passed = scores >= ks.threshold

@@ -118,14 +118,18 @@ def test_the_columnar_path_scores_the_batches_it_can(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(columnar_run.ColumnarPipeline, "_score", spy)
     monkeypatch.setenv("ASSAY_COLUMNAR", "1")
-    for evaluators in (NAME_LEVEL, EXACT):
-        seen.update(columnar=0, object=0, rows_by_objects=0)
-        config = load_run_file(_run_file(tmp_path, evaluators, "inproc"))
-        report = anyio.run(lambda c=config: execute(c, fresh=True))
-        assert report.summary["counts"]["scored"] + report.summary["counts"]["dead_letters"] >= 3000
-        # every batch by columns; the defective rows of b.parquet by the object path, merged in
-        assert seen["columnar"] == 4 and seen["object"] == 0, seen
-        assert 0 < seen["rows_by_objects"] < 150, seen
+    # units of UNIT_ROWS rows across a file's row groups: a.parquet (2,000 rows in row groups of
+    # 700) is one unit, b.parquet another; units of 512 rows cut them into 4 + 2
+    for unit_rows, units in ((columnar_run.ColumnarPipeline.UNIT_ROWS, 2), (512, 6)):
+        monkeypatch.setattr(columnar_run.ColumnarPipeline, "UNIT_ROWS", unit_rows)
+        for evaluators in (NAME_LEVEL, EXACT):
+            seen.update(columnar=0, object=0, rows_by_objects=0)
+            config = load_run_file(_run_file(tmp_path, evaluators, "inproc"))
+            report = anyio.run(lambda c=config: execute(c, fresh=True))
+            assert report.summary["counts"]["scored"] + report.summary["counts"]["dead_letters"] >= 3000
+            # every batch by columns; the defective rows of b.parquet by the object path, merged in
+            assert seen["columnar"] == units and seen["object"] == 0, seen
+            assert 0 < seen["rows_by_objects"] < 150, seen
     monkeypatch.setenv("ASSAY_COLUMNAR", "0")
     seen.update(columnar=0, object=0, rows_by_objects=0)
     anyio.run(lambda: execute(load_run_file(_run_file(tmp_path, NAME_LEVEL, "off")), fresh=True))
@@ -143,6 +147,7 @@ def test_a_columnar_run_that_failed_resumes_to_the_same_output(tmp_path: Path, m
     cfg["limits"]["commit_interval_s"] = 0.001
     f.write_text(json.dumps(cfg))
     monkeypatch.setenv("ASSAY_COLUMNAR", "1")
+    monkeypatch.setattr(columnar_run.ColumnarPipeline, "UNIT_ROWS", 512)  # 6 units: it fails at the third
     writes = {"n": 0}
     original = columnar_run.ColumnarPipeline._write
 
@@ -188,3 +193,24 @@ def test_a_rerun_over_a_columnar_output_keeps_it_as_it_was(tmp_path: Path) -> No
     assert after == before
     pairs = json.loads((out / "_SUMMARY.json").read_text())["pairs"]
     assert pairs["kept"] == 0 and pairs["dropped"] == 0 and pairs["scored"] > 0
+
+
+@pytest.mark.parametrize("evaluators", [NAME_LEVEL, EXACT], ids=["name-level", "exact-args-and-text"])
+def test_a_columnar_run_does_not_import_pandas(tmp_path: Path, evaluators: list[Any]) -> None:
+    """pyarrow imports pandas on the first ``pa.array`` / ``pa.scalar`` / ``to_numpy`` of a
+    process (~0.3 s of CPU, a fifth of a 10^5-row run): the columnar path builds its arrays
+    without them (``assay.connectors.arrow_arrays``), the rows it leaves to the object path too."""
+    _input(tmp_path)
+    f = _run_file(tmp_path, evaluators, "run")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "assay.cli", "run", str(f), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ASSAY_COLUMNAR": "1"},
+        cwd=tmp_path,
+    )
+    assert proc.returncode in (0, 3, 4), proc.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "pyarrow.parquet" in imported
+    assert not {m for m in imported if m == "pandas" or m.startswith("pandas.")}

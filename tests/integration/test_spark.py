@@ -204,6 +204,59 @@ def _text(value: Any) -> str | None:
     return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
+def test_score_ships_back_only_what_varies_and_spark_adds_the_rest(tmp_path: Path, spark: Any) -> None:
+    """``score``'s ``mapInArrow`` returns each result's fields without the constants (``run_id``,
+    ``ds``, a deterministic evaluator's identity, tokens and cost), Spark puts them back: the
+    DataFrame has the Parquet sink's schema and ``read_error``, and every value is the one
+    ``BatchScorer.columns`` gives the same rows (rows that are no trace: a null struct per key).
+    ``comments=False``: every comment null, nothing else different."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from assay.connectors.parquet_schema import result_schema
+    from assay.integrations.arrow_scoring import BatchScorer, run_config
+    from assay.integrations.spark import score
+
+    rows = _rows(bad=3, native=True)
+    rows = [r if not r["id"].startswith("bad") else {**r, "messages": None} for r in rows]  # (no trace)
+    table = pa.Table.from_pylist(rows)
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(table, tmp_path / "t.parquet")
+    cfg = {
+        "source": {"path": "spark"},
+        "evaluators": TRAJECTORY,
+        "sink": {"path": str(tmp_path / "out") + "/"},
+        "state_dir": str(tmp_path / "state"),
+    }
+    df = spark.read.parquet(str(tmp_path / "t.parquet")).coalesce(1)
+    keys = ["trajectory_strict_match", "trajectory_unordered_match", "tool_call_accuracy"]
+    arrow = result_schema(keys, "wide").append(pa.field("read_error", pa.string()))
+    scored = score(df, config=cfg, ds="2026-11-24")
+    assert scored.schema == from_arrow_schema(arrow)
+    got = sorted((r.asDict(recursive=True) for r in scored.collect()), key=lambda r: r["position"])
+
+    scorer = BatchScorer(run_config(None, cfg, ds="2026-11-24"))
+    local = scorer.columns(table.combine_chunks().to_batches()[0], "partition-0", ds="2026-11-24")
+    want = sorted(local.to_pylist(), key=lambda r: r["position"])
+    assert len(got) == len(want) == N + 3
+    assert got == want
+    unread = [r for r in got if r["read_error"] is not None]
+    assert len(unread) == 3 and all(r[k] is None for r in unread for k in keys)
+    assert all(r["run_id"] == scorer.run_id and r["ds"] == "2026-11-24" for r in got)
+
+    bare = sorted(
+        (r.asDict(recursive=True) for r in score(df, config=cfg, ds="2026-11-24", comments=False).collect()),
+        key=lambda r: r["position"],
+    )
+    for a, b in zip(bare, got, strict=True):
+        for key in keys:
+            if b[key] is None:
+                assert a[key] is None
+                continue
+            assert a[key]["comment"] is None and b[key]["comment"]
+            assert {**a[key], "comment": None} == {**b[key], "comment": None}
+        assert {k: v for k, v in a.items() if k not in keys} == {k: v for k, v in b.items() if k not in keys}
+
+
 def test_dead_letters_and_a_failed_gate_exit_as_assay_run_does(tmp_path: Path, spark: Any) -> None:
     from assay.integrations.spark import run
 

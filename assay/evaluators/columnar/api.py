@@ -54,7 +54,9 @@ class ColumnarScores:
             return []
         import numpy as np
 
-        mask = self.fallback.to_numpy(zero_copy_only=False)
+        from assay.connectors.arrow_arrays import to_numpy
+
+        mask = to_numpy(self.fallback)
         return [int(i) for i in np.flatnonzero(mask)]
 
     def result_batch(self) -> pa.RecordBatch:

@@ -22,6 +22,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from assay.connectors.arrow_arrays import strings, to_numpy
+
 _SORT = orjson.OPT_SORT_KEYS
 _SUSPECT = (b".", b"e", b"E", b"true", b"false")
 
@@ -67,7 +69,7 @@ def argument_codes(arrays: list[pa.Array]) -> tuple[list[np.ndarray], list[np.nd
     """Codes of the argument texts of several arrays (one dictionary), per array a mask of the
     defective ones (see the module docstring), and the canonical texts' codes."""
     plain = [a.cast(pa.string()) if pa.types.is_dictionary(a.type) or pa.types.is_null(a.type) else a for a in arrays]
-    joined = pa.concat_arrays([p.cast(pa.string()) for p in plain]) if plain else pa.array([], pa.string())
+    joined = pa.concat_arrays([p.cast(pa.string()) for p in plain]) if plain else strings([])
     enc = pc.dictionary_encode(joined, null_encoding="encode")
     texts = enc.dictionary.to_pylist()
     canon: dict[bytes, int] = {}
@@ -75,7 +77,7 @@ def argument_codes(arrays: list[pa.Array]) -> tuple[list[np.ndarray], list[np.nd
     for i, raw in enumerate(texts):
         c = canonical_or_none(raw)
         code_of_text[i] = -1 if c is None else canon.setdefault(c, len(canon))
-    idx = np.asarray(enc.indices, dtype=np.int64)
+    idx = to_numpy(enc.indices, np.int64)
     codes = code_of_text[idx] if len(idx) else np.zeros(0, dtype=np.int64)
     out_codes: list[np.ndarray] = []
     defects: list[np.ndarray] = []

@@ -48,7 +48,9 @@ class KeyColumns:
         if pa.types.is_boolean(self.value.type):
             import pyarrow.compute as pc
 
-            text = pc.if_else(self.value, pa.scalar("true"), pa.scalar("false"))
+            from assay.connectors.arrow_arrays import text_scalar
+
+            text = pc.if_else(self.value, text_scalar("true"), text_scalar("false"))
             return text.cast(pa.string())
         return self.value.cast(pa.string())
 

@@ -9,6 +9,7 @@ per failing row only, so the passing rows cost a few array operations)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -16,6 +17,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from assay.connectors.arrow_arrays import from_numpy, strings, text_scalar
 from assay.evaluators.base import BaseEvaluator
 from assay.evaluators.columnar import kernels as k
 from assay.evaluators.columnar.canon import canonical
@@ -44,7 +46,7 @@ class Form(Protocol):
 def _describe(side: Side, calls: np.ndarray) -> pa.Array:
     """``describe_call`` of the given flat calls of one side, ``name({sorted args})``, as a string
     array: the arguments' text is made once per distinct argument text of the calls."""
-    idx = pa.array(calls, pa.int64())
+    idx = from_numpy(calls, pa.int64())
     names = side.names.take(idx)
     if not pa.types.is_string(names.type):  # dictionary-encoded, large or view text
         names = names.cast(pa.string())
@@ -57,7 +59,7 @@ def _describe(side: Side, calls: np.ndarray) -> pa.Array:
     for text in enc.dictionary.to_pylist():
         args = orjson.dumps(parse_args(text)[0], option=orjson.OPT_SORT_KEYS, default=str).decode()
         shown.append(args if len(args) <= 120 else args[:117] + "...")
-    return _join([names, "(", pa.array(shown, pa.string()).take(enc.indices), ")"])
+    return _join([names, "(", strings(shown).take(enc.indices), ")"])
 
 
 Reasons = list[tuple[np.ndarray, pa.Array]]
@@ -75,15 +77,15 @@ def _reason_column(n: int, groups: Reasons) -> pa.Array | None:
         where[rows] = np.arange(start, start + len(rows))
         start += len(rows)
     texts = pa.concat_arrays([t.cast(pa.string()) for _, t in groups])
-    return texts.take(pa.array(where, pa.int64(), mask=where < 0))
+    return texts.take(from_numpy(where, pa.int64(), mask=where < 0))
 
 
 def _passed(score: np.ndarray, scored: np.ndarray, threshold: float) -> pa.Array:
-    return pa.array(score >= threshold, pa.bool_(), mask=~scored)
+    return from_numpy(score >= threshold, mask=~scored)
 
 
 def _texts(values: list[str | None]) -> pa.Array:
-    return pa.array(values, pa.string())
+    return strings(values)
 
 
 def _placeholder(key: str, n: int, threshold: float) -> KeyColumns:
@@ -93,13 +95,20 @@ def _placeholder(key: str, n: int, threshold: float) -> KeyColumns:
     )
 
 
+@lru_cache(maxsize=512)
+def _lit(text: str) -> pa.Scalar:
+    """A constant text as an Arrow scalar (a Python value given to ``pyarrow.compute`` would be
+    converted by ``pa.scalar``, which imports pandas: :mod:`assay.connectors.arrow_arrays`)."""
+    return text_scalar(text)
+
+
 def _join(parts: list[Any]) -> pa.Array:
     """Element-wise concatenation of string arrays and constant strings."""
-    return pc.binary_join_element_wise(*parts, "")
+    return pc.binary_join_element_wise(*[_lit(p) if isinstance(p, str) else p for p in parts], _lit(""))
 
 
 def _num(x: np.ndarray) -> pa.Array:
-    return pa.array(x, pa.int64()).cast(pa.string())
+    return from_numpy(x, pa.int64()).cast(pa.string())
 
 
 def _count_texts(view: BatchView, side: Side | None) -> pa.Array:
@@ -152,7 +161,7 @@ class TrajectoryForm:
         def comment() -> pa.Array:
             summary = _join(
                 [
-                    pc.if_else(pa.array(ok), head + "pass: ", head + "fail: "),
+                    pc.if_else(from_numpy(ok), _lit(head + "pass: "), _lit(head + "fail: ")),
                     _count_texts(view, out),
                     " agent tool call(s) vs ",
                     _count_texts(view, ref),
@@ -163,13 +172,13 @@ class TrajectoryForm:
             if reason is not None:
                 summary = pc.if_else(pc.is_valid(reason), _join([summary, "; ", reason]), summary)
             if no_ref.any():
-                summary = pc.if_else(pa.array(no_ref), "no reference trajectory to compare with", summary)
+                summary = pc.if_else(from_numpy(no_ref), _lit("no reference trajectory to compare with"), summary)
             return summary.cast(pa.string())
 
         return KeyColumns(
             self.key,
-            pa.array(score, pa.float64(), mask=no_ref),
-            pa.array(ok, pa.bool_(), mask=no_ref),
+            from_numpy(score, mask=no_ref),
+            from_numpy(ok, mask=no_ref),
             _passed(score, has_ref, self.threshold),
             comment,
             None,
@@ -401,10 +410,10 @@ def _strict_messages(
             sel = np.flatnonzero(kinds == kind)
             if not len(sel):
                 continue
-            rows, p, head = owner_rows[sel], fp[sel], _join(["message ", at.take(pa.array(sel)), ": "])
+            rows, p, head = owner_rows[sel], fp[sel], _join(["message ", at.take(from_numpy(sel)), ": "])
             if kind == 1:
-                a = pa.array([repr(out.role_names(int(m))) for m in om[p]], pa.string())
-                b = pa.array([repr(ref.role_names(int(m))) for m in rm[p]], pa.string())
+                a = strings([repr(out.role_names(int(m))) for m in om[p]])
+                b = strings([repr(ref.role_names(int(m))) for m in rm[p]])
                 text = _join([head, "role ", a, " vs ", b, " in the reference"])
             elif kind == 2:
                 text = _join([head, "agent message has no tool calls, the reference message does"])
@@ -468,12 +477,13 @@ class AccuracyForm:
 
         def comment() -> pa.Array:
             text = _join(["reproduced ", hits_text, " of ", ref_text, " reference tool calls"])
-            return pc.if_else(pa.array(scored), text, "no reference tool calls to score against").cast(pa.string())
+            none = _lit("no reference tool calls to score against")
+            return pc.if_else(from_numpy(scored), text, none).cast(pa.string())
 
         return KeyColumns(
             self.key,
-            pa.array(score, pa.float64(), mask=~scored),
-            pc.if_else(pa.array(scored), value, pa.scalar(None, pa.string())),
+            from_numpy(score, mask=~scored),
+            pc.if_else(from_numpy(scored), value, pa.nulls(1, pa.string())[0]),
             _passed(score, scored, self.threshold),
             comment,
             None,
@@ -519,10 +529,10 @@ class ToolUseForm:
         every = np.ones(n, dtype=bool)
         return KeyColumns(
             self.key,
-            pa.array(score, pa.float64()),
-            pa.array(ok, pa.bool_()),
+            from_numpy(score),
+            from_numpy(ok),
             _passed(score, every, self.threshold),
-            pc.if_else(pa.array(ok), self.comments[0], self.comments[1]).cast(pa.string()),
+            pc.if_else(from_numpy(ok), _lit(self.comments[0]), _lit(self.comments[1])).cast(pa.string()),
             None,
             self.threshold,
         )
@@ -577,8 +587,8 @@ class TextForm:
         scored = np.array([s is not None for s in score], dtype=bool)
         return KeyColumns(
             self.key,
-            pa.array(sc, pa.float64(), mask=~scored),
-            pa.array(value, pa.bool_()),
+            from_numpy(sc, mask=~scored),
+            from_numpy(np.array([bool(v) for v in value]), mask=np.array([v is None for v in value], dtype=bool)),
             _passed(np.nan_to_num(sc), scored, self.threshold),
             _texts(comment),
             _texts(error) if any(e is not None for e in error) else None,

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from assay.connectors.arrow_arrays import bool_scalar, from_numpy, int_scalar, strings, text_scalar, to_numpy
 from assay.connectors.parquet_rows import decode_json_text, is_text
 from assay.connectors.parquet_traces import columnar_plan
 from assay.evaluators.columnar.canon import argument_codes
@@ -26,7 +27,8 @@ from assay.traces.normalize import ID_KEYS
 #: The roles the Parquet fast path reads as they are (others: the general path decides).
 ROLES = ("system", "developer", "user", "assistant", "tool")
 ASSISTANT = ROLES.index("assistant")
-_ROLE_SET = pa.array(ROLES)
+_ROLE_SET = strings(ROLES)
+_EMPTY = text_scalar("")
 
 #: What a form may need besides tool names and roles.
 ARGS, TEXT = "args", "text"
@@ -108,13 +110,13 @@ class Decline(Exception):
 
 
 def _offsets(arr: pa.Array) -> np.ndarray:
-    return np.asarray(arr.offsets, dtype=np.int64)
+    return to_numpy(arr.offsets, np.int64)
 
 
 def _valid(arr: pa.Array) -> np.ndarray:
     if arr.null_count == 0:
         return np.ones(len(arr), dtype=bool)
-    return np.asarray(arr.is_valid(), dtype=bool)
+    return to_numpy(arr.is_valid())
 
 
 def _field(struct: pa.Array, name: str) -> pa.Array | None:
@@ -128,7 +130,7 @@ def _role_codes(role: pa.Array | None, m: int) -> np.ndarray:
     if role is None or pa.types.is_null(role.type) or not m:
         return np.full(m, -1, dtype=np.int64)
     idx = pc.index_in(role, value_set=_ROLE_SET)
-    return np.asarray(idx.fill_null(-1), dtype=np.int64)
+    return to_numpy(idx.fill_null(int_scalar(-1, idx.type)), np.int64)
 
 
 class Side:
@@ -166,7 +168,7 @@ class Side:
             if len(unknown):
                 bad[np.searchsorted(row_msgs, unknown, side="right") - 1] = True
         calls_list = _field(msgs, "tool_calls")
-        self.names: pa.Array = pa.array([], pa.string())
+        self.names: pa.Array = strings([])
         self.args: pa.Array | None = None
         if calls_list is None or pa.types.is_null(calls_list.type) or len(calls_list) == 0:
             self.msg_calls = np.zeros(m + 1, dtype=np.int64)
@@ -236,12 +238,12 @@ def _codes(arrays: list[pa.Array]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         if pa.types.is_dictionary(a.type):
             plain.append(a.dictionary.cast(pa.string()))
         elif pa.types.is_null(a.type):
-            plain.append(pa.array([], pa.string()))
+            plain.append(strings([]))
         else:
             plain.append(a if pa.types.is_string(a.type) else a.cast(pa.string()))
     enc = pc.dictionary_encode(pa.concat_arrays(plain), null_encoding="encode")
-    idx = np.asarray(enc.indices, dtype=np.int64)
-    empty_codes = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(enc.dictionary, ""), True), dtype=bool))
+    idx = to_numpy(enc.indices, np.int64)
+    empty_codes = np.flatnonzero(to_numpy(pc.or_kleene(pc.is_null(enc.dictionary), pc.equal(enc.dictionary, _EMPTY))))
     codes: list[np.ndarray] = []
     missing: list[np.ndarray] = []
     start = 0
@@ -249,8 +251,9 @@ def _codes(arrays: list[pa.Array]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         part = idx[start : start + len(p)]
         start += len(p)
         if pa.types.is_dictionary(a.type):
-            nulls = np.asarray(a.indices.is_null(), dtype=bool) if a.indices.null_count else None
-            c = part[np.asarray(a.indices.fill_null(0), dtype=np.int64)] if len(part) else np.zeros(len(a), np.int64)
+            nulls = to_numpy(a.indices.is_null()) if a.indices.null_count else None
+            at = a.indices.cast(pa.int64()).fill_null(int_scalar(0))
+            c = part[to_numpy(at)] if len(part) else np.zeros(len(a), np.int64)
             miss = np.isin(c, empty_codes)
             if nulls is not None:
                 miss |= nulls
@@ -323,13 +326,13 @@ class BatchView:
     def code_of_name(self, name: str) -> int | None:
         """The code of one tool name in this batch's dictionary (None: no call has that name)."""
         assert self.out is not None
-        ref_names = self.ref.names if self.ref is not None else pa.array([], pa.string())
+        ref_names = self.ref.names if self.ref is not None else strings([])
         a, b = self.name_codes()
         for arr, codes in ((self.out.names, a), (ref_names, b)):
             plain = arr if pa.types.is_string(arr.type) or pa.types.is_null(arr.type) else arr.cast(pa.string())
             if pa.types.is_null(plain.type) or not len(plain):
                 continue
-            hit = pc.index(plain, pa.scalar(name, pa.string())).as_py()
+            hit = pc.index(plain, text_scalar(name)).as_py()
             if hit is not None and hit >= 0:
                 return int(codes[hit])
         return None
@@ -401,7 +404,7 @@ class BatchView:
             return None
         if pa.types.is_null(content.type):
             return [None] * side.n
-        nonempty = np.asarray(pc.fill_null(pc.greater(pc.binary_length(content), 0), False), dtype=bool)
+        nonempty = to_numpy(pc.fill_null(pc.greater(pc.binary_length(content), int_scalar(0)), bool_scalar(False)))
         cand = np.flatnonzero(nonempty & (side.roles == ASSISTANT))
         last = np.full(side.n, -1, dtype=np.int64)
         if len(cand):
@@ -409,7 +412,7 @@ class BatchView:
         has = last >= 0
         texts: list[Any] = [None] * side.n
         if has.any():
-            picked = content.take(pa.array(last[has])).to_pylist()
+            picked = content.take(from_numpy(last[has])).to_pylist()
             for i, t in zip(np.flatnonzero(has).tolist(), picked, strict=True):
                 texts[i] = t
         return texts
@@ -422,4 +425,4 @@ class BatchView:
     def fallback_mask(self) -> pa.BooleanArray | None:
         if not self._fallback.any():
             return None
-        return pa.array(self._fallback, pa.bool_())
+        return from_numpy(self._fallback)

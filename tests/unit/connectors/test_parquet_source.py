@@ -141,6 +141,69 @@ def test_resume_skips_acknowledged_rows_and_whole_row_groups(tmp_path: Path) -> 
     assert src.size_done() == 40
 
 
+async def read_units(src: ParquetSource, rows: int) -> list[Any]:
+    async with src:
+        return [u async for u in src.arrow_batches(rows)]
+
+
+def test_arrow_batches_span_consecutive_row_groups(tmp_path: Path) -> None:
+    """The columnar engine's units: ``rows`` rows at a time across the row groups of a file (row
+    groups of 10 make units of 16), each unit's rows the file's rows ``first + 1 ..``."""
+    write(tmp_path / "a.parquet", rows(35), row_group_size=10)
+    write(tmp_path / "b.parquet", rows(12, seed=1), row_group_size=5)
+    units = anyio.run(read_units, ParquetSource([str(tmp_path)]), 16)
+    assert [(u.name.rsplit("/", 1)[1], u.first, u.num_rows) for u in units] == [
+        ("a.parquet", 0, 16),
+        ("a.parquet", 16, 16),
+        ("a.parquet", 32, 3),
+        ("b.parquet", 0, 12),
+    ]
+    assert units[0].batch.column("id").to_pylist() == [f"t{i}" for i in range(16)]
+    assert units[1].span().line == 17 and units[1].span().last == 32
+    assert all(u.done is None for u in units)
+
+
+def test_arrow_batches_of_a_shard_never_join_row_groups_of_another(tmp_path: Path) -> None:
+    """A shard's row groups are every n-th: a unit spans only row groups that follow each other
+    in the file, so the rows of every unit are the file's consecutive rows and every row of the
+    input is in exactly one shard's units."""
+    write(tmp_path / "a.parquet", rows(35), row_group_size=10)
+    seen: list[int] = []
+    for i in range(2):
+        for u in anyio.run(read_units, ParquetSource([str(tmp_path)], shard=(i, 2)), 64):
+            got = u.batch.column("id").to_pylist()
+            assert got == [f"t{r}" for r in range(u.first, u.first + u.num_rows)]
+            assert u.num_rows <= 10
+            seen += range(u.first, u.first + u.num_rows)
+    assert sorted(seen) == list(range(35))
+
+
+def test_arrow_batches_after_a_resume_skip_done_row_groups_and_mark_touched_units(tmp_path: Path) -> None:
+    f = write(tmp_path / "a.parquet", rows(40), row_group_size=10)
+    state = {str(f): [[1, 12], [15, 16]]}
+    units = anyio.run(read_units, ParquetSource([str(f)], resume_state=state), 16)
+    # rows 1-10 (a whole row group) are not read; 11-12 and 15-16 are in the unit that says so
+    assert [(u.first, u.num_rows) for u in units] == [(10, 16), (26, 14)]
+    assert units[0].done is not None and units[1].done is None
+    assert units[0].pending_rows() == 12
+    envs = units[0].envelopes()
+    assert [e.position.line for e in envs] == [13, 14, *range(17, 27)]
+    assert ids(envs) == [f"t{i}" for i in (12, 13, *range(16, 26))]
+
+
+def test_a_unit_cut_into_pieces_and_some_of_its_rows_as_envelopes(tmp_path: Path) -> None:
+    f = write(tmp_path / "a.parquet", rows(35), row_group_size=10)
+    (unit,) = anyio.run(read_units, ParquetSource([str(f)]), 64)
+    pieces = unit.pieces(16)
+    assert [(p.first, p.num_rows) for p in pieces] == [(0, 16), (16, 16), (32, 3)]
+    assert pieces[2].batch.column("id").to_pylist() == ["t32", "t33", "t34"]
+    some = unit.envelopes([3, 17, 34])
+    assert [e.position.line for e in some] == [4, 18, 35]
+    assert ids(some) == ["t3", "t17", "t34"]
+    whole = unit.envelopes()
+    assert [e.record.as_dict() for e in some] == [whole[i].record.as_dict() for i in (3, 17, 34)]
+
+
 def test_detection_by_suffix_magic_and_directory(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     write(tmp_path / "d" / "x.parquet", rows(3))
