@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from assay.exceptions import ConfigError
-from assay.judges.state_file import corrupt, is_corrupt
+from assay.judges.state_file import corrupt, is_corrupt, use_wal
 from assay.resources import AsyncResource
 
 T = TypeVar("T")
@@ -338,8 +338,7 @@ def connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        use_wal(conn)
         for statement in _SCHEMA:
             conn.execute(statement)
         cutoff = time.time() - IDLE_SCOPE_S

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from assay.judges.state_file import corrupt, is_corrupt
+from assay.judges.state_file import corrupt, is_corrupt, use_wal
 from assay.resources import AsyncResource
 
 T = TypeVar("T")
@@ -102,8 +102,7 @@ class JudgeCache(AsyncResource):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30.0)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            use_wal(conn)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS judge_cache "
                 "(key TEXT PRIMARY KEY, created REAL NOT NULL, value BLOB NOT NULL)"

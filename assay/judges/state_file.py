@@ -15,6 +15,7 @@ False
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 from assay.exceptions import ConfigError
@@ -44,3 +45,23 @@ def corrupt(what: str, path: Path, exc: BaseException, consequence: str) -> Corr
         f"{what} {path} is damaged ({exc}): move it aside (mv {path} {path}.corrupt) and run the same "
         f"command again; {consequence}"
     )
+
+
+def use_wal(conn: sqlite3.Connection, synchronous: str = "NORMAL", patience_s: float = 30.0) -> None:
+    """Put ``conn``'s file in WAL mode (and set ``synchronous``). Switching the journal mode takes
+    a lock that SQLite's busy timeout does not wait for: processes opening one new state file at
+    the same moment (``--workers N``, Ray actors) saw "database is locked". That is retried here for
+    up to ``patience_s``; any other error is raised at once."""
+    deadline = time.monotonic() + patience_s
+    delay = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(2 * delay, 0.25)
+    conn.execute(f"PRAGMA synchronous={synchronous}")

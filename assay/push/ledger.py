@@ -12,6 +12,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from assay.judges.state_file import use_wal
+
 __all__ = ["PushLedger"]
 
 _SCHEMA = """
@@ -35,8 +37,7 @@ class PushLedger:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        use_wal(self._db)
         self._db.execute(_SCHEMA)
 
     def close(self) -> None:

@@ -41,7 +41,7 @@ from typing import Any, ParamSpec, TypeVar
 import anyio
 import anyio.to_thread
 
-from assay.judges.state_file import corrupt, is_corrupt
+from assay.judges.state_file import corrupt, is_corrupt, use_wal
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -129,8 +129,7 @@ class Ledger:
         self._conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
+            use_wal(self._conn, "FULL")
             self._conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             self._conn.close()

@@ -177,3 +177,26 @@ def test_redis_reclaims_a_silent_holder_of_another_machine(tmp_path: Path, redis
             return grant.verdict, grant.reserved_usd
 
     assert anyio.run(ask) == ("wait", 0.4)  # the silent holder's 0.4 reclaimed, the busy one's kept
+
+
+def test_wal_is_switched_on_once_another_process_lets_go_of_a_new_file(tmp_path: Path) -> None:
+    """Switching a new state file to WAL needs a lock SQLite's busy timeout does not wait for (four
+    processes opening one budget store at once: "database is locked" in a full run): it is retried."""
+    import sqlite3
+    import threading
+
+    from assay.judges.state_file import use_wal
+
+    path = tmp_path / "state.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")  # another process, mid-way through creating the file
+    timer = threading.Timer(0.3, holder.execute, args=("COMMIT",))
+    timer.start()
+    conn = sqlite3.connect(path, timeout=0)  # no busy wait at all: the retry is use_wal's
+    try:
+        use_wal(conn)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        timer.join()
+        conn.close()
+        holder.close()
