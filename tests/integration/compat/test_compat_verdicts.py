@@ -6,6 +6,7 @@ attachments, all over HTTP with the real client classes."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +19,8 @@ from assay.compat.openevals.prompts import CONCISENESS_PROMPT, CORRECTNESS_PROMP
 from assay.compat.openevals.types import EvaluatorResult
 from assay.testing.judge_server import JudgeServerThread, requested_schema
 
-langchain_openai = pytest.importorskip("langchain_openai")
+# imported by the tests that use it (a worker that runs none of them does not pay its ~1.7 s import)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("langchain_openai") is None, reason="needs langchain_openai")
 
 
 def fill(schema: dict[str, Any], yes: bool) -> Any:
@@ -110,6 +112,8 @@ def test_a_pydantic_output_schema_gives_an_instance(env: tuple[str, bool]) -> No
 
 
 def chat_models(url: str) -> list[Any]:
+    import langchain_openai
+
     models = [langchain_openai.ChatOpenAI(model="gpt-4o-mini", max_retries=0)]
     langchain_anthropic = pytest.importorskip("langchain_anthropic")
     models.append(langchain_anthropic.ChatAnthropic(model_name="claude-3-5-haiku-latest", max_retries=0))
@@ -147,6 +151,7 @@ def test_langchain_chat_models_answer_repeated_async_calls_and_mixed(env: tuple[
 
 
 def test_a_simulation_whose_app_returns_openai_sdk_messages(env: tuple[str, bool]) -> None:
+    from langchain_openai import ChatOpenAI
     from openai import OpenAI
 
     from assay.compat.openevals.simulators import create_llm_simulated_user, run_multiturn_simulation
@@ -162,7 +167,7 @@ def test_a_simulation_whose_app_returns_openai_sdk_messages(env: tuple[str, bool
     for _ in range(2):  # twice: a LangChain user model would hit a closed loop on the second run
         user = create_llm_simulated_user(
             system="You want a refund.",
-            client=langchain_openai.ChatOpenAI(model="gpt-4o-mini", max_retries=0),
+            client=ChatOpenAI(model="gpt-4o-mini", max_retries=0),
             fixed_responses=[{"role": "user", "content": "I want a refund!"}],
         )
         res = run_multiturn_simulation(app=app, user=user, trajectory_evaluators=[judge], max_turns=2)

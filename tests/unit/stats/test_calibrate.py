@@ -15,9 +15,6 @@ from assay.report.calibrate import calibrate, calibrate_command
 from assay.stats import ppi_from_moments, self_consistency
 from assay.stats.labels import load_labels
 
-skm = pytest.importorskip("sklearn.metrics")
-scipy_stats = pytest.importorskip("scipy.stats")
-
 
 def make_data(tmp_path: Path, n: int = 300, labelled: int = 120, seed: int = 0) -> tuple[str, list[dict[str, Any]]]:
     """A run (a binary judge key and a continuous one) and the human labels of some traces."""
@@ -79,6 +76,8 @@ def _pairs(run: str, labels: list[dict[str, Any]], key: str) -> tuple[list[Any],
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
 def test_kappa_confusion_spearman_mae_agree_with_sklearn_and_scipy(tmp_path: Path, suffix: str) -> None:
+    skm = pytest.importorskip("sklearn.metrics")  # here, not at import: every worker would pay ~1.5 s
+    scipy_stats = pytest.importorskip("scipy.stats")
     run, labels = make_data(tmp_path)
     report = calibrate(run, write_labels(tmp_path / f"labels{suffix}", labels))
     c = report["keys"]["correctness"]
