@@ -7,13 +7,15 @@ import random
 import pytest
 
 from assay import stats as S
+from tests.support.lazy import LazyModule
 
-scipy_stats = pytest.importorskip("scipy.stats")
-sm = pytest.importorskip("statsmodels.api")
-smprop = pytest.importorskip("statsmodels.stats.proportion")
-smtables = pytest.importorskip("statsmodels.stats.contingency_tables")
-smmulti = pytest.importorskip("statsmodels.stats.multitest")
-skm = pytest.importorskip("sklearn.metrics")
+# the reference libraries are imported by the tests that use them (seconds of every worker's collection)
+scipy_stats = LazyModule("scipy.stats")
+sm = LazyModule("statsmodels.api")
+smprop = LazyModule("statsmodels.stats.proportion")
+smtables = LazyModule("statsmodels.stats.contingency_tables")
+smmulti = LazyModule("statsmodels.stats.multitest")
+skm = LazyModule("sklearn.metrics")
 np = pytest.importorskip("numpy")
 
 # closed forms agree far beyond the 3 decimals asked
