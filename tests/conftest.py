@@ -44,6 +44,35 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         for tree in (ROOT / "assay", ROOT / "tests" / "support"):
             compileall.compile_dir(tree, quiet=1, workers=2)
+        if config.getoption("numprocesses", None):
+            _rewrite_tests_ahead(config)
+
+
+def _rewrite_tests_ahead(config: pytest.Config) -> None:
+    """Under xdist, the controller rewrites the test modules' asserts once and caches them where
+    pytest looks (``__pycache__/*-pytest-*.pyc``, read even where ``PYTHONDONTWRITEBYTECODE``
+    stops pytest from writing them): otherwise every worker rewrites all of them (~6 s of CPU
+    each). Uses pytest's rewrite functions, which it exposes to no API: if a later pytest renames
+    them, this does nothing and the workers rewrite as before."""
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        tail, read, write = rewrite.PYC_TAIL, rewrite._read_pyc, rewrite._write_pyc
+        rewrite_test, cache_dir_of = rewrite._rewrite_test, rewrite.get_cache_dir
+    except (ImportError, AttributeError, KeyError):
+        return
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if not (path.name.startswith("test_") or path.name == "conftest.py" or path.parent.name == "support"):
+            continue
+        cache = cache_dir_of(path)
+        pyc = cache / (path.name[:-3] + tail)
+        if read(path, pyc) is not None:
+            continue
+        if not rewrite.try_makedirs(cache):
+            return
+        source_stat, code = rewrite_test(path, config)
+        write(state, code, source_stat, pyc)
 
 
 def _cpu_seconds() -> float:
