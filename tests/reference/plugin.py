@@ -79,7 +79,7 @@ def _server(mode: str) -> Any:
         from assay.testing.judge_server import JudgeServerThread
         from tests.reference import verdicts
 
-        server = JudgeServerThread(rule=verdicts.yes if mode == "yes" else verdicts.no)
+        server = JudgeServerThread(rule=verdicts.RULES[mode])
         server.__enter__()
         _servers[mode] = server
     return _servers[mode]

@@ -83,6 +83,7 @@ SDISTS = {
         "d999b6d044f41f9f6c517cd83565d9be90df8571074f64c513841b74717c872b",
         "openevals-0.2.2/tests",
         rewrite,
+        modes=("yes", "no", "mid"),  # mid: continuous scores strictly between 0 and 1
     ),
     "agentevals": Sdist(
         "agentevals",
@@ -254,35 +255,42 @@ def _outcomes(path: Path) -> dict[str, str]:
 
 def classify(args: argparse.Namespace) -> None:
     """``passes`` and ``excluded`` of openevals and agentevals from the reference's junit files
-    ``{suite}-ref-{yes,no}.xml`` (``beyond`` and potato's entry are kept)."""
+    ``{suite}-ref-{mode}.xml``, one per verdict mode of the suite (``beyond`` and potato's entry
+    are kept)."""
     manifest = load_manifest()
     for suite in ("openevals", "agentevals"):
-        yes = _outcomes(Path(args.results) / f"{suite}-ref-yes.xml")
-        no = _outcomes(Path(args.results) / f"{suite}-ref-no.xml")
+        modes = SDISTS[suite].modes
+        runs = {m: _outcomes(Path(args.results) / f"{suite}-ref-{m}.xml") for m in modes}
         entry = manifest.setdefault(suite, {})
-        entry["files"] = sorted({k.partition("::")[0] for k in (*yes, *no)})
-        entry["passes"] = {m: sorted(k for k, v in r.items() if v == "passed") for m, r in (("yes", yes), ("no", no))}
-        excluded = {}
-        for name in sorted(set(yes) | set(no)):
-            if "passed" not in (yes.get(name), no.get(name)):
-                y, n = yes.get(name, "absent"), no.get(name, "absent")
-                excluded[name] = y if y == n else f"yes: {y} / no: {n}"
-        entry["excluded"] = excluded
-        entry["beyond"] = {k: v for k, v in entry.get("beyond", {}).items() if k in excluded}
+        entry["files"] = sorted({k.partition("::")[0] for r in runs.values() for k in r})
+        entry["passes"] = {m: sorted(k for k, v in r.items() if v == "passed") for m, r in runs.items()}
+        entry["excluded"] = excluded_of(runs)
+        entry["beyond"] = {k: v for k, v in entry.get("beyond", {}).items() if k in entry["excluded"]}
     MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
-#: Why a test is excluded, from what it did on the reference in both verdict modes.
+def excluded_of(runs: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The tests that passed on the reference in no mode, with what they did there (one outcome
+    when every mode saw the same, else ``mode: outcome`` joined by `` / ``)."""
+    excluded = {}
+    for name in sorted({k for r in runs.values() for k in r}):
+        seen = {m: r.get(name, "absent") for m, r in runs.items()}
+        if "passed" not in seen.values():
+            same = len(set(seen.values())) == 1
+            excluded[name] = next(iter(seen.values())) if same else " / ".join(f"{m}: {o}" for m, o in seen.items())
+    return excluded
+
+
+#: Why a test is excluded, from what it did on the reference in its verdict modes.
 REASONS = (
     ("LangSmithConnectionError", "LangSmith: hub prompts or `evaluate()` on a LangSmith dataset (network)"),
     ("openaipublic.blob.core.windows.net", "network: the reference downloads tiktoken's encoding at run time"),
     ("Google model tests are temporarily disabled", "skipped upstream (Google model tests disabled)"),
     (
         "Event loop is closed",
-        "fails on the reference in both modes: `RuntimeError: Event loop is closed` (a LangChain model's async client "
+        "fails on the reference in every mode: `RuntimeError: Event loop is closed` (a LangChain model's async client "
         "reused across event loops)",
     ),
-    ("assert 1.0 < 1", "verdict-dependent: asserts a score strictly between 0 and 1 (all-yes and all-no cannot)"),
     ("stand-in reasoning", "verdict-dependent: asserts the model's free-text label (a language name)"),
     (
         "skips itself",
