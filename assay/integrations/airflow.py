@@ -126,9 +126,13 @@ class _AssayCommandOperator(BaseOperator):  # type: ignore[misc]
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         extra_args: Sequence[str] = (),
+        deferrable: bool = False,
+        poll_interval_s: float = 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.deferrable = deferrable
+        self.poll_interval_s = poll_interval_s
         self._given_command = list(assay_command) if assay_command else None
         self.assay_command = self._given_command or [sys.executable, "-m", "assay.cli"]
         self.env = dict(env or {})
@@ -452,13 +456,9 @@ class AssayRunOperator(_AssayCommandOperator):
         overrides: Mapping[str, Any] | None = None,
         log_format: str = "text",
         wait_lock: float | None = None,
-        deferrable: bool = False,
-        poll_interval_s: float = 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.deferrable = deferrable
-        self.poll_interval_s = poll_interval_s
         self.run_file = run_file
         self.ds = ds
         self.shard = shard
@@ -590,13 +590,9 @@ class AssayBackfillOperator(_AssayCommandOperator):
         parallel_days: int = 1,
         max_cost_usd: float | None = None,
         overrides: Mapping[str, Any] | None = None,
-        deferrable: bool = False,
-        poll_interval_s: float = 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.deferrable = deferrable
-        self.poll_interval_s = poll_interval_s
         self.run_file = run_file
         self.start = start
         self.end = end
