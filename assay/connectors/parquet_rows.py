@@ -282,20 +282,10 @@ class ParquetInput:
         columns: Sequence[str] | None = None,
         batch_rows: int = BATCH_ROWS,
     ) -> Iterator[tuple[int, pa.RecordBatch]]:
-        """(file-wide index of the batch's first row, batch) over ``groups``, a batch at a time."""
+        """(file-wide index of the batch's first row, batch) over ``groups``, a batch at a time
+        (no batch spans two row groups)."""
         for g in groups:
-            row = g.first_row
-            try:
-                for batch in pf.iter_batches(
-                    batch_size=batch_rows,
-                    row_groups=[g.index],
-                    columns=list(columns) if columns else None,
-                    use_threads=False,  # the engine's own threads keep the cores busy
-                ):
-                    yield row, batch
-                    row += batch.num_rows
-            except (OSError, pa.ArrowException) as exc:
-                raise ConnectorError(f"{self.name}: row group {g.index}: read failed: {exc}") from exc
+            yield from self.run_batches(pf, [g], columns=columns, batch_rows=batch_rows)
 
     def run_batches(
         self,
@@ -316,7 +306,7 @@ class ParquetInput:
                 batch_size=batch_rows,
                 row_groups=[g.index for g in groups],
                 columns=list(columns) if columns else None,
-                use_threads=False,
+                use_threads=False,  # the engine's own threads keep the cores busy
             ):
                 yield row, batch
                 row += batch.num_rows
