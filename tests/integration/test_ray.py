@@ -66,6 +66,23 @@ def _run_file(tmp_path: Path, judge_url: str, redis_url: str) -> Path:
     return path
 
 
+def _ray_job(tmp_path: Path, run_file: Path, actors: int) -> list[dict[str, Any]]:
+    """The table scored by ``actors`` AssayScorer actors in batches of 5 (each actor takes half a
+    CPU: the read tasks keep the rest of the two)."""
+    from assay.integrations.ray import AssayScorer
+
+    ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
+    scored = ds.map_batches(
+        AssayScorer,
+        fn_constructor_kwargs={"run_file": str(run_file)},
+        batch_format="pyarrow",
+        batch_size=5,
+        concurrency=actors,
+        num_cpus=0.5,
+    )
+    return [r for ref in scored.to_arrow_refs() for r in ray.get(ref).to_pylist()]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")  # Ray's own, about its settings
@@ -95,19 +112,7 @@ def test_ray_job_scores_the_same_as_assay_run(tmp_path: Path, redis_server: Redi
         expected = {row["trace_id"]: {k: r["score"] for k, r in row["results"].items()} for row in run_rows}
         assert len(expected) == N
         client.flushdb()
-        from assay.integrations.ray import AssayScorer
-
-        ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
-        scored = ds.map_batches(
-            AssayScorer,
-            fn_constructor_kwargs={"run_file": str(run_file)},
-            batch_format="pyarrow",
-            batch_size=5,
-            concurrency=2,
-            num_cpus=0.5,  # two actors leave a CPU for the read tasks (2 CPUs in all)
-        )
-        table = scored.to_arrow_refs()
-        rows = [r for ref in table for r in ray.get(ref).to_pylist()]
+        rows = _ray_job(tmp_path, run_file, actors=2)
         judged = server.stats.requests
     assert len(rows) == N and all(r["read_error"] is None for r in rows)
     got = {r["trace_id"]: {k: r[k]["score"] for k in ("trajectory_strict_match", "correctness")} for r in rows}
@@ -220,18 +225,7 @@ def test_a_killed_actor_restarts_and_pays_no_judge_call_twice(tmp_path: Path, ra
         cfg["judges"]["j"]["max_concurrency"] = 1  # one call in flight when the actor dies
         cfg["judges"]["j"]["hedge"] = False
         run_file.write_text(json.dumps(cfg))
-        from assay.integrations.ray import AssayScorer
-
-        ds = ray.data.read_parquet(str(tmp_path / "traces.parquet"), override_num_blocks=4)
-        scored = ds.map_batches(
-            AssayScorer,
-            fn_constructor_kwargs={"run_file": str(run_file)},
-            batch_format="pyarrow",
-            batch_size=5,
-            concurrency=1,
-            num_cpus=0.5,
-        )
-        rows = [r for ref in scored.to_arrow_refs() for r in ray.get(ref).to_pylist()]
+        rows = _ray_job(tmp_path, run_file, actors=1)
         stats = server.stats
     assert len(rule.killed) == 1, rule.problem  # the actor did die mid-batch
     assert sorted(r["trace_id"] for r in rows) == sorted(f"t{i}" for i in range(N))  # one row per trace
